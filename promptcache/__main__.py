@@ -1,0 +1,3 @@
+from promptcache.cli import main
+
+main()

@@ -1,0 +1,880 @@
+"""PrefixView: a request seen the way the provider caches it.
+
+Every part of promptcache (linter, diff, planner, wrapper, local backend) looks at a request
+through this one renderer, so they agree on where a prefix breaks. :func:`render` turns an
+Anthropic Messages, OpenAI Chat Completions or OpenAI Responses request into the ordered
+:class:`Segment` s the provider caches, in its render order:
+
+::
+
+    Anthropic          tools[0..] -> system (string or blocks) -> messages[i].content[j]
+    OpenAI chat        tools[0..] -> response_format -> messages[i] (content parts, tool_calls)
+    OpenAI responses   tools[0..] -> instructions -> text.format -> input[i] (content parts)
+
+Sources: https://platform.claude.com/docs/en/build-with-claude/prompt-caching (render order
+tools -> system -> messages; cache_control placement; automatic caching; lookback positions) and
+https://developers.openai.com/api/docs/guides/prompt-caching (what OpenAI caches: messages,
+images, tools, the structured-output schema). See ../shared/reference/hosted-api-rules.md.
+
+Invariants:
+
+* ``segments[i].index == i`` and ``segments[i].start_token == sum(s.tokens for s in
+  segments[:i])``.
+* ``Segment.data`` holds the JSON bytes of the node exactly as the SDKs send it (httpx's
+  ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``), key order preserved, so a
+  key-order change is visible as a byte change.
+* Lookback positions (Anthropic): a run of consecutive ``tool_use`` segments is one position,
+  likewise a run of ``tool_result`` segments; every other segment is one position. Positions
+  are counted over tools, system and messages alike.
+* A top-level ``cache_control`` (Anthropic automatic caching) lands on the last segment that
+  may carry a marker, walking back past those that may not; ``view.automatic`` records it.
+
+Deviation from DESIGN.md: OpenAI has no documented tools/system/messages hierarchy; we put
+tools in ``tools``, the schema, ``instructions`` and the leading system/developer messages in
+``system``, and everything from the first other message on in ``messages``, so the diff can
+name the part that changed in the same words for both providers.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import struct
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import click
+
+from promptcache._errors import InvalidRequestError
+from promptcache.tokens import TokenCounter, get_counter
+
+__all__ = [
+    "Breakpoint",
+    "PrefixView",
+    "Provider",
+    "Segment",
+    "Tier",
+    "detect_provider",
+    "render",
+    "render_command",
+]
+
+Provider = Literal["anthropic", "openai-chat", "openai-responses"]
+Tier = Literal["tools", "system", "messages"]
+TIERS: tuple[Tier, ...] = ("tools", "system", "messages")
+
+_ANTHROPIC_TTLS = ("5m", "1h")
+#: Anthropic blocks that cannot carry cache_control (the SDK's param types have no field).
+_NO_MARKER_KINDS = frozenset({"thinking", "redacted_thinking"})
+_ANTHROPIC_ONLY_BLOCKS = frozenset({
+    "tool_use", "tool_result", "thinking", "redacted_thinking", "document", "search_result",
+    "server_tool_use", "web_search_tool_result", "container_upload", "tool_reference",
+})
+_OPENAI_CHAT_PARTS = frozenset({"image_url", "input_audio", "file", "refusal"})
+_OPENAI_RESPONSES_PARTS = frozenset({"input_text", "input_image", "input_file", "output_text"})
+_TOOL_RUN_KINDS = frozenset({"tool_use", "tool_result"})
+#: Per-message overhead of the OpenAI chat format (role and separators), in tokens; the
+#: figure OpenAI's cookbook uses for gpt-4o-era models. An estimate.
+_OPENAI_MESSAGE_OVERHEAD = 3
+
+
+def _dumps(node: Any) -> bytes:
+    return json.dumps(node, ensure_ascii=False, separators=(",", ":")).encode("utf-8",
+                                                                             "surrogatepass")
+
+
+@dataclass(frozen=True, slots=True)
+class Breakpoint:
+    """A cache breakpoint on a segment.
+
+    Attributes:
+        ttl: ``"5m"`` or ``"1h"`` (Anthropic), ``"30m"`` or None (OpenAI explicit).
+        source: ``"block"`` (a ``cache_control`` on the block), ``"automatic"`` (the
+            top-level ``cache_control``) or ``"openai-explicit"`` (``prompt_cache_breakpoint``).
+    """
+
+    ttl: str | None
+    source: Literal["block", "automatic", "openai-explicit"] = "block"
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One cached unit of a request, in the provider's render order.
+
+    Attributes:
+        index: order in the view (0-based).
+        path: where it sits in the payload (``"tools[2]"``, ``"system[0]"``, ``"system"``,
+            ``"messages[3].content[1]"``, ``"messages[0].content"``,
+            ``"messages[2].tool_calls[0]"``, ``"instructions"``, ``"input[3].content[0]"``).
+        tier: ``"tools"``, ``"system"`` or ``"messages"``.
+        kind: ``"tool"``, ``"text"``, ``"image"``, ``"document"``, ``"tool_use"``,
+            ``"tool_result"``, ``"thinking"``, ``"redacted_thinking"``, ``"tool_call"``,
+            ``"schema"``, or another block type as sent.
+        role: the message role (None for tools and top-level system).
+        message_index: index of the enclosing message / input item (None outside messages).
+        data: the node's JSON bytes as the SDK sends them (key order preserved).
+        text: the human-readable text of the node, if any.
+        tokens: tokens of this segment (an estimate for Anthropic models).
+        start_token: tokens of every segment before this one.
+        position: the Anthropic lookback position.
+        breakpoint: the breakpoint on this segment, if any.
+        cacheable: whether the segment may carry a cache marker.
+        fingerprint: sha256 hex over (tier, role, kind, data).
+    """
+
+    index: int
+    path: str
+    tier: Tier
+    kind: str
+    role: str | None
+    message_index: int | None
+    data: bytes
+    text: str | None
+    tokens: int
+    start_token: int
+    position: int
+    breakpoint: Breakpoint | None
+    cacheable: bool
+    fingerprint: str
+
+    @property
+    def end_token(self) -> int:
+        """Tokens up to and including this segment."""
+        return self.start_token + self.tokens
+
+
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    path: str
+    tier: Tier
+    kind: str
+    role: str | None
+    message_index: int | None
+    node: Any
+    text: str | None
+    token_text: str | None
+    extra_tokens: int
+    breakpoint: Breakpoint | None
+    cacheable: bool
+
+
+@dataclass(frozen=True)
+class PrefixView:
+    """A request as its provider caches it: ordered segments plus the other parameters.
+
+    Attributes:
+        provider: ``"anthropic"``, ``"openai-chat"`` or ``"openai-responses"``.
+        model: the request's model id (None when absent).
+        segments: the segments in render order.
+        params: top-level keys that are not segments (``tool_choice``, ``thinking``,
+            ``output_config``, ``prompt_cache_key``, ``temperature``, ...).
+        automatic: the Anthropic top-level breakpoint, if the request has one.
+        automatic_index: the segment the automatic breakpoint resolved to (None if none).
+        counter_exact: whether the token counts are exact (False for Anthropic estimates).
+    """
+
+    provider: Provider
+    model: str | None
+    segments: tuple[Segment, ...]
+    params: Mapping[str, Any]
+    automatic: Breakpoint | None = None
+    automatic_index: int | None = None
+    counter_exact: bool = True
+    _lengths: Mapping[str, int] = field(default_factory=dict, repr=False)
+    _by_path: Mapping[str, int] = field(default_factory=dict, repr=False)
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def total_tokens(self) -> int:
+        """Tokens of the whole prompt (sum over segments)."""
+        return self.segments[-1].end_token if self.segments else 0
+
+    def __len__(self) -> int:
+        return len(self.segments)
+
+    def __iter__(self) -> Iterator[Segment]:
+        return iter(self.segments)
+
+    def breakpoints(self) -> list[Segment]:
+        """Segments that carry a breakpoint, explicit or automatic, in render order."""
+        out = [s for s in self.segments if s.breakpoint is not None]
+        if self.automatic_index is not None:
+            auto = self.segments[self.automatic_index]
+            if auto.breakpoint is None:
+                out.append(auto)
+                out.sort(key=lambda s: s.index)
+        return out
+
+    def breakpoint_of(self, segment: Segment | int) -> Breakpoint | None:
+        """The breakpoint on a segment, counting the automatic one."""
+        seg = self._seg(segment)
+        if seg.breakpoint is not None:
+            return seg.breakpoint
+        if self.automatic_index == seg.index:
+            return self.automatic
+        return None
+
+    def prefix_tokens(self, segment: Segment | int) -> int:
+        """Tokens from the start of the prompt up to and including ``segment``."""
+        return self._seg(segment).end_token
+
+    def tier_of(self, path: str) -> Tier:
+        """The tier of the segment at ``path`` (sub-paths accepted)."""
+        return self.find(path).tier
+
+    def segments_in(self, tier: Tier) -> list[Segment]:
+        """The segments of one tier, in order."""
+        return [s for s in self.segments if s.tier == tier]
+
+    def find(self, path: str) -> Segment:
+        """The segment at ``path``.
+
+        Accepts sub-paths (``"system[0].text"`` -> ``system[0]``;
+        ``"messages[2].tool_calls[0].function.arguments"`` -> ``messages[2].tool_calls[0]``)
+        and negative indexes (``"system[-1]"``, ``"messages[-1].content[0]"``).
+
+        Raises:
+            KeyError: no segment at or above ``path``.
+        """
+        resolved = self._resolve(path)
+        probe = resolved
+        while True:
+            idx = self._by_path.get(probe)
+            if idx is not None:
+                return self.segments[idx]
+            cut = max(probe.rfind("."), probe.rfind("["))
+            if cut <= 0:
+                break
+            probe = probe[:cut]
+        # A path above segment level ("messages[2]"): its first segment.
+        prefix = resolved
+        for seg in self.segments:
+            if seg.path.startswith(prefix) and seg.path[len(prefix):len(prefix) + 1] in (".", "["):
+                return seg
+        raise KeyError(path)
+
+    def prefix_hashes(self) -> list[str]:
+        """Chained sha256 hex per segment: ``h[i]`` identifies segments ``0..i`` (cheap compare)."""
+        out: list[str] = []
+        h = hashlib.sha256(f"{self.provider}\x00{self.model}".encode())
+        for seg in self.segments:
+            h = h.copy()
+            h.update(bytes.fromhex(seg.fingerprint))
+            out.append(h.hexdigest())
+        return out
+
+    # ------------------------------------------------------------------ helpers
+    def _seg(self, segment: Segment | int) -> Segment:
+        return self.segments[segment] if isinstance(segment, int) else segment
+
+    def _resolve(self, path: str) -> str:
+        if "-" not in path:
+            return path
+        out: list[str] = []
+        pos = 0
+        for m in re.finditer(r"\[(-?\d+)\]", path):
+            out.append(path[pos:m.start()])
+            container = "".join(out)
+            idx = int(m.group(1))
+            if idx < 0:
+                idx += self._lengths.get(container, 0)
+            out.append(f"[{idx}]")
+            pos = m.end()
+        out.append(path[pos:])
+        return "".join(out)
+
+
+# ---------------------------------------------------------------------- detection
+def detect_provider(payload: Mapping[str, Any]) -> Provider:
+    """Guess the request shape from the payload.
+
+    Returns:
+        ``"openai-responses"`` when it has ``input`` / ``instructions`` and no ``messages``;
+        ``"anthropic"`` when it has a top-level ``system``, Anthropic-only block types,
+        ``input_schema`` tools or a ``claude`` model; otherwise ``"openai-chat"``.
+    """
+    if "messages" not in payload and ("input" in payload or "instructions" in payload):
+        return "openai-responses"
+    if "system" in payload:
+        return "anthropic"
+    model = payload.get("model")
+    if isinstance(model, str) and "claude" in model.lower():
+        return "anthropic"
+    tools = payload.get("tools")
+    if isinstance(tools, list):
+        for tool in tools:
+            if isinstance(tool, Mapping):
+                if "input_schema" in tool:
+                    return "anthropic"
+                if "function" in tool:
+                    return "openai-chat"
+    messages = payload.get("messages")
+    if isinstance(messages, list):
+        for msg in messages:
+            if not isinstance(msg, Mapping):
+                continue
+            role = msg.get("role")
+            if role in ("developer", "tool") or "tool_calls" in msg:
+                return "openai-chat"
+            content = msg.get("content")
+            if isinstance(content, list):
+                for block in content:
+                    if isinstance(block, Mapping):
+                        btype = block.get("type")
+                        if btype in _ANTHROPIC_ONLY_BLOCKS or "cache_control" in block:
+                            return "anthropic"
+                        if btype == "image" and "source" in block:
+                            return "anthropic"
+                        if btype in _OPENAI_CHAT_PARTS:
+                            return "openai-chat"
+    if "cache_control" in payload:
+        return "anthropic"
+    return "openai-chat"
+
+
+# ---------------------------------------------------------------------- render
+def render(payload: Mapping[str, Any], provider: str | None = None, *,
+           model: str | None = None) -> PrefixView:
+    """Render a request into the segments its provider caches, in render order.
+
+    Args:
+        payload: the request as sent to the API: a plain dict, or the SDKs' param
+            TypedDicts (Anthropic ``MessageCreateParams``, OpenAI
+            ``CompletionCreateParams`` / ``ResponseCreateParams``).
+        provider: ``"anthropic"``, ``"openai-chat"``, ``"openai-responses"`` (``"openai"``
+            means chat); detected from the payload's shape when None.
+        model: overrides ``payload["model"]`` for token counting.
+
+    Returns:
+        A :class:`PrefixView`.
+
+    Raises:
+        InvalidRequestError: the payload is malformed (the error names the path and the
+            reason). No other exception escapes for JSON-like input.
+    """
+    if not isinstance(payload, Mapping):
+        raise InvalidRequestError("", f"a request must be a JSON object, not {type(payload).__name__}")
+    if provider is None:
+        prov: Provider = detect_provider(payload)
+    elif provider in ("anthropic", "openai-chat", "openai-responses"):
+        prov = provider  # type: ignore[assignment]
+    elif provider in ("openai", "openai_chat", "chat"):
+        prov = "openai-chat"
+    elif provider in ("responses", "openai_responses"):
+        prov = "openai-responses"
+    else:
+        raise InvalidRequestError("", f"unknown provider {provider!r}")
+    raw_model = payload.get("model")
+    if raw_model is not None and not isinstance(raw_model, str):
+        raise InvalidRequestError("model", "must be a string")
+    model_id = model or raw_model
+    builder = _Renderer(prov, model_id)
+    try:
+        if prov == "anthropic":
+            builder.anthropic(payload)
+        elif prov == "openai-chat":
+            builder.openai_chat(payload)
+        else:
+            builder.openai_responses(payload)
+        return builder.finish(payload)
+    except InvalidRequestError:
+        raise
+    except (ValueError, TypeError, OverflowError, RecursionError, UnicodeError) as exc:
+        raise InvalidRequestError("", f"cannot serialise the request: {exc}") from None
+
+
+_SEGMENT_KEYS = {
+    "anthropic": frozenset({"model", "tools", "system", "messages", "cache_control"}),
+    "openai-chat": frozenset({"model", "tools", "messages", "response_format"}),
+    "openai-responses": frozenset({"model", "tools", "instructions", "input"}),
+}
+
+
+class _Renderer:
+    def __init__(self, provider: Provider, model: str | None) -> None:
+        self.provider = provider
+        self.model = model
+        self.counter: TokenCounter = get_counter(model)
+        self.drafts: list[_Draft] = []
+        self.lengths: dict[str, int] = {}
+        self.automatic: Breakpoint | None = None
+
+    # ---------------------------------------------------------------- common
+    def add(self, path: str, tier: Tier, kind: str, node: Any, *, role: str | None = None,
+            message_index: int | None = None, text: str | None = None,
+            token_text: str | None = None, extra_tokens: int = 0,
+            breakpoint: Breakpoint | None = None, cacheable: bool = True) -> None:
+        self.drafts.append(_Draft(path, tier, kind, role, message_index, node, text,
+                                  token_text if token_text is not None else text, extra_tokens,
+                                  breakpoint, cacheable))
+
+    def _list(self, payload: Mapping[str, Any], key: str, path: str) -> list[Any]:
+        value = payload.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise InvalidRequestError(path, f"must be an array, not {_jtype(value)}")
+        self.lengths[path] = len(value)
+        return value
+
+    def finish(self, payload: Mapping[str, Any]) -> PrefixView:
+        segments: list[Segment] = []
+        start = 0
+        position = -1
+        prev_kind: str | None = None
+        by_path: dict[str, int] = {}
+        count = self.counter.count
+        for i, d in enumerate(self.drafts):
+            data = _dumps(d.node)
+            if d.token_text is not None:
+                tokens = count(d.token_text) + d.extra_tokens
+            else:
+                tokens = d.extra_tokens
+            if not (d.kind in _TOOL_RUN_KINDS and d.kind == prev_kind):
+                position += 1
+            prev_kind = d.kind
+            fp = hashlib.sha256(
+                b"\x00".join((d.tier.encode(), (d.role or "").encode(), d.kind.encode(), data))
+            ).hexdigest()
+            segments.append(Segment(i, d.path, d.tier, d.kind, d.role, d.message_index, data,
+                                    d.text, tokens, start, position, d.breakpoint, d.cacheable,
+                                    fp))
+            by_path.setdefault(d.path, i)
+            start += tokens
+        automatic_index: int | None = None
+        if self.automatic is not None:
+            for seg in reversed(segments):
+                if seg.cacheable:
+                    automatic_index = seg.index
+                    break
+        params = {k: v for k, v in payload.items() if k not in _SEGMENT_KEYS[self.provider]}
+        return PrefixView(self.provider, self.model, tuple(segments), params, self.automatic,
+                          automatic_index, self.counter.exact, dict(self.lengths), by_path)
+
+    # ---------------------------------------------------------------- anthropic
+    def _cache_control(self, block: Mapping[str, Any], path: str) -> Breakpoint | None:
+        cc = block.get("cache_control")
+        if cc is None:
+            return None
+        if not isinstance(cc, Mapping):
+            raise InvalidRequestError(f"{path}.cache_control", "must be an object")
+        if cc.get("type") != "ephemeral":
+            raise InvalidRequestError(f"{path}.cache_control.type",
+                                      "must be 'ephemeral' (the only cache type)")
+        ttl = cc.get("ttl", "5m")
+        if ttl not in _ANTHROPIC_TTLS:
+            raise InvalidRequestError(f"{path}.cache_control.ttl", "must be '5m' or '1h'")
+        return Breakpoint(str(ttl), "block")
+
+    def anthropic(self, payload: Mapping[str, Any]) -> None:
+        for i, tool in enumerate(self._list(payload, "tools", "tools")):
+            path = f"tools[{i}]"
+            if not isinstance(tool, Mapping):
+                raise InvalidRequestError(path, "a tool must be an object")
+            name = tool.get("name")
+            if not isinstance(name, str):
+                raise InvalidRequestError(f"{path}.name", "must be a string")
+            desc = tool.get("description")
+            self.add(path, "tools", "tool", tool, text=desc if isinstance(desc, str) else name,
+                     token_text=_dumps(tool).decode("utf-8", "replace"),
+                     breakpoint=self._cache_control(tool, path))
+        system = payload.get("system")
+        if isinstance(system, str):
+            self.add("system", "system", "text", system, text=system,
+                     cacheable=bool(system.strip()))
+        elif isinstance(system, list):
+            self.lengths["system"] = len(system)
+            for i, block in enumerate(system):
+                self._anthropic_block(block, f"system[{i}]", "system", None, None)
+        elif system is not None:
+            raise InvalidRequestError("system", "must be a string or an array of text blocks")
+        for m, msg in enumerate(self._list(payload, "messages", "messages")):
+            mpath = f"messages[{m}]"
+            if not isinstance(msg, Mapping):
+                raise InvalidRequestError(mpath, "a message must be an object")
+            role = msg.get("role")
+            if not isinstance(role, str):
+                raise InvalidRequestError(f"{mpath}.role", "must be a string")
+            content = msg.get("content")
+            if isinstance(content, str):
+                self.add(f"{mpath}.content", "messages", "text", content, role=role,
+                         message_index=m, text=content, cacheable=bool(content.strip()))
+            elif isinstance(content, list):
+                self.lengths[f"{mpath}.content"] = len(content)
+                for j, block in enumerate(content):
+                    self._anthropic_block(block, f"{mpath}.content[{j}]", "messages", role, m)
+            else:
+                raise InvalidRequestError(f"{mpath}.content",
+                                          "must be a string or an array of content blocks")
+        auto = payload.get("cache_control")
+        if auto is not None:
+            bp = self._cache_control(payload, "")
+            self.automatic = Breakpoint(bp.ttl if bp else "5m", "automatic")
+
+    def _anthropic_block(self, block: Any, path: str, tier: Tier, role: str | None,
+                         m: int | None) -> None:
+        if not isinstance(block, Mapping):
+            raise InvalidRequestError(path, "a content block must be an object")
+        btype = block.get("type")
+        if not isinstance(btype, str):
+            raise InvalidRequestError(f"{path}.type", "must be a string")
+        bp = self._cache_control(block, path)
+        text: str | None = None
+        token_text: str | None = None
+        extra = 0
+        cacheable = btype not in _NO_MARKER_KINDS
+        if btype == "text":
+            value = block.get("text")
+            if not isinstance(value, str):
+                raise InvalidRequestError(f"{path}.text", "must be a string")
+            text = value
+            cacheable = bool(value.strip())
+        elif btype in ("thinking", "redacted_thinking"):
+            value = block.get("thinking", block.get("data", ""))
+            text = value if isinstance(value, str) else None
+        elif btype == "tool_use" or btype == "server_tool_use":
+            name = block.get("name")
+            text = f"{name}({_dumps(block.get('input', {})).decode('utf-8', 'replace')})"
+        elif btype == "tool_result":
+            text = _flatten_text(block.get("content"))
+            extra = _media_tokens(block.get("content"))
+        elif btype == "image":
+            extra = _image_tokens(block.get("source"))
+            text = None
+            token_text = ""
+        elif btype == "document":
+            source = block.get("source")
+            if isinstance(source, Mapping) and source.get("type") == "text":
+                data = source.get("data")
+                text = data if isinstance(data, str) else None
+            else:
+                extra = _document_tokens(source)
+                token_text = ""
+        else:
+            raw_text = block.get("text")
+            text = raw_text if isinstance(raw_text, str) else _flatten_text(block.get("content"))
+            token_text = _dumps(block).decode("utf-8", "replace") if not text else None
+        kind = btype if btype != "server_tool_use" else "tool_use"
+        self.add(path, tier, kind, block, role=role, message_index=m, text=text,
+                 token_text=token_text, extra_tokens=extra, breakpoint=bp, cacheable=cacheable)
+
+    # ---------------------------------------------------------------- openai chat
+    def openai_chat(self, payload: Mapping[str, Any]) -> None:
+        for i, tool in enumerate(self._list(payload, "tools", "tools")):
+            path = f"tools[{i}]"
+            if not isinstance(tool, Mapping):
+                raise InvalidRequestError(path, "a tool must be an object")
+            fn = tool.get("function")
+            desc = fn.get("description") if isinstance(fn, Mapping) else None
+            self.add(path, "tools", "tool", tool, text=desc if isinstance(desc, str) else None,
+                     token_text=_dumps(tool).decode("utf-8", "replace"))
+        rf = payload.get("response_format")
+        if rf is not None:
+            if not isinstance(rf, Mapping):
+                raise InvalidRequestError("response_format", "must be an object")
+            if rf.get("type") == "json_schema":
+                self.add("response_format", "system", "schema", rf,
+                         token_text=_dumps(rf).decode("utf-8", "replace"))
+        leading = True
+        ttl = _openai_ttl(payload)
+        for m, msg in enumerate(self._list(payload, "messages", "messages")):
+            mpath = f"messages[{m}]"
+            if not isinstance(msg, Mapping):
+                raise InvalidRequestError(mpath, "a message must be an object")
+            role = msg.get("role")
+            if not isinstance(role, str):
+                raise InvalidRequestError(f"{mpath}.role", "must be a string")
+            if role not in ("system", "developer"):
+                leading = False
+            tier: Tier = "system" if leading else "messages"
+            overhead = _OPENAI_MESSAGE_OVERHEAD + (1 if "name" in msg else 0)
+            before = len(self.drafts)
+            content = msg.get("content")
+            kind_default = "tool_result" if role == "tool" else "text"
+            if isinstance(content, str):
+                self.add(f"{mpath}.content", tier, kind_default, content, role=role,
+                         message_index=m, text=content, extra_tokens=overhead,
+                         cacheable=bool(content.strip()))
+            elif isinstance(content, list):
+                self.lengths[f"{mpath}.content"] = len(content)
+                for j, part in enumerate(content):
+                    ppath = f"{mpath}.content[{j}]"
+                    if not isinstance(part, Mapping):
+                        raise InvalidRequestError(ppath, "a content part must be an object")
+                    ptype = part.get("type")
+                    if not isinstance(ptype, str):
+                        raise InvalidRequestError(f"{ppath}.type", "must be a string")
+                    bp = _openai_breakpoint(part, ppath, ttl)
+                    extra = overhead if len(self.drafts) == before else 0
+                    if ptype == "text":
+                        value = part.get("text")
+                        if not isinstance(value, str):
+                            raise InvalidRequestError(f"{ppath}.text", "must be a string")
+                        self.add(ppath, tier, kind_default, part, role=role, message_index=m,
+                                 text=value, extra_tokens=extra, breakpoint=bp,
+                                 cacheable=bool(value.strip()))
+                    elif ptype == "image_url":
+                        self.add(ppath, tier, "image", part, role=role, message_index=m,
+                                 token_text="", extra_tokens=extra + _openai_image_tokens(part),
+                                 breakpoint=bp)
+                    else:
+                        self.add(ppath, tier, ptype, part, role=role, message_index=m,
+                                 token_text=_dumps(part).decode("utf-8", "replace"),
+                                 extra_tokens=extra, breakpoint=bp)
+            elif content is not None:
+                raise InvalidRequestError(f"{mpath}.content", "must be a string, an array or null")
+            calls = msg.get("tool_calls")
+            if calls is not None:
+                if not isinstance(calls, list):
+                    raise InvalidRequestError(f"{mpath}.tool_calls", "must be an array")
+                self.lengths[f"{mpath}.tool_calls"] = len(calls)
+                for k, call in enumerate(calls):
+                    cpath = f"{mpath}.tool_calls[{k}]"
+                    if not isinstance(call, Mapping):
+                        raise InvalidRequestError(cpath, "a tool call must be an object")
+                    fn = call.get("function")
+                    text = None
+                    if isinstance(fn, Mapping):
+                        args = fn.get("arguments")
+                        text = f"{fn.get('name')}({args if isinstance(args, str) else _dumps(args).decode()})"
+                    extra = overhead if len(self.drafts) == before else 0
+                    self.add(cpath, tier, "tool_call", call, role=role, message_index=m,
+                             text=text, extra_tokens=extra, cacheable=False)
+            if len(self.drafts) == before:  # empty message: the role header still counts
+                self.add(f"{mpath}.content", tier, kind_default, content, role=role,
+                         message_index=m, text="", extra_tokens=overhead, cacheable=False)
+
+    # ---------------------------------------------------------------- openai responses
+    def openai_responses(self, payload: Mapping[str, Any]) -> None:
+        for i, tool in enumerate(self._list(payload, "tools", "tools")):
+            path = f"tools[{i}]"
+            if not isinstance(tool, Mapping):
+                raise InvalidRequestError(path, "a tool must be an object")
+            desc = tool.get("description")
+            self.add(path, "tools", "tool", tool, text=desc if isinstance(desc, str) else None,
+                     token_text=_dumps(tool).decode("utf-8", "replace"))
+        instructions = payload.get("instructions")
+        if isinstance(instructions, str):
+            self.add("instructions", "system", "text", instructions, role="developer",
+                     text=instructions, cacheable=bool(instructions.strip()))
+        elif instructions is not None:
+            raise InvalidRequestError("instructions", "must be a string")
+        text_cfg = payload.get("text")
+        if isinstance(text_cfg, Mapping) and isinstance(text_cfg.get("format"), Mapping):
+            fmt = text_cfg["format"]
+            if fmt.get("type") == "json_schema":
+                self.add("text.format", "system", "schema", fmt,
+                         token_text=_dumps(fmt).decode("utf-8", "replace"))
+        ttl = _openai_ttl(payload)
+        items = payload.get("input")
+        if isinstance(items, str):
+            self.add("input", "messages", "text", items, role="user", message_index=0,
+                     text=items, extra_tokens=_OPENAI_MESSAGE_OVERHEAD,
+                     cacheable=bool(items.strip()))
+            return
+        if items is None:
+            return
+        if not isinstance(items, list):
+            raise InvalidRequestError("input", "must be a string or an array of items")
+        self.lengths["input"] = len(items)
+        leading = True
+        for m, item in enumerate(items):
+            ipath = f"input[{m}]"
+            if not isinstance(item, Mapping):
+                raise InvalidRequestError(ipath, "an input item must be an object")
+            itype = item.get("type", "message")
+            role = item.get("role")
+            if role is not None and not isinstance(role, str):
+                raise InvalidRequestError(f"{ipath}.role", "must be a string")
+            if not (itype == "message" and role in ("system", "developer")):
+                leading = False
+            tier: Tier = "system" if leading else "messages"
+            if itype != "message":
+                kind = {"function_call": "tool_call", "function_call_output": "tool_result",
+                        "reasoning": "thinking"}.get(str(itype), str(itype))
+                out = item.get("output")
+                text = out if isinstance(out, str) else None
+                self.add(ipath, tier, kind, item, role=role, message_index=m, text=text,
+                         token_text=text if text is not None else _dumps(item).decode(
+                             "utf-8", "replace"), cacheable=False)
+                continue
+            content = item.get("content")
+            if isinstance(content, str):
+                self.add(f"{ipath}.content", tier, "text", content, role=role, message_index=m,
+                         text=content, extra_tokens=_OPENAI_MESSAGE_OVERHEAD,
+                         cacheable=bool(content.strip()))
+            elif isinstance(content, list):
+                self.lengths[f"{ipath}.content"] = len(content)
+                before = len(self.drafts)
+                for j, part in enumerate(content):
+                    ppath = f"{ipath}.content[{j}]"
+                    if not isinstance(part, Mapping):
+                        raise InvalidRequestError(ppath, "a content part must be an object")
+                    ptype = part.get("type")
+                    if not isinstance(ptype, str):
+                        raise InvalidRequestError(f"{ppath}.type", "must be a string")
+                    bp = _openai_breakpoint(part, ppath, ttl)
+                    extra = _OPENAI_MESSAGE_OVERHEAD if len(self.drafts) == before else 0
+                    if ptype in ("input_text", "output_text", "text"):
+                        value = part.get("text")
+                        if not isinstance(value, str):
+                            raise InvalidRequestError(f"{ppath}.text", "must be a string")
+                        self.add(ppath, tier, "text", part, role=role, message_index=m,
+                                 text=value, extra_tokens=extra, breakpoint=bp,
+                                 cacheable=bool(value.strip()) and ptype != "output_text")
+                    elif ptype == "input_image":
+                        self.add(ppath, tier, "image", part, role=role, message_index=m,
+                                 token_text="", extra_tokens=extra + 765, breakpoint=bp)
+                    else:
+                        self.add(ppath, tier, ptype, part, role=role, message_index=m,
+                                 token_text=_dumps(part).decode("utf-8", "replace"),
+                                 extra_tokens=extra, breakpoint=bp)
+            else:
+                raise InvalidRequestError(f"{ipath}.content", "must be a string or an array")
+
+
+# ---------------------------------------------------------------------- small helpers
+def _jtype(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "an object"
+    if value is None:
+        return "null"
+    return type(value).__name__
+
+
+def _flatten_text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [b.get("text") for b in content
+                 if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
+        return "\n".join(p for p in parts if isinstance(p, str)) if parts else None
+    return None
+
+
+def _media_tokens(content: Any) -> int:
+    if not isinstance(content, list):
+        return 0
+    total = 0
+    for b in content:
+        if isinstance(b, Mapping):
+            if b.get("type") == "image":
+                total += _image_tokens(b.get("source"))
+            elif b.get("type") == "document":
+                total += _document_tokens(b.get("source"))
+    return total
+
+
+#: Anthropic image estimate: tokens ~= width * height / 750 (after resizing to at most
+#: 1568 px on the long edge). Source: https://platform.claude.com/docs/en/build-with-claude/vision
+_IMAGE_DEFAULT_TOKENS = 1600
+
+
+def _image_tokens(source: Any) -> int:
+    if not isinstance(source, Mapping) or source.get("type") != "base64":
+        return _IMAGE_DEFAULT_TOKENS
+    data = source.get("data")
+    if not isinstance(data, str):
+        return _IMAGE_DEFAULT_TOKENS
+    try:
+        head = base64.b64decode(data[:64] + "=" * (-len(data[:64]) % 4), validate=False)
+    except (ValueError, TypeError):
+        return _IMAGE_DEFAULT_TOKENS
+    dims = _png_size(head)
+    if dims is None:
+        return _IMAGE_DEFAULT_TOKENS
+    w, h = dims
+    scale = min(1.0, 1568 / max(w, h, 1))
+    return max(1, round((w * scale) * (h * scale) / 750))
+
+
+def _png_size(head: bytes) -> tuple[int, int] | None:
+    if len(head) >= 24 and head[:8] == b"\x89PNG\r\n\x1a\n":
+        w, h = struct.unpack(">II", head[16:24])
+        return int(w), int(h)
+    return None
+
+
+def _document_tokens(source: Any) -> int:
+    if isinstance(source, Mapping):
+        data = source.get("data")
+        if isinstance(data, str):
+            # base64 PDF: about 1,500-3,000 tokens a page; ~ 3 KB of base64 per token-page
+            return max(1, len(data) // 40)
+    return 1500
+
+
+def _openai_image_tokens(part: Mapping[str, Any]) -> int:
+    img = part.get("image_url")
+    detail = img.get("detail") if isinstance(img, Mapping) else None
+    return 85 if detail == "low" else 765
+
+
+def _openai_ttl(payload: Mapping[str, Any]) -> str | None:
+    opts = payload.get("prompt_cache_options")
+    if isinstance(opts, Mapping):
+        ttl = opts.get("ttl")
+        return ttl if isinstance(ttl, str) else "30m"
+    return None
+
+
+def _openai_breakpoint(part: Mapping[str, Any], path: str, ttl: str | None) -> Breakpoint | None:
+    marker = part.get("prompt_cache_breakpoint")
+    if marker is None:
+        return None
+    if not isinstance(marker, Mapping):
+        raise InvalidRequestError(f"{path}.prompt_cache_breakpoint", "must be an object")
+    return Breakpoint(ttl or "30m", "openai-explicit")
+
+
+# ---------------------------------------------------------------------- CLI
+@click.command("render")
+@click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
+@click.option("--provider", type=click.Choice(["anthropic", "openai-chat", "openai-responses"]),
+              default=None, help="Request shape (default: detected).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def render_command(source: Any, provider: str | None, fmt: str) -> None:
+    """Show SOURCE (a request JSON; '-' is stdin) as the ordered segments its provider caches."""
+    try:
+        payload = json.loads(source.read())
+        view = render(payload, provider)
+    except ValueError as exc:  # InvalidRequestError is a ValueError too
+        click.echo(f"{source.name}: {exc}", err=True)
+        raise SystemExit(2) from None
+    rows = [
+        {"index": s.index, "path": s.path, "tier": s.tier, "kind": s.kind, "tokens": s.tokens,
+         "start_token": s.start_token, "position": s.position,
+         "breakpoint": (view.breakpoint_of(s).ttl if view.breakpoint_of(s) else None),  # type: ignore[union-attr]
+         "fingerprint": s.fingerprint[:12]}
+        for s in view.segments
+    ]
+    if fmt == "json":
+        click.echo(json.dumps({"provider": view.provider, "model": view.model,
+                               "total_tokens": view.total_tokens, "segments": rows}, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{view.provider} {view.model or ''}: {view.total_tokens} tokens"
+                        f"{'' if view.counter_exact else ' (estimate)'}")
+    for col in ("#", "path", "tier", "kind", "tokens", "start", "pos", "bp", "fingerprint"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(str(r["index"]), str(r["path"]), str(r["tier"]), str(r["kind"]),
+                      str(r["tokens"]), str(r["start_token"]), str(r["position"]),
+                      str(r["breakpoint"] or ""), str(r["fingerprint"]))
+    Console().print(table)
+
+
+def segments_bytes(segments: Sequence[Segment]) -> bytes:
+    """Concatenated ``data`` of ``segments`` (what a prefix hash covers)."""
+    return b"".join(s.data for s in segments)
