@@ -1,0 +1,1 @@
+"""SDK wrapper around the official anthropic and openai clients (see wrap())."""
