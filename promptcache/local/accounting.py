@@ -1,0 +1,507 @@
+"""Usage accounting of the local backend: the hosted APIs' cache semantics on a real block cache.
+
+The block cache (:mod:`promptcache.local.engine`) decides what is physically reused; this module
+decides what the emulated API *reports*, with the hosted APIs' rules, and never reports a cache
+read that the block cache did not physically provide.
+
+Anthropic (../shared/reference/hosted-api-rules.md 1.1-1.8; sources
+https://platform.claude.com/docs/en/build-with-claude/prompt-caching and
+https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md):
+
+* Entries are written **only at breakpoints** (explicit ``cache_control`` and the top-level
+  automatic one), keyed by a chained SHA-256 over (tenant salt, token ids up to the breakpoint).
+* For each breakpoint the server looks back through at most ``policy.lookback_positions`` (20)
+  lookback positions (a run of ``tool_use`` / ``tool_result`` blocks is one position,
+  :attr:`Segment.position`) for the longest entry an earlier request wrote: a breakpoint at
+  position Q finds an entry ending at position P iff ``Q - P <= 20``.
+* A breakpoint whose prefix is shorter than ``policy.min_cacheable_tokens`` writes nothing.
+* TTL ``5m`` / ``1h`` from the **start** of the writing request, refreshed (from the start of the
+  reading request) on every read; time comes from an injectable :class:`Clock`.
+* At most ``policy.max_breakpoints`` (4) breakpoints, automatic included; a ``1h`` breakpoint
+  after a ``5m`` one, or an explicit marker on the automatic target with another TTL: HTTP 400.
+* ``input_tokens`` excludes reads and writes; ``cache_creation`` splits writes by TTL (the
+  tokens between two written breakpoints take the TTL of the later one).
+
+OpenAI (hosted-api-rules.md 2.1-2.4; https://developers.openai.com/api/docs/guides/prompt-caching):
+
+* Before GPT-5.6: automatic; ``cached_tokens = 1024 + 128 * floor((M - 1024) / 128)`` of the
+  engine's physically reused prefix M (0 below 1,024 tokens), no writes reported.
+* GPT-5.6+ (``policy.explicit_breakpoints``): entries at breakpoints (one implicit breakpoint on
+  the newest message plus the latest 3 explicit ones; in ``mode: "explicit"`` only the latest 4
+  explicit ones), no lookback limit, TTL 30m; ``cache_write_tokens`` reports the tokens written.
+* ``prompt_tokens`` includes ``cached_tokens`` (and ``cache_write_tokens``).
+
+Deviation: OpenAI's in-memory retention ("5-10 minutes of inactivity") is not modelled for the
+automatic mode; entries live as long as the block cache keeps their blocks (LRU eviction).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from promptcache.local.errors import BackendAPIError
+from promptcache.local.template import TemplatedPrompt
+
+__all__ = [
+    "AnthropicUsageCounts",
+    "CacheEntry",
+    "CacheLedger",
+    "CachePlan",
+    "Clock",
+    "ManualClock",
+    "PlannedBreakpoint",
+    "PolicyLike",
+    "SystemClock",
+    "anthropic_breakpoints",
+    "boundary_keys",
+    "openai_automatic_cached_tokens",
+    "openai_breakpoints",
+    "plan_reads_and_writes",
+    "ttl_seconds",
+]
+
+
+# ------------------------------------------------------------------------------------ clock
+class Clock(Protocol):
+    """Source of time for TTLs (seconds, monotonic)."""
+
+    def now(self) -> float:
+        """Current time in seconds."""
+        ...
+
+
+class SystemClock:
+    """Wall clock (``time.monotonic``)."""
+
+    def now(self) -> float:
+        """Current monotonic time in seconds."""
+        return time.monotonic()
+
+
+class ManualClock:
+    """A clock that only moves when told to (tests, simulations).
+
+    Args:
+        start: initial time in seconds.
+    """
+
+    def __init__(self, start: float = 0.0) -> None:
+        self._now = float(start)
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        """Current time in seconds."""
+        return self._now
+
+    def advance(self, seconds: float) -> float:
+        """Move time forward by ``seconds`` (>= 0) and return the new time.
+
+        Raises:
+            ValueError: ``seconds`` is negative.
+        """
+        if seconds < 0:
+            raise ValueError("a clock cannot go backwards")
+        with self._lock:
+            self._now += seconds
+            return self._now
+
+
+_TTL_RE = re.compile(r"^(\d+)([smhd])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def ttl_seconds(ttl: str) -> float:
+    """``"5m"`` -> 300.0, ``"1h"`` -> 3600.0, ``"30m"`` -> 1800.0.
+
+    Raises:
+        ValueError: not ``<int><s|m|h|d>``.
+    """
+    match = _TTL_RE.match(ttl)
+    if match is None:
+        raise ValueError(f"bad TTL {ttl!r}")
+    return float(int(match.group(1)) * _UNIT_S[match.group(2)])
+
+
+# ------------------------------------------------------------------------------------ policy
+class PolicyLike(Protocol):
+    """The fields of :class:`promptcache.catalog.CachePolicy` the accounting reads."""
+
+    @property
+    def provider(self) -> str: ...
+    @property
+    def min_cacheable_tokens(self) -> int: ...
+    @property
+    def max_breakpoints(self) -> int: ...
+    @property
+    def lookback_positions(self) -> int | None: ...
+    @property
+    def cache_step_tokens(self) -> int | None: ...
+    @property
+    def explicit_breakpoints(self) -> bool: ...
+
+
+# ------------------------------------------------------------------------------------ ledger
+@dataclass(slots=True)
+class CacheEntry:
+    """One cache entry written at a breakpoint.
+
+    Attributes:
+        key: chained SHA-256 of (tenant salt, token ids of the prefix).
+        tokens: prefix length in tokens.
+        ttl: ``"5m"``, ``"1h"`` or ``"30m"``.
+        written_at: start time of the request that wrote it (seconds).
+        expires_at: when it stops being readable (seconds).
+    """
+
+    key: bytes
+    tokens: int
+    ttl: str
+    written_at: float
+    expires_at: float
+
+
+class CacheLedger:
+    """The set of entries written at breakpoints (thread-safe). Expired entries vanish on read."""
+
+    def __init__(self) -> None:
+        self._entries: dict[bytes, CacheEntry] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: bytes, now: float) -> CacheEntry | None:
+        """The live entry for ``key`` at time ``now``, or None (an expired one is removed)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if entry.expires_at <= now:
+                del self._entries[key]
+                return None
+            return entry
+
+    def put(self, key: bytes, tokens: int, ttl: str, now: float) -> CacheEntry:
+        """Write (or extend) the entry for ``key``; lifetime ``ttl`` from ``now``."""
+        with self._lock:
+            expires = now + ttl_seconds(ttl)
+            old = self._entries.get(key)
+            if old is not None and old.expires_at > expires:
+                return old
+            entry = CacheEntry(key, tokens, ttl, now, expires)
+            self._entries[key] = entry
+            return entry
+
+    def refresh(self, key: bytes, now: float) -> None:
+        """Restart the lifetime of ``key`` at ``now`` (a read); no-op if absent."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                entry.expires_at = max(entry.expires_at, now + ttl_seconds(entry.ttl))
+
+    def drop(self, key: bytes) -> None:
+        """Forget ``key`` (its KV is physically gone from the block cache)."""
+        with self._lock:
+            self._entries.pop(key, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+def boundary_keys(prompt: TemplatedPrompt, tenant_salt: bytes) -> list[bytes]:
+    """Chained SHA-256 per span: ``keys[i]`` identifies ``token_ids[:spans[i].end]`` under
+    ``tenant_salt`` (tokens packed as little-endian uint32)."""
+    h = hashlib.sha256(b"promptcache-local-ledger\x00" + tenant_salt)
+    keys: list[bytes] = []
+    ids = prompt.token_ids
+    for span in prompt.spans:
+        h = h.copy()
+        h.update(b"".join(t.to_bytes(4, "little") for t in ids[span.start : span.end]))
+        keys.append(h.digest())
+    return keys
+
+
+# ------------------------------------------------------------------------------------ breakpoints
+@dataclass(frozen=True, slots=True)
+class PlannedBreakpoint:
+    """A breakpoint of a request.
+
+    Attributes:
+        span_index: index into ``prompt.spans``.
+        end: prefix length in tokens (``spans[span_index].end``).
+        ttl: its TTL (``"5m"``, ``"1h"``, ``"30m"``).
+        path: the block it sits on (``"messages[2].content[0]"``).
+    """
+
+    span_index: int
+    end: int
+    ttl: str
+    path: str
+
+
+def _dotted(path: str) -> str:
+    """``messages[2].content[0]`` -> ``messages.2.content.0`` (the API's error paths)."""
+    return re.sub(r"\[(\d+)\]", r".\1", path)
+
+
+def anthropic_breakpoints(prompt: TemplatedPrompt, policy: PolicyLike) -> list[PlannedBreakpoint]:
+    """The request's breakpoints (explicit plus automatic), validated as the API does.
+
+    Raises:
+        BackendAPIError: 400 ``invalid_request_error`` when there are more than
+            ``policy.max_breakpoints``, when a ``1h`` breakpoint follows a ``5m`` one in render
+            order, or when the automatic breakpoint's TTL differs from an explicit marker on the
+            same (last cacheable) block. Messages follow the API's wording.
+    """
+    view = prompt.view
+    auto = view.automatic
+    if auto is not None and view.automatic_index is not None:
+        target = view.segments[view.automatic_index]
+        if target.breakpoint is not None and (target.breakpoint.ttl or "5m") != (auto.ttl or "5m"):
+            raise BackendAPIError(
+                400,
+                "invalid_request_error",
+                f"cache_control: the top-level cache_control ttl='{auto.ttl or '5m'}' differs "
+                f"from ttl='{target.breakpoint.ttl or '5m'}' on the last cacheable block "
+                f"{_dotted(target.path)}; use the same TTL or remove one of them.",
+            )
+    segments = view.breakpoints()
+    if len(segments) > policy.max_breakpoints:
+        raise BackendAPIError(
+            400,
+            "invalid_request_error",
+            f"A maximum of {policy.max_breakpoints} blocks with cache_control may be provided. "
+            f"Found {len(segments)}.",
+        )
+    out: list[PlannedBreakpoint] = []
+    seen_5m = False
+    for seg in segments:
+        bp = view.breakpoint_of(seg)
+        ttl = (bp.ttl if bp is not None else None) or "5m"
+        if ttl == "5m":
+            seen_5m = True
+        elif seen_5m and ttl == "1h":
+            where = (
+                "cache_control"
+                if bp is not None and bp.source == "automatic"
+                else (f"{_dotted(seg.path)}.cache_control")
+            )
+            raise BackendAPIError(
+                400,
+                "invalid_request_error",
+                f"{where}.ttl: a ttl='1h' cache_control block must not come after a ttl='5m' "
+                "cache_control block. Note that blocks are processed in the following order: "
+                "`tools`, `system`, `messages`.",
+            )
+        span = prompt.span_of(seg.index)
+        out.append(PlannedBreakpoint(seg.index, span.end, ttl, seg.path))
+    return out
+
+
+def openai_breakpoints(
+    prompt: TemplatedPrompt, params: Mapping[str, Any]
+) -> list[PlannedBreakpoint]:
+    """GPT-5.6+ breakpoints that write: the implicit one on the newest message plus the latest 3
+    explicit ones (``prompt_cache_options.mode`` ``"implicit"``, the default), or the latest 4
+    explicit ones (``"explicit"``; none -> no caching). Source: hosted-api-rules.md 2.3."""
+    opts = params.get("prompt_cache_options")
+    mode = opts.get("mode", "implicit") if isinstance(opts, Mapping) else "implicit"
+    ttl = opts.get("ttl", "30m") if isinstance(opts, Mapping) else "30m"
+    ttl = ttl if isinstance(ttl, str) and _TTL_RE.match(ttl) else "30m"
+    explicit = [
+        i
+        for i, span in enumerate(prompt.spans)
+        if span.segment.breakpoint is not None
+        and span.segment.breakpoint.source == "openai-explicit"
+    ]
+    chosen: list[int]
+    if mode == "explicit":
+        chosen = explicit[-4:]
+    else:
+        chosen = explicit[-3:]
+        last_message = [i for i, span in enumerate(prompt.spans) if span.segment.tier == "messages"]
+        implicit = last_message[-1] if last_message else len(prompt.spans) - 1
+        if implicit >= 0 and implicit not in chosen:
+            chosen.append(implicit)
+    return [
+        PlannedBreakpoint(i, prompt.spans[i].end, ttl, prompt.spans[i].segment.path)
+        for i in sorted(set(chosen))
+    ]
+
+
+# ------------------------------------------------------------------------------------ planning
+@dataclass(frozen=True, slots=True)
+class CachePlan:
+    """What one request reads and writes, decided before generation.
+
+    Attributes:
+        total_tokens: prompt length.
+        read_tokens: tokens reported as a cache read (a prefix length; 0 if none).
+        read_key: the entry read (None if none).
+        writes: breakpoints that write, in render order (all with ``end > read_tokens``).
+        refresh: keys of entries whose lifetime the read restarts.
+        keep_tail_at: prefix lengths whose partial last block the engine must keep.
+        request_start: clock time of the request start (TTLs count from it).
+        keys: the boundary keys of the prompt (``boundary_keys``).
+    """
+
+    total_tokens: int
+    read_tokens: int
+    read_key: bytes | None
+    writes: tuple[PlannedBreakpoint, ...]
+    refresh: tuple[bytes, ...]
+    keep_tail_at: tuple[int, ...]
+    request_start: float
+    keys: tuple[bytes, ...] = field(repr=False)
+
+    @property
+    def write_tokens(self) -> int:
+        """Tokens written (``cache_creation_input_tokens``)."""
+        return self.writes[-1].end - self.read_tokens if self.writes else 0
+
+    def write_tokens_by_ttl(self) -> dict[str, int]:
+        """Written tokens split by TTL: each range between consecutive written breakpoints takes
+        the TTL of the breakpoint closing it (e.g. ``{"5m": 1200, "1h": 0}``)."""
+        out: dict[str, int] = {}
+        prev = self.read_tokens
+        for bp in self.writes:
+            out[bp.ttl] = out.get(bp.ttl, 0) + bp.end - prev
+            prev = bp.end
+        return out
+
+    @property
+    def uncached_tokens(self) -> int:
+        """Tokens neither read nor written (Anthropic ``input_tokens``)."""
+        return self.total_tokens - self.read_tokens - self.write_tokens
+
+
+def plan_reads_and_writes(
+    prompt: TemplatedPrompt,
+    breakpoints: Sequence[PlannedBreakpoint],
+    ledger: CacheLedger,
+    *,
+    tenant_salt: bytes,
+    now: float,
+    min_tokens: int,
+    lookback_positions: int | None,
+    available_tokens: int,
+) -> CachePlan:
+    """Decide the read and the writes of one request.
+
+    Args:
+        prompt: the templated request.
+        breakpoints: its breakpoints in render order (validated).
+        ledger: entries earlier requests wrote.
+        tenant_salt: isolates tenants (and models) from each other.
+        now: request start (clock seconds).
+        min_tokens: the model's minimum cacheable prefix; shorter breakpoints write nothing.
+        lookback_positions: how far back from each breakpoint (in lookback positions) an entry
+            is looked for; None = no limit.
+        available_tokens: the prefix length whose KV the block cache holds now
+            (``engine.available_prefix``). An entry longer than that is physically gone: it is
+            dropped from the ledger and the lookback continues with shorter ones, so a reported
+            read is never recomputed.
+
+    Returns:
+        the :class:`CachePlan`.
+    """
+    keys = boundary_keys(prompt, tenant_salt)
+    spans = prompt.spans
+    best_end = 0
+    best_key: bytes | None = None
+    for bp in breakpoints:
+        pos = spans[bp.span_index].segment.position
+        for j in range(bp.span_index, -1, -1):
+            if spans[j].end <= best_end:
+                break
+            if (
+                lookback_positions is not None
+                and spans[j].segment.position < pos - lookback_positions
+            ):
+                break
+            entry = ledger.get(keys[j], now)
+            if entry is None:
+                continue
+            if spans[j].end > available_tokens:
+                ledger.drop(keys[j])
+                continue
+            best_end, best_key = spans[j].end, keys[j]
+            break
+    writes = tuple(bp for bp in breakpoints if bp.end >= min_tokens and bp.end > best_end)
+    refresh: list[bytes] = [] if best_key is None else [best_key]
+    for bp in breakpoints:
+        key = keys[bp.span_index]
+        if bp.end <= best_end and key != best_key and ledger.get(key, now) is not None:
+            refresh.append(key)
+    keep = sorted(
+        {bp.end for bp in breakpoints if bp.end >= min_tokens} | ({best_end} if best_end else set())
+    )
+    return CachePlan(
+        prompt.total_tokens,
+        best_end,
+        best_key,
+        writes,
+        tuple(refresh),
+        tuple(keep),
+        now,
+        tuple(keys),
+    )
+
+
+def commit_plan(plan: CachePlan, ledger: CacheLedger) -> None:
+    """Record a plan's writes (lifetime from the request start) and refresh its reads.
+
+    Call once the prefill has run (the entries exist from then on).
+    """
+    for key in plan.refresh:
+        ledger.refresh(key, plan.request_start)
+    for bp in plan.writes:
+        ledger.put(plan.keys[bp.span_index], bp.end, bp.ttl, plan.request_start)
+
+
+# ------------------------------------------------------------------------------------ usage
+@dataclass(frozen=True, slots=True)
+class AnthropicUsageCounts:
+    """Input-side usage of one Anthropic request (tokens).
+
+    ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens`` is the prompt length,
+    and ``ephemeral_5m_input_tokens + ephemeral_1h_input_tokens == cache_creation_input_tokens``.
+    """
+
+    input_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+    ephemeral_5m_input_tokens: int
+    ephemeral_1h_input_tokens: int
+
+    @classmethod
+    def from_plan(cls, plan: CachePlan) -> AnthropicUsageCounts:
+        """The usage a plan reports."""
+        split = plan.write_tokens_by_ttl()
+        return cls(
+            plan.uncached_tokens,
+            plan.write_tokens,
+            plan.read_tokens,
+            split.get("5m", 0),
+            split.get("1h", 0),
+        )
+
+
+def openai_automatic_cached_tokens(
+    reused_tokens: int, prompt_tokens: int, *, min_tokens: int = 1024, step_tokens: int | None = 128
+) -> int:
+    """``cached_tokens`` of OpenAI's automatic caching for a physically reused prefix.
+
+    ``0`` when the prompt or the reused prefix is below ``min_tokens``; otherwise
+    ``min_tokens + step * floor((reused - min_tokens) / step)``, never more than ``reused``.
+    Source: https://developers.openai.com/api/docs/guides/prompt-caching ("cache hits occur in
+    increments of 128 tokens" from 1,024).
+    """
+    if prompt_tokens < min_tokens or reused_tokens < min_tokens:
+        return 0
+    step = step_tokens or 1
+    return min_tokens + step * ((reused_tokens - min_tokens) // step)
