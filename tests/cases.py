@@ -73,3 +73,59 @@ def case(case_id: str) -> dict[str, Any]:
         if c["id"] == case_id:
             return json.loads(json.dumps(c))
     raise KeyError(case_id)
+
+
+_NUM = re.compile(r"(\d+)[ -]tokens?")
+
+
+def materialize_request(body: Any, previous: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Turn a case's request body into a concrete payload.
+
+    Expands placeholders and turns prose where an array belongs into arrays:
+
+    * ``"tools": "<2000 tokens, no cache_control>"`` -> one tool whose description has 2000 tokens;
+    * ``"messages": "<500 tokens: new user turn>"`` -> one user message of 500 tokens
+      (``"cache_control on last block"`` in the prose puts a marker on that block);
+    * ``"<identical>"`` -> the same field of ``previous``;
+    * ``"<same 40000 tokens + 300-token side question, ...>"`` -> ``previous``'s messages plus a
+      new user message of 300 tokens.
+
+    Returns None when the whole body is prose (the test must build it).
+    """
+    if not isinstance(body, dict):
+        return None
+    out: dict[str, Any] = {}
+    for key, value in body.items():
+        if isinstance(value, str) and key in ("tools", "messages") and value.startswith("<"):
+            out[key] = _materialize_list(key, value, previous)
+        else:
+            out[key] = expand_placeholders(value)
+    return out
+
+
+def _materialize_list(key: str, prose: str, previous: dict[str, Any] | None) -> list[Any]:
+    if prose.startswith("<identical") and previous is not None:
+        return json.loads(json.dumps(previous[key]))
+    numbers = [int(n) for n in _NUM.findall(prose)]
+    marker = "cache_control on last block" in prose or "breakpoint on last block" in prose
+    if key == "tools":
+        n = numbers[0] if numbers else 500
+        return [{"name": "tool_0", "description": filler(n, prose),
+                 "input_schema": {"type": "object"}}]
+    if prose.startswith("<same") and previous is not None:
+        base = json.loads(json.dumps(previous["messages"]))
+        for msg in base:  # the old trailing marker moves to the new last block
+            if isinstance(msg.get("content"), list):
+                for block in msg["content"]:
+                    block.pop("cache_control", None)
+        extra = numbers[-1] if len(numbers) > 1 else 100
+        base += [{"role": "assistant", "content": "Understood."},
+                 {"role": "user", "content": [{"type": "text", "text": filler(extra, prose)}]}]
+        if marker:
+            base[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+        return base
+    n = numbers[0] if numbers else 100
+    block: dict[str, Any] = {"type": "text", "text": filler(n, prose)}
+    if marker:
+        block["cache_control"] = {"type": "ephemeral"}
+    return [{"role": "user", "content": [block]}]

@@ -1,0 +1,244 @@
+"""PrefixView renderer: case paths, render order, positions, breakpoints, robustness."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from promptcache import InvalidRequestError
+from promptcache.prefix import Breakpoint, detect_provider, render
+from tests.cases import expand_placeholders, load_cases, materialize_request
+
+_PATH_RE = re.compile(r"^(tools|system|messages|input|instructions)(\[-?\d+\]|\.[a-z_]+)*$")
+
+
+def _payloads(case: dict[str, Any]) -> list[dict[str, Any]]:
+    inp = case["input"]
+    out: list[dict[str, Any]] = []
+    if isinstance(inp.get("request"), dict):
+        out.append(inp["request"])
+    out = [expand_placeholders(p) for p in out]
+    previous = None
+    for req in inp.get("requests", []) or []:
+        if isinstance(req, dict):
+            body = materialize_request(req.get("body"), previous)
+            if body is not None:
+                out.append(body)
+                previous = body
+    return out
+
+
+def _paths(obj: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if _PATH_RE.match(key) and "[" in key:
+                found.add(key)
+            if key in ("path", "breakpoint_path") and isinstance(value, str) and _PATH_RE.match(value):
+                found.add(value)
+            if key == "paths_in_processing_order":
+                found.update(v for v in value if _PATH_RE.match(v))
+            found |= _paths(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            found |= _paths(value)
+    return found
+
+
+def _node(payload: Any, path: str) -> Any:
+    node = payload
+    for name, index in re.findall(r"([A-Za-z_]+)|\[(-?\d+)\]", path):
+        node = node[name] if name else node[int(index)]
+    return node
+
+
+RENDERABLE = [c for c in load_cases() if _payloads(c)]
+
+
+def test_cases_have_payloads() -> None:
+    assert len(RENDERABLE) >= 8
+
+
+@pytest.mark.parametrize("case", RENDERABLE, ids=lambda c: c["id"])
+def test_every_case_request_renders_and_paths_resolve(case: dict[str, Any]) -> None:
+    views = [(p, render(p)) for p in _payloads(case)]
+    for _payload, view in views:
+        assert view.segments, case["id"]
+        assert [s.index for s in view.segments] == list(range(len(view.segments)))
+    paths = _paths(case["expected"]) | _paths({k: v for k, v in case["input"].items()
+                                               if k not in ("request", "requests")})
+    for path in sorted(paths):
+        resolved = False
+        for payload, view in views:
+            try:
+                node = _node(payload, path)
+            except (KeyError, IndexError, TypeError):
+                continue
+            seg = view.find(path)
+            # the segment is the node at `path` or its nearest rendered ancestor
+            ancestor = _node(payload, seg.path)
+            assert json.dumps(ancestor, ensure_ascii=False, separators=(",", ":")).encode() == seg.data
+            if seg.path == view._resolve(path):
+                assert node is ancestor
+            resolved = True
+        assert resolved, f"{case['id']}: {path} resolves in no request"
+
+
+def test_anthropic_render_order_positions_and_automatic() -> None:
+    payload = {
+        "model": "claude-sonnet-4-5",
+        "tools": [{"name": "b", "description": "B", "input_schema": {"type": "object"}}],
+        "system": [{"type": "text", "text": "rules", "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+        "messages": [
+            {"role": "user", "content": "do it"},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "hmm", "signature": "s"},
+                {"type": "tool_use", "id": "1", "name": "b", "input": {"q": 1}},
+                {"type": "tool_use", "id": "2", "name": "b", "input": {"q": 2}},
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "1", "content": "x"},
+                {"type": "tool_result", "tool_use_id": "2", "content": "y"},
+            ]},
+        ],
+        "cache_control": {"type": "ephemeral"},
+        "tool_choice": {"type": "auto"},
+    }
+    view = render(payload)
+    assert view.provider == "anthropic"
+    assert [s.path for s in view] == [
+        "tools[0]", "system[0]", "messages[0].content", "messages[1].content[0]",
+        "messages[1].content[1]", "messages[1].content[2]", "messages[2].content[0]",
+        "messages[2].content[1]"]
+    assert [s.tier for s in view] == ["tools", "system"] + ["messages"] * 6
+    # tool_use run = one position, tool_result run = one position
+    assert [s.position for s in view] == [0, 1, 2, 3, 4, 4, 5, 5]
+    assert view.segments[1].breakpoint == Breakpoint("1h", "block")
+    assert not view.segments[3].cacheable  # thinking
+    assert view.automatic == Breakpoint("5m", "automatic")
+    assert view.automatic_index == 7
+    assert [s.path for s in view.breakpoints()] == ["system[0]", "messages[2].content[1]"]
+    assert view.params == {"tool_choice": {"type": "auto"}}
+    assert view.find("system[-1].text").path == "system[0]"
+    assert view.find("messages[-1].content[-1]").path == "messages[2].content[1]"
+    starts = [s.start_token for s in view]
+    assert starts == [sum(s.tokens for s in view.segments[:i]) for i in range(len(view))]
+    assert view.total_tokens == view.segments[-1].end_token
+
+
+def test_key_order_is_visible_in_bytes() -> None:
+    a = {"model": "gpt-4o", "messages": [{"role": "user", "content": "x"}],
+         "tools": [{"type": "function", "function": {"name": "f", "parameters": {"a": 1, "b": 2}}}]}
+    b = json.loads(json.dumps(a))
+    b["tools"][0]["function"]["parameters"] = {"b": 2, "a": 1}
+    va, vb = render(a), render(b)
+    assert va.segments[0].data != vb.segments[0].data
+    assert va.segments[0].fingerprint != vb.segments[0].fingerprint
+    assert va.segments[1].fingerprint == vb.segments[1].fingerprint
+
+
+def test_openai_chat_and_responses_shapes() -> None:
+    chat = {"model": "gpt-5.6-sol", "prompt_cache_options": {"mode": "explicit"},
+            "messages": [
+                {"role": "system", "content": "You are terse."},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "doc", "prompt_cache_breakpoint": {"mode": "explicit"}},
+                    {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "ok"}]}
+    view = render(chat)
+    assert view.provider == "openai-chat"
+    assert [(s.path, s.tier, s.kind) for s in view] == [
+        ("messages[0].content", "system", "text"),
+        ("messages[1].content[0]", "messages", "text"),
+        ("messages[1].content[1]", "messages", "image"),
+        ("messages[2].tool_calls[0]", "messages", "tool_call"),
+        ("messages[3].content", "messages", "tool_result")]
+    assert view.segments[1].breakpoint == Breakpoint("30m", "openai-explicit")
+    assert view.find("messages[2].tool_calls[0].function.arguments").kind == "tool_call"
+    resp = {"model": "gpt-5", "instructions": "Be brief.",
+            "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+                      {"type": "function_call_output", "call_id": "c", "output": "42"}]}
+    rv = render(resp)
+    assert rv.provider == "openai-responses"
+    assert [(s.path, s.tier) for s in rv] == [("instructions", "system"),
+                                              ("input[0].content[0]", "messages"),
+                                              ("input[1]", "messages")]
+
+
+def test_openai_text_counts_are_exact() -> None:
+    from promptcache.tokens import encode
+
+    text = "Prompt caching reads a repeated prefix from cache. " * 40
+    view = render({"model": "gpt-4o", "messages": [{"role": "user", "content": text}]})
+    assert view.segments[0].tokens == len(encode(text, "o200k_base")) + 3
+
+
+@pytest.mark.parametrize(("payload", "path"), [
+    ([], ""),
+    ({"messages": "hi"}, "messages"),
+    ({"messages": [{"role": "user", "content": 3}]}, "messages[0].content"),
+    ({"system": [{"type": "text", "text": "x", "cache_control": {"type": "ephemeral", "ttl": "2h"}}],
+      "messages": []}, "system[0].cache_control.ttl"),
+    ({"system": 5, "messages": []}, "system"),
+    ({"model": 5, "messages": []}, "model"),
+    ({"messages": [{"role": "user", "content": [{"type": "text"}]}]}, "messages[0].content[0].text"),
+])
+def test_malformed_payloads_name_path(payload: Any, path: str) -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        render(payload)
+    assert info.value.path == path
+
+
+def test_detect_provider() -> None:
+    assert detect_provider({"input": "hi"}) == "openai-responses"
+    assert detect_provider({"system": "x", "messages": []}) == "anthropic"
+    assert detect_provider({"model": "claude-opus-4-5", "messages": []}) == "anthropic"
+    assert detect_provider({"model": "gpt-4o", "messages": []}) == "openai-chat"
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=25,
+)
+block = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "image", "tool_use", "tool_result", "thinking", "document",
+                              "image_url", "input_text", "weird"]) | json_values},
+    optional={"text": json_values | st.text(), "cache_control": json_values | st.just({"type": "ephemeral"}),
+              "content": json_values, "input": json_values, "source": json_values,
+              "prompt_cache_breakpoint": json_values},
+)
+message = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "system", "tool", "developer"]) | json_values},
+    optional={"content": st.text() | st.lists(block | json_values, max_size=4) | json_values,
+              "tool_calls": json_values | st.lists(st.fixed_dictionaries({"function": json_values}))},
+)
+payloads = st.fixed_dictionaries(
+    {},
+    optional={"model": st.sampled_from(["claude-sonnet-4-5", "gpt-4o", "gpt-5.6-sol"]) | json_values,
+              "messages": st.lists(message | json_values, max_size=5) | json_values,
+              "system": st.text() | st.lists(block, max_size=3) | json_values,
+              "tools": st.lists(json_values | st.fixed_dictionaries({"name": json_values}), max_size=3),
+              "input": st.text() | st.lists(message, max_size=3) | json_values,
+              "instructions": json_values, "cache_control": json_values,
+              "response_format": json_values, "prompt_cache_options": json_values},
+)
+
+
+@given(payload=payloads | json_values,
+       provider=st.sampled_from([None, "anthropic", "openai-chat", "openai-responses"]))
+def test_render_never_raises_but_invalid_request_and_is_deterministic(payload: Any, provider: str | None) -> None:
+    try:
+        first = render(payload, provider)
+    except InvalidRequestError:
+        return
+    second = render(json.loads(json.dumps(payload)), provider)
+    assert first.segments == second.segments
+    assert first.total_tokens == sum(s.tokens for s in first.segments)
