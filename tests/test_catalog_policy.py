@@ -117,6 +117,9 @@ GPT56_PLUS = {
     "gpt-6-luna",
     "gpt-6.1-sol",
 }
+# Not in the reference's 272K rule (stated for GPT-5.6/6), but genai-prices bills them so;
+# policies.toml adopts it with confirmed=false.
+LONG_CONTEXT_PRE_56 = {"gpt-5.4", "gpt-5.5", "gpt-5.5-pro"}
 EXTENDED_RETENTION = {
     "gpt-4.1",
     "gpt-5",
@@ -192,10 +195,15 @@ def test_anthropic_shared_rules(model_id: str) -> None:
     assert p.ttls == ("5m", "1h")
     assert p.default_ttl == "5m"
     assert p.longer_ttl_first is True
-    assert p.write_multipliers == {"5m": 1.25, "1h": 2.0}
-    assert p.write_multiplier() == 1.25
+    if model_id == "claude-3-haiku":
+        # billed $0.30 write / $0.03 read on $0.25 input (official table and genai-prices agree)
+        assert p.write_multipliers == {"5m": 1.2, "1h": 2.0}
+        assert p.read_multiplier == 0.12
+    else:
+        assert p.write_multipliers == {"5m": 1.25, "1h": 2.0}
+        assert p.write_multiplier() == 1.25
+        assert p.read_multiplier == ANTHROPIC_READ_EXCEPTIONS.get(model_id, 0.1)
     assert p.write_multiplier("1h") == 2.0
-    assert p.read_multiplier == ANTHROPIC_READ_EXCEPTIONS.get(model_id, 0.1)
     assert p.cache_step_tokens is None
     assert p.explicit_breakpoints and p.top_level_cache_control
     assert not p.automatic_caching and not p.prompt_cache_options
@@ -231,7 +239,12 @@ def test_openai_rules(model_id: str) -> None:
         assert not p.explicit_breakpoints and not p.prompt_cache_options
         assert p.write_multipliers == {}
         assert p.write_multiplier() == 1.0  # no write fee before GPT-5.6
-        assert p.tier_rules == ()
+        if model_id in LONG_CONTEXT_PRE_56:
+            (rule,) = p.tier_rules
+            assert (rule.above_tokens, rule.output_multiplier) == (272000, 1.5)
+            assert p.sources["tier_rules"].confirmed is False
+        else:
+            assert p.tier_rules == ()
         assert ("24h" in p.prompt_cache_retention) == (model_id in EXTENDED_RETENTION)
 
 
@@ -254,7 +267,7 @@ def test_haiku_55_tier_rule() -> None:
     assert rule.input_multiplier == rule.cache_multiplier == rule.output_multiplier == 5.0
     assert p.tier_for(100_000) is None  # "above 100K"
     assert p.tier_for(100_001) == rule
-    assert get_policy("claude-sonnet-4-5").tier_for(10**6) is None
+    assert get_policy("claude-sonnet-4-6").tier_for(10**6) is None  # 4.6+: no premium
 
 
 def test_every_value_has_a_source_url_and_date() -> None:
