@@ -210,6 +210,7 @@ def test_anthropic_shared_rules(model_id: str) -> None:
     assert p.prompt_cache_retention == ()
     assert p.tokenizer == "anthropic-estimate"
     assert p.token_ratio == (1.3 if model_id in NEW_TOKENIZER else 1.0)
+    assert p.batch_multiplier == 0.5
 
 
 @pytest.mark.parametrize("model_id", sorted(OPENAI_READ))
@@ -222,6 +223,7 @@ def test_openai_rules(model_id: str) -> None:
     assert p.automatic_caching is True
     assert p.tokenizer == "o200k_base"
     assert p.token_ratio is None
+    assert p.batch_multiplier == 0.5
     assert p.lookback_positions is None
     if model_id in GPT56_PLUS:
         assert p.max_breakpoints == 4

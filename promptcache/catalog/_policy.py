@@ -67,6 +67,7 @@ POLICY_FIELDS: tuple[str, ...] = (
     "tier_rules",
     "tokenizer",
     "token_ratio",
+    "batch_multiplier",
 )
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -156,6 +157,8 @@ class CachePolicy(BaseModel):
         tokenizer: ``"o200k_base"``, ``"cl100k_base"`` or ``"anthropic-estimate"``.
         token_ratio: Anthropic estimate factor vs cl100k_base (1.0, or 1.3 for Claude 4.7+);
             None for exact tokenizers.
+        batch_multiplier: Batch API price / list price, applied to every token (cache reads
+            and writes included; the discounts stack); None when unknown.
         catalog_as_of: the date of the catalog data as a whole.
     """
 
@@ -183,6 +186,7 @@ class CachePolicy(BaseModel):
     tier_rules: tuple[TierRule, ...] = ()
     tokenizer: str = "o200k_base"
     token_ratio: float | None = None
+    batch_multiplier: float | None = None
     sources: dict[str, Source] = Field(default_factory=dict)
     catalog_as_of: date | None = None
 
@@ -396,6 +400,7 @@ _NULLABLE = frozenset(
         "cache_step_tokens",
         "read_breakpoint_window",
         "token_ratio",
+        "batch_multiplier",
     }
 )
 

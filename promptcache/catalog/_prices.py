@@ -649,7 +649,8 @@ def get_prices(model: str, *, at: datetime | date | None = None) -> ModelPrices:
                 f"{override.path}: models.{model}: no genai-prices or catalog prices for this "
                 "model, so the override must give at least input and output"
             )
-    assert source is not None
+    if source is None:  # unreachable: found or override is set, and each sets a source
+        raise UnknownPriceError(model)
     policy_tiers = get_policy(canonical).tier_rules if canonical else ()
     counts = policy_tiers[0].counts if policy_tiers else ("input", "cache_read", "cache_write")
     return ModelPrices(
