@@ -7,11 +7,17 @@ row fails here.
 
 from __future__ import annotations
 
+import tomllib
+from collections.abc import Callable
 from datetime import date
+from importlib import resources
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from promptcache._errors import UnknownModelError
+from promptcache._errors import CatalogError, UnknownModelError
 from promptcache.catalog import (
     CachePolicy,
     catalog_sources,
@@ -19,7 +25,7 @@ from promptcache.catalog import (
     known_models,
     resolve_model_id,
 )
-from promptcache.catalog._policy import POLICY_FIELDS
+from promptcache.catalog._policy import POLICY_FIELDS, build_catalog
 
 # model id -> minimum cacheable tokens (hosted-api-rules.md 1.4; UNCONFIRMED rows get the
 # fallback documented in policies.toml: the predecessor in the same line).
@@ -367,3 +373,74 @@ def test_case_models_resolve() -> None:
         "claude-3-5-haiku-20241022",
     ]:
         assert resolve_model_id(ref) is not None, ref
+
+
+# ------------------------------------------------------------------- malformed catalog data
+
+
+def _raw_catalog() -> dict[str, Any]:
+    text = resources.files("promptcache.catalog").joinpath("policies.toml").read_text("utf-8")
+    return tomllib.loads(text)
+
+
+def test_shipped_catalog_builds() -> None:
+    built = build_catalog(_raw_catalog())
+    assert set(built.policies) == set(known_models())
+
+
+@pytest.mark.parametrize(
+    ("mutate", "reason"),
+    [
+        (lambda r: r["models"]["gpt-4o"].update(profile="nope"), "unknown profile"),
+        (lambda r: r["models"]["gpt-4o"].update(min_tokens={"value": 1}), "unknown field"),
+        (
+            lambda r: r["models"]["gpt-4o"].update(read_multiplier={"value": 0.5, "source": "X9"}),
+            "unknown or missing source tag",
+        ),
+        (
+            lambda r: r["models"]["gpt-4o"].update(read_multiplier={"value": 0.5}),
+            "unknown or missing source tag",
+        ),
+        (
+            lambda r: r["models"]["gpt-4o"].update(read_multiplier={"value": -1, "source": "P11"}),
+            "greater than or equal to 0",
+        ),
+        (
+            lambda r: r["models"]["gpt-4o"].update(read_multiplier=0.5),
+            "expected an inline table",
+        ),
+        (lambda r: r["models"]["gpt-4o"].update(aliases=["gpt-4o-mini"]), "names both"),
+        (
+            lambda r: r["profiles"]["anthropic"]["fields"].pop("lookback_positions"),
+            "no value for",
+        ),
+        (
+            lambda r: r["models"]["claude-opus-4-5"].update(min_cacheable_tokens={"source": "A3"}),
+            "no value for required",
+        ),
+        (lambda r: r.pop("sources"), "malformed header"),
+    ],
+)
+def test_malformed_catalog_data_raises_catalog_error(
+    mutate: Callable[[dict[str, Any]], object], reason: str
+) -> None:
+    raw = _raw_catalog()
+    mutate(raw)
+    with pytest.raises(CatalogError, match=reason):
+        build_catalog(raw)
+
+
+@given(st.text(max_size=60))
+def test_lookup_of_any_string_resolves_or_raises_unknown_model(model: str) -> None:
+    try:
+        policy = get_policy(model)
+    except UnknownModelError as exc:
+        assert exc.model == model
+        assert all(s in known_models() for s in exc.suggestions)
+    else:
+        assert policy.model_id in known_models()
+
+
+def test_non_string_model_is_an_unknown_model() -> None:
+    with pytest.raises(UnknownModelError):
+        get_policy(None)  # type: ignore[arg-type]

@@ -323,3 +323,21 @@ def test_override_for_unknown_model_needs_input_and_output(tmp_path: Path) -> No
     load_overrides(_write(tmp_path, '[models."brand-new"]\ninput = 1\n'))
     with pytest.raises(CatalogError, match="at least input and output"):
         get_prices("brand-new")
+
+
+@pytest.mark.parametrize("model_id", known_models())
+def test_every_catalog_model_is_priced_except_mythos_preview(model_id: str) -> None:
+    if model_id == "claude-mythos-preview":  # no price in the reference nor in genai-prices
+        with pytest.raises(UnknownPriceError):
+            get_prices(model_id, at=AT)
+        return
+    p = get_prices(model_id, at=AT)
+    assert p.model_id == model_id
+    assert p.input > 0 and p.output > 0
+    assert p.source.url.startswith("https://")
+    policy = get_policy(model_id)
+    assert p.provider == policy.provider
+    if policy.provider == "anthropic":
+        assert p.cache_write_5m is not None and p.cache_write_1h is not None
+    else:
+        assert (p.cache_write is not None) == bool(policy.write_multipliers)

@@ -316,7 +316,17 @@ def _index_keys(model_id: str, aliases: tuple[str, ...]) -> set[str]:
 
 @cache
 def _catalog() -> _Catalog:
-    raw = _read_toml("policies.toml")
+    """The shipped catalog, loaded and validated once per process."""
+    return build_catalog(_read_toml("policies.toml"))
+
+
+def build_catalog(raw: Mapping[str, Any]) -> _Catalog:
+    """Validate parsed ``policies.toml`` data and build the policies and the lookup index.
+
+    Raises:
+        CatalogError: a missing or unknown field, profile or source tag, a value of the wrong
+            type, or an id/alias that names two models.
+    """
     try:
         as_of = raw["catalog_as_of"]
         sources = {
@@ -337,6 +347,8 @@ def _catalog() -> _Catalog:
     policies: dict[str, CachePolicy] = {}
     index: dict[str, str] = {}
     for model_id, spec in models.items():
+        if not isinstance(spec, Mapping):
+            raise CatalogError(f"policies.toml [models.{model_id}]: expected a table")
         profile_name = spec.get("profile")
         if profile_name not in profiles:
             raise CatalogError(
@@ -455,6 +467,8 @@ def get_policy(model: str, *, policy: CachePolicy | None = None) -> CachePolicy:
     """
     if policy is not None:
         return policy
+    if not isinstance(model, str):
+        raise UnknownModelError(repr(model))
     model_id = resolve_model_id(model)
     if model_id is None:
         raise UnknownModelError(model, _suggest(model))
