@@ -149,7 +149,6 @@ REFERENCE_SOURCES = {
     "https://platform.claude.com/docs/zh-CN/models/opus-5-5/overview",
     "https://developers.openai.com/api/docs/guides/prompt-caching?prompt-cache-api=chat-completions",
     "https://developers.openai.com/api/docs/guides/prompt-caching.md",
-    "https://developers.openai.com/api/docs/guides/prompt-caching",
     "https://github.com/openai/openai-python",
     "https://learn.microsoft.com/azure/foundry/openai/how-to/prompt-caching",
     "https://learn.microsoft.com/en-us/javascript/api/@azure/ai-projects/promptcachebreakpointconfig",
