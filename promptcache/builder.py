@@ -1,0 +1,1124 @@
+"""PromptBuilder: requests that cannot break their own cached prefix.
+
+A :class:`PromptBuilder` collects a request in sections ordered by stability, renders it for
+Anthropic Messages, OpenAI Chat Completions or OpenAI Responses, and places the cache markers
+with :func:`promptcache.planner.plan_breakpoints`::
+
+    tools -> system -> context -> system(dynamic=True) -> history -> turn -> tail
+    (most stable)                                                     (least stable)
+
+* **tools**: tool definitions (sorted by name by default).
+* **system**: stable instructions.
+* **context**: static documents (rendered as system text blocks after the instructions) and
+  few-shot examples (rendered as the first messages).
+* **dynamic system** (``system(text, dynamic=True)`` or ``system(text, dynamic_from=...)``):
+  per-session text that must stay in the system prompt; rendered as the last system blocks,
+  never marked, so the marker stays on the stable part (BR-08).
+* **history**: earlier turns, tool_use / tool_result runs included.
+* **turn**: the new user turn (it becomes history on the next request, so it may be cached).
+* **tail**: an explicit uncached tail after the new turn (never marked, never cached).
+
+Adding a more stable section after a less stable one raises
+:class:`~promptcache._errors.OrderingError` naming both. Values declared volatile (a
+:class:`Volatile` wrapper, or :meth:`PromptBuilder.volatile` which also watches for the value's
+text) may only land in the turn or the tail; anywhere earlier raises
+:class:`~promptcache._errors.VolatileValueError`.
+
+Canonicalisation (on by default, each switch separate): tools sorted by name
+(``sort_tools``), JSON schemas / tool inputs / other JSON values with sorted keys
+(``sort_json_keys``), trailing whitespace stripped per line and at the end of every text
+(``normalize_whitespace``), and sets refused with :class:`TypeError` where their iteration
+order would leak into the prompt (``refuse_sets``; when off, sets are sorted). Equal inputs give
+byte-identical payloads. Blank text parts are always dropped: the Anthropic API rejects
+whitespace-only text blocks (BR-10).
+
+Deviations from DESIGN.md: the planner is :mod:`promptcache.planner` (the SDK wrapper uses it on
+raw payloads); dynamic system text is a section of its own between context and history, because
+BR-08 needs it inside ``system`` but after the marker.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from promptcache._errors import InvalidRequestError, OrderingError, PlanError, VolatileValueError
+from promptcache.planner import (
+    Boundaries,
+    BreakpointPlan,
+    PreviousLike,
+    ReuseModel,
+    apply_plan,
+    plan_breakpoints,
+)
+from promptcache.prefix import PrefixView, render
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from promptcache.catalog import CachePolicy
+
+__all__ = [
+    "ExplainRow",
+    "Explanation",
+    "Image",
+    "Message",
+    "PromptBuilder",
+    "Thinking",
+    "ToolCall",
+    "ToolResult",
+    "Volatile",
+    "assistant",
+    "user",
+]
+
+Section = Literal["tools", "system", "context", "dynamic system", "history", "turn", "tail"]
+_ORDER: tuple[Section, ...] = ("tools", "system", "context", "dynamic system", "history", "turn",
+                               "tail")
+_RANK = {s: i for i, s in enumerate(_ORDER)}
+_CACHED_VOLATILE_OK = frozenset({"turn", "tail"})
+OutputFormat = Literal["anthropic", "openai-chat", "openai-responses"]
+
+
+# ============================================================================ values
+class Volatile:
+    """A value that changes between requests (a date, a user name, a request id).
+
+    It may appear only in the new turn or the uncached tail; ``str()`` / f-strings give the
+    value's text. Passing one to an earlier section raises :class:`VolatileValueError`.
+
+    Attributes:
+        value: the wrapped value.
+        name: a label for error messages (default: the value's repr).
+    """
+
+    __slots__ = ("name", "value")
+
+    def __init__(self, value: Any, name: str | None = None) -> None:
+        self.value = value
+        self.name = name or repr(value)
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    def __repr__(self) -> str:
+        return f"Volatile({self.value!r}, name={self.name!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """An image part: base64 ``data`` (bytes are encoded for you) or a ``url``."""
+
+    data: bytes | str | None = None
+    media_type: str = "image/png"
+    url: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.data is None) == (self.url is None):
+            raise ValueError("Image needs exactly one of data= or url=")
+
+    @property
+    def b64(self) -> str:
+        if isinstance(self.data, bytes):
+            return base64.b64encode(self.data).decode("ascii")
+        return str(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call the assistant made (Anthropic ``tool_use``, OpenAI ``tool_calls``)."""
+
+    id: str
+    name: str
+    input: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The result of a tool call (Anthropic ``tool_result``, OpenAI ``tool`` message)."""
+
+    tool_use_id: str
+    content: str | Sequence[Any] = ""
+    is_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Thinking:
+    """An Anthropic thinking block from an earlier assistant turn (dropped for OpenAI)."""
+
+    thinking: str
+    signature: str = ""
+
+
+Part = str | Volatile | Image | ToolCall | ToolResult | Thinking | Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One conversation message: ``role`` (``"user"`` / ``"assistant"``) and its parts."""
+
+    role: Literal["user", "assistant"]
+    parts: tuple[Any, ...]
+
+
+def user(*parts: Any) -> Message:
+    """A user message (text, images, tool results)."""
+    return Message("user", tuple(parts))
+
+
+def assistant(*parts: Any) -> Message:
+    """An assistant message (text, tool calls, thinking)."""
+    return Message("assistant", tuple(parts))
+
+
+# ============================================================================ canonical form
+@dataclass(frozen=True, slots=True)
+class _Options:
+    sort_tools: bool
+    sort_json_keys: bool
+    normalize_whitespace: bool
+    refuse_sets: bool
+
+
+def _jdump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class _Canon:
+    """Canonical JSON values and texts; records Volatile values met on the way."""
+
+    def __init__(self, opts: _Options) -> None:
+        self.opts = opts
+        self.volatiles: list[tuple[Volatile, str]] = []
+
+    def text(self, value: Any, where: str) -> str:
+        if isinstance(value, Volatile):
+            self.volatiles.append((value, where))
+            value = str(value.value)
+        if not isinstance(value, str):
+            raise TypeError(f"{where}: text must be a str, not {type(value).__name__}")
+        text: str = value
+        if self.opts.normalize_whitespace:
+            text = "\n".join(line.rstrip() for line in text.replace("\r\n", "\n")
+                             .replace("\r", "\n").split("\n")).rstrip()
+        return text
+
+    def json(self, value: Any, where: str) -> Any:
+        if isinstance(value, Volatile):
+            self.volatiles.append((value, where))
+            return self.json(value.value, where)
+        if isinstance(value, Mapping):
+            items = []
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    raise TypeError(f"{where}: JSON object keys must be str, got "
+                                    f"{type(k).__name__}")
+                items.append((k, self.json(v, f"{where}.{k}")))
+            if self.opts.sort_json_keys:
+                items.sort(key=lambda kv: kv[0])
+            return dict(items)
+        if isinstance(value, (set, frozenset)):
+            if self.opts.refuse_sets:
+                raise TypeError(f"{where}: a set's iteration order is not stable across "
+                                "processes and would leak into the prompt; pass a sorted list "
+                                "(or refuse_sets=False to have sets sorted)")
+            elems = [self.json(v, f"{where}[]") for v in value]
+            return sorted(elems, key=_jdump)
+        if isinstance(value, (list, tuple)):
+            return [self.json(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+            return value
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise ValueError(f"{where}: {value} is not valid JSON")
+            return value
+        dump = getattr(value, "model_dump", None)
+        if callable(dump):  # pydantic models
+            return self.json(dump(mode="json"), where)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return self.json(dataclasses.asdict(value), where)
+        raise TypeError(f"{where}: {type(value).__name__} is not JSON-serialisable")
+
+
+@dataclass(frozen=True, slots=True)
+class _Tool:
+    name: str
+    description: str
+    schema: Mapping[str, Any]
+    extra: Mapping[str, Any]
+    raw: Mapping[str, Any] | None  # Anthropic server tools etc., passed through
+
+
+@dataclass(frozen=True, slots=True)
+class _Msg:
+    role: Literal["user", "assistant"]
+    parts: tuple[Any, ...]  # canonical parts: str, Image, ToolCall, ToolResult, Thinking, dict
+    section: Section
+
+
+# ============================================================================ explain
+@dataclass(frozen=True, slots=True)
+class ExplainRow:
+    """One row of :meth:`PromptBuilder.explain`: a segment and its breakpoint decision.
+
+    Attributes:
+        index / path / kind: the segment.
+        section: the builder section it came from.
+        tokens: its tokens; prefix_tokens: tokens up to and including it.
+        position: its lookback position.
+        breakpoint: the marker's TTL (``"5m"``, ``"1h"``, ``"30m"``), ``"implicit"`` for
+            OpenAI's implicit one, or None.
+        note: why a breakpoint was placed here, or why a candidate here was skipped.
+    """
+
+    index: int
+    path: str
+    section: str
+    kind: str
+    tokens: int
+    prefix_tokens: int
+    position: int
+    breakpoint: str | None
+    note: str
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The table :meth:`PromptBuilder.explain` returns: rows plus the plan's totals.
+
+    Render it with ``rich.print(explanation)`` (it is a rich renderable) or read ``rows``.
+    """
+
+    rows: tuple[ExplainRow, ...]
+    plan: BreakpointPlan
+    estimate: bool
+
+    def table(self) -> Table:
+        """A :class:`rich.table.Table` of the rows."""
+        from rich.table import Table
+
+        p = self.plan
+        title = (f"{p.provider} {p.model}: {p.total_tokens} tokens"
+                 f"{' (estimate)' if self.estimate else ''}, {p.marker_count} marker(s)")
+        if p.read_tokens is not None:
+            title += f"; expected read {p.read_tokens}, write {p.write_tokens}"
+        table = Table(title=title)
+        for col in ("#", "section", "path", "kind", "tokens", "prefix", "pos", "bp", "why"):
+            table.add_column(col, overflow="fold")
+        for r in self.rows:
+            table.add_row(str(r.index), r.section, r.path, r.kind, str(r.tokens),
+                          str(r.prefix_tokens), str(r.position), r.breakpoint or "", r.note)
+        return table
+
+    def __rich__(self) -> Table:
+        return self.table()
+
+
+# ============================================================================ builder
+class PromptBuilder:
+    """Build a request by stability tier and let the planner place its cache markers.
+
+    Args:
+        model: the model id (its :class:`~promptcache.catalog.CachePolicy` decides minimums,
+            slots, lookback, TTLs and which OpenAI caching parameters exist).
+        policy: an explicit policy (for models the catalog does not list).
+        canonicalize: default of the four switches below.
+        sort_tools / sort_json_keys / normalize_whitespace / refuse_sets: override one switch.
+        ttl: TTL of the planner's markers (default: the model's default).
+        stable_ttl: TTL of the markers at or before the end of the static context (e.g.
+            ``"1h"`` so other conversations keep reading the system prompt); longer TTLs are
+            always placed first.
+        reuse: next-request scenario weights (:class:`~promptcache.planner.ReuseModel`).
+        previous: what the previous request of this conversation wrote (its plan), so the
+            planner can place lagging breakpoints within the lookback.
+        system_role: OpenAI role of the system message (``"system"`` or ``"developer"``).
+
+    Raises:
+        UnknownModelError: the catalog does not know ``model`` and no policy was given.
+    """
+
+    def __init__(self, model: str, *, policy: CachePolicy | None = None,
+                 canonicalize: bool = True, sort_tools: bool | None = None,
+                 sort_json_keys: bool | None = None, normalize_whitespace: bool | None = None,
+                 refuse_sets: bool | None = None, ttl: str | None = None,
+                 stable_ttl: str | None = None, reuse: ReuseModel | None = None,
+                 previous: PreviousLike = None,
+                 system_role: Literal["system", "developer"] = "system") -> None:
+        if policy is None:
+            from promptcache.catalog import get_policy
+
+            policy = get_policy(model)
+        self.model = model
+        self.policy = policy
+        self.options = _Options(
+            canonicalize if sort_tools is None else sort_tools,
+            canonicalize if sort_json_keys is None else sort_json_keys,
+            canonicalize if normalize_whitespace is None else normalize_whitespace,
+            canonicalize if refuse_sets is None else refuse_sets,
+        )
+        self.ttl = ttl
+        self.stable_ttl = stable_ttl
+        self.reuse = reuse
+        self.previous = previous
+        self.system_role = system_role
+        self.last_plan: BreakpointPlan | None = None
+        self._stage: Section | None = None
+        self._tools: list[_Tool] = []
+        self._system: list[str] = []
+        self._documents: list[str] = []
+        self._examples: list[_Msg] = []
+        self._dynamic: list[str] = []
+        self._history: list[_Msg] = []
+        self._turn: list[Any] = []
+        self._tail: list[Any] = []
+        self._watch: dict[str, str] = {}
+        self._early_texts: list[tuple[str, str]] = []  # (text, where) of cached sections
+
+    # ------------------------------------------------------------------ ordering / volatile
+    def _enter(self, section: Section) -> None:
+        if self._stage is not None and _RANK[section] < _RANK[self._stage]:
+            raise OrderingError(
+                f"cannot add a {section} section after the {self._stage} section: {section} is "
+                f"more stable than {self._stage} and must come first in the prompt (anything "
+                f"less stable before it would change the cached prefix)")
+        self._stage = section
+
+    def _check_volatiles(self, canon: _Canon, section: Section) -> None:
+        for v, where in canon.volatiles:
+            self._watch.setdefault(str(v.value), v.name)
+            if section not in _CACHED_VOLATILE_OK:
+                raise VolatileValueError(
+                    f"volatile value {v.name} placed in the {section} section ({where}); "
+                    "volatile values may only go in the new turn or the uncached tail")
+
+    def _record_early(self, text: str, where: str, section: Section) -> None:
+        for value, name in self._watch.items():
+            if value and value in text:
+                raise VolatileValueError(
+                    f"volatile value {name} appears in the {section} section ({where}); "
+                    "volatile values may only go in the new turn or the uncached tail")
+        self._early_texts.append((text, f"{section}: {where}"))
+
+    def volatile(self, value: Any, name: str | None = None) -> Volatile:
+        """Declare ``value`` volatile and get a :class:`Volatile` wrapper for it.
+
+        From now on its text (``str(value)``) may not appear in any cached section (tools,
+        system, context, history), also when it was formatted into a plain string.
+
+        Raises:
+            VolatileValueError: the text is already in a cached section.
+            ValueError: the value's text is empty.
+        """
+        v = Volatile(value, name)
+        text = str(value)
+        if not text:
+            raise ValueError("a volatile value needs a non-empty text")
+        for existing, where in self._early_texts:
+            if text in existing:
+                raise VolatileValueError(
+                    f"volatile value {v.name} already appears in the {where}; volatile values "
+                    "may only go in the new turn or the uncached tail")
+        self._watch[text] = v.name
+        return v
+
+    # ------------------------------------------------------------------ sections
+    def tools(self, tools: Iterable[Any]) -> PromptBuilder:
+        """Add tool definitions (Anthropic ``{name, description, input_schema}``, OpenAI chat
+        ``{type: function, function: {...}}`` or Responses ``{type: function, name, ...}``).
+
+        Raises:
+            OrderingError: a later section was already added.
+            InvalidRequestError: a tool is malformed or a name repeats.
+        """
+        self._enter("tools")
+        for i, tool in enumerate(tools):
+            self._add_tool(tool, f"tools[{len(self._tools)}]" if i >= 0 else "")
+        return self
+
+    def tool(self, name: str, description: str = "", input_schema: Mapping[str, Any] | None = None,
+             **extra: Any) -> PromptBuilder:
+        """Add one tool definition (``input_schema`` defaults to an empty object schema)."""
+        return self.tools([{"name": name, "description": description,
+                            "input_schema": input_schema or {"type": "object", "properties": {}},
+                            **extra}])
+
+    def _add_tool(self, tool: Any, where: str) -> None:
+        canon = _Canon(self.options)
+        if not isinstance(tool, Mapping):
+            raise InvalidRequestError(where, "a tool must be a mapping")
+        raw: Mapping[str, Any] | None = None
+        if "function" in tool and isinstance(tool["function"], Mapping):
+            fn = tool["function"]
+            name, desc, schema = fn.get("name"), fn.get("description", ""), fn.get("parameters")
+            extra = {k: v for k, v in fn.items() if k not in ("name", "description",
+                                                               "parameters")}
+        elif "input_schema" in tool or tool.get("type") in (None, "function", "custom"):
+            name, desc = tool.get("name"), tool.get("description", "")
+            schema = tool.get("input_schema", tool.get("parameters"))
+            extra = {k: v for k, v in tool.items()
+                     if k not in ("name", "description", "input_schema", "parameters", "type",
+                                  "cache_control")}
+        else:  # Anthropic server / built-in tools: passed through
+            name, desc, schema, extra = tool.get("name"), "", None, {}
+            raw = canon.json({k: v for k, v in tool.items() if k != "cache_control"}, where)
+        if not isinstance(name, str) or not name:
+            raise InvalidRequestError(f"{where}.name", "a tool needs a non-empty string name")
+        if any(t.name == name for t in self._tools):
+            raise InvalidRequestError(f"{where}.name", f"tool name {name!r} is used twice")
+        desc_text = canon.text(desc or "", f"{where}.description")
+        schema_c = canon.json(schema if schema is not None else {"type": "object",
+                                                                 "properties": {}},
+                              f"{where}.input_schema")
+        extra_c = canon.json(extra, f"{where}") if extra else {}
+        self._check_volatiles(canon, "tools")
+        self._record_early(desc_text + _jdump(schema_c) + _jdump(extra_c) + _jdump(raw or {}),
+                           where, "tools")
+        self._tools.append(_Tool(name, desc_text, schema_c, extra_c, raw))
+
+    def system(self, text: Any, *, dynamic: bool = False,
+               dynamic_from: str | None = None) -> PromptBuilder:
+        """Add system text.
+
+        Args:
+            text: the text (stable instructions).
+            dynamic: the text changes per session (workspace, open files): rendered after the
+                stable system and the documents, never marked.
+            dynamic_from: split ``text`` at the first occurrence of this marker: the part
+                before is stable, the part from the marker on is dynamic (BR-08). A blank
+                dynamic part is dropped, never sent as a whitespace-only block.
+
+        Raises:
+            OrderingError, VolatileValueError: see the class docstring.
+        """
+        if dynamic_from is not None:
+            if not isinstance(text, str):
+                raise TypeError("dynamic_from needs a str text")
+            cut = text.find(dynamic_from)
+            if cut >= 0:
+                stable, rest = text[:cut], text[cut:]
+                if stable.strip():
+                    self.system(stable)
+                if rest.strip():
+                    self.system(rest, dynamic=True)
+                return self
+        section: Section = "dynamic system" if dynamic else "system"
+        self._enter(section)
+        canon = _Canon(self.options)
+        where = f"system {'dynamic ' if dynamic else ''}block {len(self._system)}"
+        value = canon.text(text, where)
+        self._check_volatiles(canon, section)
+        if not value.strip():
+            return self
+        self._record_early(value, where, section)
+        (self._dynamic if dynamic else self._system).append(value)
+        return self
+
+    def document(self, text: Any, *, title: str | None = None) -> PromptBuilder:
+        """Add a static document to the context (a system text block after the instructions).
+
+        ``title`` wraps the text as ``<document title="...">...</document>``.
+        """
+        self._enter("context")
+        canon = _Canon(self.options)
+        where = f"document {len(self._documents)}"
+        if not isinstance(text, (str, Volatile)):
+            text = _jdump(canon.json(text, where))
+        value = canon.text(text, where)
+        self._check_volatiles(canon, "context")
+        if not value.strip():
+            return self
+        if title is not None:
+            value = f'<document title="{canon.text(title, where)}">\n{value}\n</document>'
+        self._record_early(value, where, "context")
+        self._documents.append(value)
+        return self
+
+    def example(self, user_text: Any, assistant_text: Any) -> PromptBuilder:
+        """Add a few-shot example (a user/assistant message pair at the start of messages)."""
+        self._enter("context")
+        where = f"example {len(self._examples) // 2}"
+        self._examples.append(self._message(Message("user", (user_text,)), "context", where))
+        self._examples.append(self._message(Message("assistant", (assistant_text,)), "context",
+                                            where))
+        return self
+
+    def history(self, *messages: Any) -> PromptBuilder:
+        """Add earlier turns: :class:`Message` objects or Anthropic-shaped dicts
+        (``{"role", "content": str | [blocks]}``); OpenAI chat ``tool`` messages and
+        ``tool_calls`` are accepted too. A single list argument is unpacked."""
+        self._enter("history")
+        if len(messages) == 1 and isinstance(messages[0], (list, tuple)):
+            messages = tuple(messages[0])
+        for m in messages:
+            where = f"history message {len(self._history)}"
+            self._history.append(self._message(_to_message(m, where), "history", where))
+        return self
+
+    def turn(self, *parts: Any) -> PromptBuilder:
+        """Add the new user turn (text, :class:`Volatile`, :class:`Image`, :class:`ToolResult`).
+
+        Adjacent strings and volatile values join into one text block.
+        """
+        self._enter("turn")
+        msg = self._message(Message("user", parts), "turn", "turn")
+        self._turn.extend(msg.parts)
+        return self
+
+    def tail(self, *parts: Any) -> PromptBuilder:
+        """Add the uncached tail: text after the new turn that is never cached or marked."""
+        self._enter("tail")
+        msg = self._message(Message("user", parts), "tail", "tail")
+        self._tail.extend(msg.parts)
+        return self
+
+    def _message(self, msg: Message, section: Section, where: str) -> _Msg:
+        canon = _Canon(self.options)
+        parts: list[Any] = []
+        pending: list[Any] = []
+
+        def flush() -> None:
+            if pending:
+                text = canon.text("".join(pending), where)
+                if text.strip():
+                    parts.append(text)
+                pending.clear()
+
+        for i, p in enumerate(msg.parts):
+            pw = f"{where} part {i}"
+            if isinstance(p, (str, Volatile)):
+                if isinstance(p, Volatile):
+                    canon.volatiles.append((p, pw))
+                    pending.append(str(p.value))
+                else:
+                    pending.append(p)
+                continue
+            flush()
+            if isinstance(p, Image):
+                parts.append(p)
+            elif isinstance(p, ToolCall):
+                parts.append(ToolCall(p.id, p.name, canon.json(p.input, f"{pw}.input")))
+            elif isinstance(p, ToolResult):
+                content: Any
+                if isinstance(p.content, (str, Volatile)):
+                    content = canon.text(p.content, f"{pw}.content")
+                else:
+                    content = canon.json(list(p.content), f"{pw}.content")
+                parts.append(ToolResult(p.tool_use_id, content, p.is_error))
+            elif isinstance(p, Thinking):
+                parts.append(p)
+            elif isinstance(p, Mapping):
+                parts.append(canon.json({k: v for k, v in p.items() if k != "cache_control"},
+                                        pw))
+            else:
+                raise TypeError(f"{pw}: unsupported part type {type(p).__name__}")
+        flush()
+        self._check_volatiles(canon, section)
+        if section not in _CACHED_VOLATILE_OK:
+            for p in parts:
+                self._record_early(_part_text(p), where, section)
+        return _Msg(msg.role, tuple(parts), section)
+
+    # ------------------------------------------------------------------ rendering
+    def _sorted_tools(self) -> list[_Tool]:
+        return sorted(self._tools, key=lambda t: t.name) if self.options.sort_tools \
+            else list(self._tools)
+
+    def _system_blocks(self) -> list[tuple[str, Section]]:
+        return ([(t, "system") for t in self._system] + [(t, "context") for t in self._documents]
+                + [(t, "dynamic system") for t in self._dynamic])
+
+    def _messages(self) -> list[_Msg]:
+        msgs = [*self._examples, *self._history]
+        if self._turn or self._tail:
+            msgs.append(_Msg("user", tuple(self._turn) + tuple(_TailPart(p) for p in self._tail),
+                             "turn"))
+        return msgs
+
+    def _build(self, fmt: OutputFormat) -> tuple[dict[str, Any], dict[str, Section], set[str]]:
+        """Unmarked payload, a map path -> section, and the tail paths."""
+        sections: dict[str, Section] = {}
+        tail_paths: set[str] = set()
+        payload: dict[str, Any] = {"model": self.model}
+        tools = self._sorted_tools()
+        if fmt == "anthropic":
+            if tools:
+                payload["tools"] = []
+                for i, t in enumerate(tools):
+                    payload["tools"].append(_anthropic_tool(t))
+                    sections[f"tools[{i}]"] = "tools"
+            sys_blocks = self._system_blocks()
+            if sys_blocks:
+                payload["system"] = []
+                for j, (text, sec) in enumerate(sys_blocks):
+                    payload["system"].append({"type": "text", "text": text})
+                    sections[f"system[{j}]"] = sec
+            payload["messages"] = []
+            for m, msg in enumerate(self._messages()):
+                content = []
+                for j, part in enumerate(msg.parts):
+                    path = f"messages[{m}].content[{j}]"
+                    if isinstance(part, _TailPart):
+                        tail_paths.add(path)
+                        sections[path] = "tail"
+                        part = part.part
+                    else:
+                        sections[path] = msg.section
+                    content.append(_anthropic_part(part))
+                payload["messages"].append({"role": msg.role, "content": content})
+        elif fmt == "openai-chat":
+            if tools:
+                payload["tools"] = []
+                for i, t in enumerate(tools):
+                    payload["tools"].append(_chat_tool(t))
+                    sections[f"tools[{i}]"] = "tools"
+            msgs: list[dict[str, Any]] = []
+            sys_blocks = self._system_blocks()
+            if sys_blocks:
+                parts = []
+                for j, (text, sec) in enumerate(sys_blocks):
+                    parts.append({"type": "text", "text": text})
+                    sections[f"messages[0].content[{j}]"] = sec
+                msgs.append({"role": self.system_role, "content": parts})
+            for msg in self._messages():
+                for out, part_secs in _chat_messages(msg):
+                    m = len(msgs)
+                    msgs.append(out)
+                    for key, sec in part_secs.items():
+                        path = f"messages[{m}].{key}"
+                        sections[path] = sec
+                        if sec == "tail":
+                            tail_paths.add(path)
+            payload["messages"] = msgs
+        else:
+            if tools:
+                payload["tools"] = []
+                for i, t in enumerate(tools):
+                    payload["tools"].append(_responses_tool(t))
+                    sections[f"tools[{i}]"] = "tools"
+            items: list[dict[str, Any]] = []
+            sys_blocks = self._system_blocks()
+            if sys_blocks:
+                parts = []
+                for j, (text, sec) in enumerate(sys_blocks):
+                    parts.append({"type": "input_text", "text": text})
+                    sections[f"input[0].content[{j}]"] = sec
+                items.append({"role": self.system_role, "content": parts})
+            for msg in self._messages():
+                for out, part_secs in _responses_items(msg):
+                    m = len(items)
+                    items.append(out)
+                    for key, sec in part_secs.items():
+                        path = f"input[{m}]" + (f".{key}" if key else "")
+                        sections[path] = sec
+                        if sec == "tail":
+                            tail_paths.add(path)
+            payload["input"] = items
+        return payload, sections, tail_paths
+
+    def _boundaries(self, view: PrefixView, sections: Mapping[str, Section],
+                    tail_paths: set[str]) -> tuple[Boundaries, list[str]]:
+        sec_of: list[str] = []
+        for seg in view.segments:
+            sec_of.append(_section_of(seg.path, sections))
+        last: dict[str, int] = {}
+        first_tail: int | None = None
+        for seg, sec in zip(view.segments, sec_of, strict=True):
+            last[sec] = seg.index
+            if sec == "tail" and first_tail is None:
+                first_tail = seg.index
+        tools_end = last.get("tools")
+        system_end = last.get("system", tools_end)
+        docs_end = max((seg.index for seg, sec in zip(view.segments, sec_of, strict=True)
+                        if sec == "context" and seg.tier != "messages"), default=None)
+        examples_end = max((seg.index for seg, sec in zip(view.segments, sec_of, strict=True)
+                            if sec == "context" and seg.tier == "messages"), default=None)
+        static_end = docs_end if docs_end is not None else system_end
+        if examples_end is not None and not self._dynamic:
+            static_end = examples_end
+        hist_end = last.get("history")
+        if hist_end is None:
+            hist_end = examples_end
+        turn_end = last.get("turn")
+        if turn_end is None:
+            turn_end = hist_end if hist_end is not None else (
+                last.get("dynamic system", static_end))
+        return Boundaries(tools_end, system_end, static_end, hist_end, turn_end,
+                          first_tail), sec_of
+
+    def _plan(self, fmt: OutputFormat, previous: PreviousLike
+              ) -> tuple[dict[str, Any], PrefixView, BreakpointPlan, list[str]]:
+        provider = str(getattr(self.policy, "provider", "anthropic"))
+        if (fmt == "anthropic") != (provider == "anthropic"):
+            raise PlanError(f"{self.model} is a {provider} model; it cannot be sent as a {fmt} "
+                            "request")
+        payload, sections, tail_paths = self._build(fmt)
+        view = render(payload, fmt, model=self.model)
+        bounds, sec_of = self._boundaries(view, sections, tail_paths)
+        plan = plan_breakpoints(view, self.policy, previous, boundaries=bounds, reuse=self.reuse,
+                                ttl=self.ttl, stable_ttl=self.stable_ttl,
+                                stable_key_end=bounds.static_end)
+        self.last_plan = plan
+        return payload, view, plan, sec_of
+
+    def _output(self, fmt: OutputFormat, previous: PreviousLike, params: Mapping[str, Any]
+                ) -> dict[str, Any]:
+        payload, _view, plan, _ = self._plan(fmt, self.previous if previous is _UNSET
+                                             else previous)
+        out = apply_plan(payload, plan)
+        if params:
+            canon = _Canon(self.options)
+            for k, v in params.items():
+                if k in out or k in ("model",):
+                    raise InvalidRequestError(k, "is set by the builder")
+                out[k] = canon.json(v, k)
+        return out
+
+    def to_anthropic(self, *, max_tokens: int = 1024, previous: Any = None,
+                     **params: Any) -> dict[str, Any]:
+        """Keyword arguments for ``anthropic.Anthropic().messages.create``.
+
+        Args:
+            max_tokens: the required ``max_tokens``.
+            previous: the previous request's plan (default: the builder's ``previous``).
+            params: other create() parameters (temperature, tool_choice, ...), canonicalised.
+
+        Raises:
+            PlanError: the model is not an Anthropic model.
+        """
+        return self._output("anthropic", previous if previous is not None else _UNSET,
+                            {"max_tokens": max_tokens, **params})
+
+    def to_openai_chat(self, *, previous: Any = None, **params: Any) -> dict[str, Any]:
+        """Keyword arguments for ``openai.OpenAI().chat.completions.create``.
+
+        Includes ``prompt_cache_key`` (sha256 of the stable prefix) and, on models the catalog
+        marks as supporting them (GPT-5.6+), ``prompt_cache_breakpoint`` markers and
+        ``prompt_cache_options``.
+
+        Raises:
+            PlanError: the model is not an OpenAI model.
+        """
+        return self._output("openai-chat", previous if previous is not None else _UNSET,
+                            params)
+
+    def to_openai_responses(self, *, previous: Any = None, **params: Any) -> dict[str, Any]:
+        """Keyword arguments for ``openai.OpenAI().responses.create`` (see
+        :meth:`to_openai_chat`)."""
+        return self._output("openai-responses", previous if previous is not None else _UNSET,
+                            params)
+
+    def plan(self, fmt: OutputFormat | None = None, *, previous: Any = None) -> BreakpointPlan:
+        """The breakpoint plan for ``fmt`` (default: the model's provider's main format)."""
+        fmt = fmt or self._default_format()
+        return self._plan(fmt, self.previous if previous is None else previous)[2]
+
+    def _default_format(self) -> OutputFormat:
+        return "anthropic" if str(getattr(self.policy, "provider", "")) == "anthropic" \
+            else "openai-chat"
+
+    def explain(self, fmt: OutputFormat | None = None, *, previous: Any = None) -> Explanation:
+        """A table of segments, tokens, positions and breakpoints, with why each breakpoint
+        was placed or a candidate skipped.
+
+        Returns:
+            An :class:`Explanation` (``.rows``; ``rich.print()`` it for a table).
+        """
+        fmt = fmt or self._default_format()
+        _payload, view, plan, sec_of = self._plan(fmt, self.previous if previous is None
+                                                  else previous)
+        placed = {b.segment_index: b for b in plan.breakpoints}
+        notes: dict[int, list[str]] = {}
+        for d in plan.decisions:
+            if d.segment_index >= 0 and not d.placed:
+                notes.setdefault(d.segment_index, []).append(f"skipped {d.role}: {d.reason}")
+        for e in plan.marker_edits:
+            try:
+                idx = view.find(e.path).index
+            except KeyError:
+                continue
+            notes.setdefault(idx, []).append(f"{e.action}: {e.reason}")
+        rows = []
+        for seg, sec in zip(view.segments, sec_of, strict=True):
+            b = placed.get(seg.index)
+            bp: str | None = None
+            note_parts: list[str] = []
+            if b is not None:
+                bp = "implicit" if b.source == "implicit" else (b.ttl or "on")
+                note_parts.append(f"{b.role}: {b.reason}")
+            note_parts.extend(notes.get(seg.index, []))
+            rows.append(ExplainRow(seg.index, seg.path, sec, seg.kind, seg.tokens,
+                                   seg.end_token, seg.position, bp, "; ".join(note_parts)))
+        return Explanation(tuple(rows), plan, not view.counter_exact)
+
+
+class _Unset:
+    pass
+
+
+_UNSET: Any = _Unset()
+
+
+@dataclass(frozen=True, slots=True)
+class _TailPart:
+    part: Any
+
+
+# ============================================================================ helpers
+def _section_of(path: str, sections: Mapping[str, Section]) -> str:
+    probe = path
+    while True:
+        if probe in sections:
+            return sections[probe]
+        cut = max(probe.rfind("."), probe.rfind("["))
+        if cut <= 0:
+            break
+        probe = probe[:cut]
+    # a path above part level: any mapped path below it
+    for p, sec in sections.items():
+        if p.startswith(path + ".") or p.startswith(path + "["):
+            return sec
+    return "unknown"
+
+
+def _part_text(part: Any) -> str:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, ToolCall):
+        return part.name + _jdump(part.input)
+    if isinstance(part, ToolResult):
+        return part.content if isinstance(part.content, str) else _jdump(part.content)
+    if isinstance(part, Thinking):
+        return part.thinking
+    if isinstance(part, Mapping):
+        return _jdump(part)
+    return ""
+
+
+def _to_message(m: Any, where: str) -> Message:
+    if isinstance(m, Message):
+        return m
+    if not isinstance(m, Mapping):
+        raise InvalidRequestError(where, "a message must be a Message or a mapping")
+    role = m.get("role")
+    content = m.get("content")
+    if role == "tool":  # OpenAI chat tool result
+        return Message("user", (ToolResult(str(m.get("tool_call_id", "")),
+                                           content if isinstance(content, str) else
+                                           _text_of(content)),))
+    if role not in ("user", "assistant"):
+        raise InvalidRequestError(f"{where}.role", f"must be 'user' or 'assistant', not {role!r}")
+    parts: list[Any] = []
+    if isinstance(content, str):
+        parts.append(content)
+    elif isinstance(content, list):
+        for j, b in enumerate(content):
+            if isinstance(b, (str, Volatile, Image, ToolCall, ToolResult, Thinking)):
+                parts.append(b)
+                continue
+            if not isinstance(b, Mapping):
+                raise InvalidRequestError(f"{where}.content[{j}]", "a block must be a mapping")
+            t = b.get("type")
+            if t in ("text", "input_text", "output_text"):
+                parts.append(str(b.get("text", "")))
+            elif t == "tool_use":
+                parts.append(ToolCall(str(b.get("id")), str(b.get("name")), b.get("input") or {}))
+            elif t == "tool_result":
+                c = b.get("content", "")
+                parts.append(ToolResult(str(b.get("tool_use_id")), c if isinstance(c, str)
+                                        else list(c or []), bool(b.get("is_error", False))))
+            elif t == "thinking":
+                parts.append(Thinking(str(b.get("thinking", "")), str(b.get("signature", ""))))
+            elif t == "image" and isinstance(b.get("source"), Mapping):
+                src = b["source"]
+                if src.get("type") == "base64":
+                    parts.append(Image(str(src.get("data")), str(src.get("media_type"))))
+                else:
+                    parts.append(Image(url=str(src.get("url"))))
+            else:
+                parts.append(dict(b))
+    elif content is not None:
+        raise InvalidRequestError(f"{where}.content", "must be a string or a list of blocks")
+    for call in m.get("tool_calls") or ():
+        fn = call.get("function", {})
+        args = fn.get("arguments", "{}")
+        try:
+            parsed = json.loads(args) if isinstance(args, str) else args
+        except ValueError:
+            raise InvalidRequestError(f"{where}.tool_calls", "arguments are not JSON") from None
+        parts.append(ToolCall(str(call.get("id")), str(fn.get("name")), parsed))
+    return Message(role, tuple(parts))
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, Mapping))
+    return "" if content is None else str(content)
+
+
+def _anthropic_tool(t: _Tool) -> dict[str, Any]:
+    if t.raw is not None:
+        return dict(t.raw)
+    out: dict[str, Any] = {"name": t.name}
+    if t.description:
+        out["description"] = t.description
+    out["input_schema"] = dict(t.schema)
+    out.update(t.extra)
+    return out
+
+
+def _chat_tool(t: _Tool) -> dict[str, Any]:
+    fn: dict[str, Any] = {"name": t.name}
+    if t.description:
+        fn["description"] = t.description
+    fn["parameters"] = dict(t.schema)
+    fn.update({k: v for k, v in t.extra.items() if k == "strict"})
+    return {"type": "function", "function": fn}
+
+
+def _responses_tool(t: _Tool) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "function", "name": t.name}
+    if t.description:
+        out["description"] = t.description
+    out["parameters"] = dict(t.schema)
+    out["strict"] = t.extra.get("strict")
+    return out
+
+
+def _anthropic_part(part: Any) -> dict[str, Any]:
+    if isinstance(part, str):
+        return {"type": "text", "text": part}
+    if isinstance(part, Image):
+        if part.url is not None:
+            return {"type": "image", "source": {"type": "url", "url": part.url}}
+        return {"type": "image", "source": {"type": "base64", "media_type": part.media_type,
+                                            "data": part.b64}}
+    if isinstance(part, ToolCall):
+        return {"type": "tool_use", "id": part.id, "name": part.name, "input": dict(part.input)}
+    if isinstance(part, ToolResult):
+        out: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.tool_use_id}
+        if isinstance(part.content, str):
+            if part.content:
+                out["content"] = part.content
+        else:
+            out["content"] = list(part.content)
+        if part.is_error:
+            out["is_error"] = True
+        return out
+    if isinstance(part, Thinking):
+        return {"type": "thinking", "thinking": part.thinking, "signature": part.signature}
+    if isinstance(part, Mapping):
+        return dict(part)
+    raise TypeError(f"unsupported part {type(part).__name__}")
+
+
+def _result_text(part: ToolResult) -> str:
+    if isinstance(part.content, str):
+        return part.content
+    return _text_of(part.content) if all(isinstance(b, Mapping) for b in part.content) \
+        else _jdump(part.content)
+
+
+def _chat_messages(msg: _Msg) -> list[tuple[dict[str, Any], dict[str, Section]]]:
+    """OpenAI chat messages for one builder message, with part-path -> section maps."""
+    out: list[tuple[dict[str, Any], dict[str, Section]]] = []
+    if msg.role == "assistant":
+        texts = [p for p in msg.parts if isinstance(p, str)]
+        calls = [p for p in msg.parts if isinstance(p, ToolCall)]
+        m: dict[str, Any] = {"role": "assistant"}
+        secs: dict[str, Section] = {}
+        if texts:
+            m["content"] = "\n\n".join(texts)
+            secs["content"] = msg.section
+        if calls:
+            m["tool_calls"] = [{"id": c.id, "type": "function",
+                                "function": {"name": c.name, "arguments": _jdump(c.input)}}
+                               for c in calls]
+            for k in range(len(calls)):
+                secs[f"tool_calls[{k}]"] = msg.section
+        if not texts and not calls:
+            return out
+        out.append((m, secs))
+        return out
+    parts: list[dict[str, Any]] = []
+    psecs: dict[str, Section] = {}
+
+    def flush() -> None:
+        if parts:
+            out.append(({"role": "user", "content": list(parts)}, dict(psecs)))
+            parts.clear()
+            psecs.clear()
+
+    for raw in msg.parts:
+        sec: Section = "tail" if isinstance(raw, _TailPart) else msg.section
+        p = raw.part if isinstance(raw, _TailPart) else raw
+        if isinstance(p, ToolResult):
+            flush()
+            out.append(({"role": "tool", "tool_call_id": p.tool_use_id,
+                         "content": _result_text(p) or "(empty)"}, {"content": sec}))
+            continue
+        if isinstance(p, str):
+            node: dict[str, Any] = {"type": "text", "text": p}
+        elif isinstance(p, Image):
+            url = p.url if p.url is not None else f"data:{p.media_type};base64,{p.b64}"
+            node = {"type": "image_url", "image_url": {"url": url}}
+        elif isinstance(p, Mapping):
+            node = dict(p)
+        else:
+            continue  # thinking / tool calls never appear in user messages
+        psecs[f"content[{len(parts)}]"] = sec
+        parts.append(node)
+    flush()
+    return out
+
+
+def _responses_items(msg: _Msg) -> list[tuple[dict[str, Any], dict[str, Section]]]:
+    """OpenAI Responses input items for one builder message."""
+    out: list[tuple[dict[str, Any], dict[str, Section]]] = []
+    if msg.role == "assistant":
+        texts = [p for p in msg.parts if isinstance(p, str)]
+        if texts:
+            out.append(({"role": "assistant", "content": "\n\n".join(texts)},
+                        {"content": msg.section}))
+        for c in msg.parts:
+            if isinstance(c, ToolCall):
+                out.append(({"type": "function_call", "call_id": c.id, "name": c.name,
+                             "arguments": _jdump(c.input)}, {"": msg.section}))
+        return out
+    parts: list[dict[str, Any]] = []
+    psecs: dict[str, Section] = {}
+
+    def flush() -> None:
+        if parts:
+            out.append(({"role": "user", "content": list(parts)}, dict(psecs)))
+            parts.clear()
+            psecs.clear()
+
+    for raw in msg.parts:
+        sec: Section = "tail" if isinstance(raw, _TailPart) else msg.section
+        p = raw.part if isinstance(raw, _TailPart) else raw
+        if isinstance(p, ToolResult):
+            flush()
+            out.append(({"type": "function_call_output", "call_id": p.tool_use_id,
+                         "output": _result_text(p)}, {"": sec}))
+            continue
+        if isinstance(p, str):
+            node: dict[str, Any] = {"type": "input_text", "text": p}
+        elif isinstance(p, Image):
+            url = p.url if p.url is not None else f"data:{p.media_type};base64,{p.b64}"
+            node = {"type": "input_image", "image_url": url, "detail": "auto"}
+        elif isinstance(p, Mapping):
+            node = dict(p)
+        else:
+            continue
+        psecs[f"content[{len(parts)}]"] = sec
+        parts.append(node)
+    flush()
+    return out

@@ -1,0 +1,1151 @@
+"""Breakpoint planner: where to put cache markers so the next request reads the most.
+
+:func:`plan_breakpoints` takes a request as the provider caches it (a
+:class:`~promptcache.prefix.PrefixView`), the model's :class:`~promptcache.catalog.CachePolicy`
+and, optionally, what the previous request wrote, and returns a :class:`BreakpointPlan`.
+:func:`apply_plan` writes a plan into a payload (a copy); :func:`auto_cache` does both for an
+arbitrary outgoing request (the SDK wrapper's ``auto_cache`` calls it), keeping the markers the
+caller already placed.
+
+Anthropic rules the plan obeys (sources: https://platform.claude.com/docs/en/build-with-claude/prompt-caching
+and https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md; see
+../shared/reference/hosted-api-rules.md 1.1-1.5):
+
+* entries are written only at breakpoints; a breakpoint reads an entry an earlier request wrote
+  only if that entry lies at most ``policy.lookback_positions`` (20) positions before it
+  (:attr:`Segment.position <promptcache.prefix.Segment.position>`: a run of tool_use or
+  tool_result blocks is one position);
+* a prefix shorter than ``policy.min_cacheable_tokens`` is neither written nor read;
+* at most ``policy.max_breakpoints`` (4) markers, the top-level (automatic) one included;
+* longer TTLs before shorter ones (``1h`` before ``5m``);
+* no marker on a block that cannot carry one (thinking, empty or whitespace-only text).
+
+OpenAI (https://developers.openai.com/api/docs/guides/prompt-caching; openai-python
+``prompt_cache_options``): a ``prompt_cache_key`` derived from the stable prefix (sha256 of its
+canonical bytes, so every process computes the same key) for every model; explicit
+``prompt_cache_breakpoint`` markers and ``prompt_cache_options`` only where the catalog says the
+model supports them (GPT-5.6 and later); reads there have no lookback limit.
+
+The reuse model (what "best" means)
+-----------------------------------
+A plan ``B`` (the planner's markers plus the caller's) is scored in tokens::
+
+    score(B) = read_now(B) + sum_s weight_s * read_next_s(B)
+
+* ``read_now``: prefix tokens of the longest entry the previous request wrote (still a prefix
+  of this request) that some breakpoint of ``B`` reaches through the lookback. This is the
+  cache read of *this* request (Anthropic only reads what a breakpoint's lookback finds).
+* ``read_next_s``: the cache read of the *next* request in scenario ``s``: the prefix tokens
+  of the longest entry ``B`` writes (or refreshes) that lies inside the prefix the next request
+  shares. The scenarios and their default weights (:class:`ReuseModel`, a stated prior, not a
+  measurement; pass your own):
+
+  - ``continuation`` (0.8): the next request appends to this one (the agent loop / chat
+    case); it shares everything up to the end of the new turn.
+  - ``new_conversation`` (0.2): another conversation with the same tools, system and static
+    context; it shares up to the end of the static context.
+  - ``branch`` (0.0): the same history with a different new turn (regenerate, side
+    questions); it shares up to the end of the history.
+  - ``tools_only`` (0.0): a new system prompt over the same tools.
+
+  The next request is assumed to place its own breakpoints by the same rules, so it can reach
+  any entry this request writes (that is what the lagging breakpoints below are for).
+
+Among all plans that satisfy the rules, the planner takes the one with the highest score; ties
+go to fewer cache-write tokens (writes cost 1.25x or 2x), then to fewer markers (slots stay free
+for the caller), then to later positions. The search is
+exhaustive over a small candidate set: the section ends (tools, system, static context, history,
+new turn), lagging breakpoints (the furthest block still within the lookback of an entry the
+previous request wrote) and chain fillers (blocks ``lookback`` positions apart), so the
+result is the optimum of the model over those candidates.
+
+Chain rule (Anthropic): every breakpoint the planner places after the first of the request lies
+at most ``lookback`` positions after an earlier breakpoint of the same request or an entry the
+previous request wrote. A request that edits or branches the conversation anywhere after the
+first breakpoint then re-writes at most ``lookback`` positions. Cost of the rule: on the first
+request of a long, cold conversation (more than ``lookback * (slots - 1)`` positions between the
+system and the end) the system-end breakpoint is skipped, and it is placed on the next request.
+
+Deviation from DESIGN.md: the planner lives in its own module (``promptcache.planner``) next to
+``promptcache.builder``, because the SDK wrapper and the linter use it on raw payloads.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from itertools import combinations
+from typing import TYPE_CHECKING, Any, Literal
+
+from promptcache._errors import InvalidRequestError, PlanError
+from promptcache.prefix import PrefixView, Segment, render
+
+if TYPE_CHECKING:
+    from promptcache.catalog import CachePolicy
+
+__all__ = [
+    "Boundaries",
+    "BreakpointPlan",
+    "Decision",
+    "FanoutCost",
+    "MarkerEdit",
+    "PlannedBreakpoint",
+    "ReuseModel",
+    "WrittenEntry",
+    "apply_plan",
+    "auto_cache",
+    "fanout_cost",
+    "infer_boundaries",
+    "plan_breakpoints",
+    "prefix_digests",
+    "prompt_cache_key",
+    "should_warm_first",
+]
+
+_TTL_RANK = {"5m": 0, "30m": 1, "1h": 2, "12h": 3}
+_MARKER_KEYS = frozenset({"cache_control", "prompt_cache_breakpoint"})
+_OPENAI_MARKABLE_KINDS = frozenset({"text", "image", "file", "input_audio", "input_file",
+                                    "tool_result"})
+#: Upper bound on the candidate set searched exhaustively (C(16, 4) = 1820 subsets).
+_MAX_CANDIDATES = 16
+
+
+# ============================================================================ data
+@dataclass(frozen=True, slots=True)
+class ReuseModel:
+    """Weights of the next-request scenarios the planner optimises for (see module docstring).
+
+    Weights are relative (they need not sum to 1) and must be >= 0.
+    """
+
+    continuation: float = 0.8
+    new_conversation: float = 0.2
+    branch: float = 0.0
+    tools_only: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("continuation", "new_conversation", "branch", "tools_only"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"ReuseModel.{name} must be >= 0")
+
+
+@dataclass(frozen=True, slots=True)
+class Boundaries:
+    """Segment indexes where the request's sections end (None: the section is absent).
+
+    Attributes:
+        tools_end: last tool definition.
+        system_end: last stable system segment.
+        static_end: last segment of the static prefix shared across conversations (the end of
+            the static context; equals ``system_end`` when there is no context section).
+        history_end: last segment before the new turn.
+        turn_end: last segment that may be cached (the end of the new turn).
+        uncached_from: first segment of the explicit uncached tail (never marked), or None.
+    """
+
+    tools_end: int | None = None
+    system_end: int | None = None
+    static_end: int | None = None
+    history_end: int | None = None
+    turn_end: int | None = None
+    uncached_from: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenEntry:
+    """A cache entry a request wrote (or refreshed) at one of its breakpoints.
+
+    Attributes:
+        segment_index: the breakpoint's segment index.
+        position: its lookback position.
+        prefix_tokens: tokens of the cached prefix (up to and including the segment).
+        prefix_digest: chained sha256 hex of the prefix content (markers ignored), used to
+            check the entry is still a prefix of a later request.
+    """
+
+    segment_index: int
+    position: int
+    prefix_tokens: int
+    prefix_digest: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedBreakpoint:
+    """One breakpoint of a plan.
+
+    Attributes:
+        segment_index / path / position / prefix_tokens: where it sits and what it caches.
+        ttl: ``"5m"`` / ``"1h"`` (Anthropic), ``"30m"`` (OpenAI explicit), None (OpenAI's
+            implicit breakpoint, which is not emitted).
+        source: ``"planner"`` (placed by this plan), ``"user"`` (a marker already in the
+            payload, kept), ``"automatic"`` (Anthropic's top-level cache_control) or
+            ``"implicit"`` (OpenAI's implicit breakpoint on the newest message).
+        role: why the slot exists: ``"tools-end"``, ``"system-end"``, ``"static-end"``,
+            ``"history-end"``, ``"turn-end"``, ``"lagging"``, ``"chain"``, ``"user"``,
+            ``"automatic"``, ``"implicit"``.
+        reason: one sentence for :func:`explain` tables.
+        prefix_digest: chained content digest of the prefix (see :func:`prefix_digests`).
+    """
+
+    segment_index: int
+    path: str
+    position: int
+    prefix_tokens: int
+    ttl: str | None
+    source: Literal["planner", "user", "automatic", "implicit"]
+    role: str
+    reason: str
+    prefix_digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A candidate the planner considered: placed or skipped, and why."""
+
+    segment_index: int
+    path: str
+    role: str
+    placed: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerEdit:
+    """A change to a marker the caller placed, needed for the API to accept the request.
+
+    Attributes:
+        path: the marker's block.
+        action: ``"drop"`` (over the slot limit: the earliest go first), ``"move"`` (from a
+            block that cannot carry one to ``to_path``), ``"remove_block"`` (an empty or
+            whitespace-only text block, rejected by the API, is deleted), ``"retime"`` (TTL
+            changed to ``ttl`` to restore longer-before-shorter order).
+        to_path: target block of a move.
+        ttl: new TTL of a retime or a move.
+        reason: one sentence.
+    """
+
+    path: str
+    action: Literal["drop", "move", "remove_block", "retime"]
+    to_path: str | None
+    ttl: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class BreakpointPlan:
+    """Where a request's cache markers go, and what that is expected to read and write.
+
+    Attributes:
+        provider: ``"anthropic"``, ``"openai-chat"`` or ``"openai-responses"``.
+        model: the policy's model id.
+        breakpoints: every breakpoint of the request in render order (planner, user, automatic,
+            implicit).
+        decisions: every candidate considered, placed or skipped, with the reason.
+        marker_edits: changes to the caller's own markers (see :class:`MarkerEdit`).
+        read_tokens: expected cache-read tokens of this request (Anthropic; None elsewhere or
+            when unknown).
+        write_tokens: expected cache-write (creation) tokens of this request (Anthropic).
+        total_tokens: tokens of the whole request.
+        expected_next_read: expected cache-read tokens of the next request under ``reuse``.
+        prompt_cache_key: OpenAI routing key to send (None: keep the caller's / none).
+        prompt_cache_options: OpenAI ``prompt_cache_options`` to send (None: send nothing).
+        lookback: the lookback used (None: no limit).
+        reuse: the reuse model scored against.
+    """
+
+    provider: str
+    model: str
+    breakpoints: tuple[PlannedBreakpoint, ...]
+    decisions: tuple[Decision, ...] = ()
+    marker_edits: tuple[MarkerEdit, ...] = ()
+    read_tokens: int | None = None
+    write_tokens: int | None = None
+    total_tokens: int = 0
+    expected_next_read: float = 0.0
+    prompt_cache_key: str | None = None
+    prompt_cache_options: Mapping[str, Any] | None = None
+    lookback: int | None = None
+    reuse: ReuseModel = field(default_factory=ReuseModel)
+
+    @property
+    def paths(self) -> list[str]:
+        """Paths of the emitted markers (planner and user, not automatic/implicit)."""
+        return [b.path for b in self.breakpoints if b.source in ("planner", "user")]
+
+    @property
+    def positions(self) -> list[int]:
+        """Lookback positions of every breakpoint, in render order."""
+        return [b.position for b in self.breakpoints]
+
+    @property
+    def marker_count(self) -> int:
+        """Markers the request carries, the automatic one included (the API's limit counts it)."""
+        return sum(1 for b in self.breakpoints if b.source != "implicit")
+
+    def written(self) -> tuple[WrittenEntry, ...]:
+        """The entries this request writes or refreshes (feed to the next plan's ``previous``)."""
+        return tuple(WrittenEntry(b.segment_index, b.position, b.prefix_tokens, b.prefix_digest)
+                     for b in self.breakpoints)
+
+
+PreviousLike = BreakpointPlan | PrefixView | Sequence[WrittenEntry] | Sequence[int] | None
+
+
+# ============================================================================ digests
+def _dumps(node: Any) -> bytes:
+    return json.dumps(node, ensure_ascii=False, separators=(",", ":")).encode("utf-8",
+                                                                             "surrogatepass")
+
+
+def _segment_digest(seg: Segment) -> bytes:
+    """Content digest of a segment: markers ignored, string content == one text block."""
+    data = seg.data
+    node: Any = None
+    parsed = False
+    if b'"cache_control"' in data or b'"prompt_cache_breakpoint"' in data or data[:1] == b'"':
+        node = json.loads(data)
+        parsed = True
+    if parsed:
+        if isinstance(node, dict):
+            node = {k: v for k, v in node.items() if k not in _MARKER_KEYS}
+        data = _canonical_text_node(node)
+    elif data[:1] == b"{" and len(data) < 1_000_000 and b'"text"' in data:
+        data = _canonical_text_node(json.loads(data))
+    h = hashlib.sha256(b"\x00".join(((seg.tier or "").encode(), (seg.role or "").encode(),
+                                     seg.kind.encode(), data)))
+    return h.digest()
+
+
+def _canonical_text_node(node: Any) -> bytes:
+    if isinstance(node, str):
+        return b"T\x00" + node.encode("utf-8", "surrogatepass")
+    if (isinstance(node, dict) and set(node) == {"type", "text"}
+            and node.get("type") in ("text", "input_text") and isinstance(node.get("text"), str)):
+        return b"T\x00" + str(node["text"]).encode("utf-8", "surrogatepass")
+    return _dumps(node)
+
+
+def prefix_digests(view: PrefixView) -> list[str]:
+    """Chained sha256 hex per segment over content with markers stripped.
+
+    ``out[i]`` identifies segments ``0..i`` of ``view``: equal digests mean an identical cached
+    prefix (a string content and a one-text-block list count as equal; ``cache_control`` and
+    ``prompt_cache_breakpoint`` are ignored). Stable across processes (no ``hash()``).
+    """
+    h = hashlib.sha256(f"{view.provider}\x00{view.model}".encode())
+    out: list[str] = []
+    for seg in view.segments:
+        h = h.copy()
+        h.update(_segment_digest(seg))
+        out.append(h.hexdigest())
+    return out
+
+
+def prompt_cache_key(view: PrefixView, stable_end: int | None = None) -> str | None:
+    """OpenAI ``prompt_cache_key`` derived from the stable prefix.
+
+    Args:
+        view: the request.
+        stable_end: last segment index of the stable prefix; default: the last segment of the
+            ``tools`` and ``system`` tiers (tools, schema, instructions, leading system and
+            developer messages).
+
+    Returns:
+        ``"pc-"`` + 32 hex chars of sha256 over the stable segments' content digests (markers
+        ignored), identical in every process; None when the request has no stable prefix.
+        The key steers routing only: the same stable prefix shares one key, so requests that
+        can reuse each other's prefix land on the same cache
+        (https://developers.openai.com/api/docs/guides/prompt-caching).
+    """
+    if stable_end is None:
+        stable = [s for s in view.segments if s.tier in ("tools", "system")]
+    else:
+        stable = list(view.segments[: stable_end + 1])
+    if not stable:
+        return None
+    h = hashlib.sha256(b"promptcache-key-v1\x00" + view.provider.encode())
+    for seg in stable:
+        h.update(_segment_digest(seg))
+    return "pc-" + h.hexdigest()[:32]
+
+
+# ============================================================================ boundaries
+def infer_boundaries(view: PrefixView) -> Boundaries:
+    """Section ends of a raw payload (no builder hints).
+
+    tools end = last ``tools`` segment; system end = static end = last ``system`` segment;
+    new turn = the last message whose role is ``user`` (``tool`` results count as the new turn
+    for OpenAI chat), so history end = the segment before it; turn end = the last segment.
+    """
+    segs = view.segments
+    tools_end = system_end = history_end = turn_end = None
+    for s in segs:
+        if s.tier == "tools":
+            tools_end = s.index
+        elif s.tier == "system":
+            system_end = s.index
+    if segs:
+        turn_end = segs[-1].index
+        last_turn_msg: int | None = None
+        for s in reversed(segs):
+            if s.tier == "messages" and s.role in ("user", "tool"):
+                last_turn_msg = s.message_index
+                break
+        if last_turn_msg is not None:
+            first = next(s.index for s in segs
+                         if s.tier == "messages" and s.message_index == last_turn_msg)
+            history_end = first - 1 if first > 0 else None
+            if history_end is not None and segs[history_end].tier != "messages":
+                history_end = None
+    return Boundaries(tools_end, system_end, system_end, history_end, turn_end, None)
+
+
+# ============================================================================ helpers
+def _policy_provider(policy: CachePolicy) -> str:
+    return str(getattr(policy, "provider", "anthropic"))
+
+
+def _lookback(policy: CachePolicy, view: PrefixView) -> int | None:
+    if view.provider != "anthropic":
+        return None
+    lb = getattr(policy, "lookback_positions", None)
+    return int(lb) if lb is not None else None
+
+
+def _default_ttl(policy: CachePolicy) -> str | None:
+    ttl = getattr(policy, "default_ttl", None)
+    if isinstance(ttl, str):
+        return ttl
+    ttls = tuple(getattr(policy, "ttls", ()) or ())
+    return ttls[0] if ttls else None
+
+
+def _markable(view: PrefixView, seg: Segment) -> bool:
+    """Whether the planner may put a marker on ``seg``."""
+    if not seg.cacheable:
+        return False
+    if view.provider == "anthropic":
+        if seg.kind in ("thinking", "redacted_thinking"):
+            return False
+        return not (seg.kind == "text" and not (seg.text or "").strip())
+    # OpenAI: content parts (or string contents we can turn into parts) of non-assistant turns.
+    if seg.tier == "tools" or seg.role == "assistant" or seg.kind == "tool_call":
+        return False
+    if seg.path in ("instructions", "text.format", "response_format", "input"):
+        return False
+    if seg.kind not in _OPENAI_MARKABLE_KINDS:
+        return False
+    return bool((seg.text or "").strip()) or seg.kind != "text"
+
+
+def _walk_back(view: PrefixView, index: int, floor: int = 0) -> int | None:
+    for i in range(index, floor - 1, -1):
+        if _markable(view, view.segments[i]):
+            return i
+    return None
+
+
+def _previous_entries(view: PrefixView, previous: PreviousLike, digests: list[str],
+                      min_tokens: int) -> tuple[list[WrittenEntry], list[Decision]]:
+    """Entries the previous request wrote that are still a prefix of ``view``."""
+    notes: list[Decision] = []
+    if previous is None:
+        return [], notes
+    raw: list[WrittenEntry] = []
+    if isinstance(previous, BreakpointPlan):
+        raw = list(previous.written())
+    elif isinstance(previous, PrefixView):
+        pdig = prefix_digests(previous)
+        for seg in previous.breakpoints():
+            raw.append(WrittenEntry(seg.index, seg.position, seg.end_token, pdig[seg.index]))
+    else:
+        for item in previous:
+            if isinstance(item, WrittenEntry):
+                raw.append(item)
+            elif isinstance(item, int) and not isinstance(item, bool):
+                segs = [s for s in view.segments if s.position == item]
+                if not segs:
+                    notes.append(Decision(-1, f"position {item}", "previous", False,
+                                          "previous breakpoint position is past this request"))
+                    continue
+                last = segs[-1]
+                raw.append(WrittenEntry(last.index, last.position, last.end_token, None))
+            else:
+                raise TypeError("previous must be a BreakpointPlan, a PrefixView, WrittenEntry "
+                                f"items or int positions, not {type(item).__name__}")
+    out: list[WrittenEntry] = []
+    for e in raw:
+        if e.segment_index >= len(view.segments) or e.segment_index < 0:
+            notes.append(Decision(e.segment_index, f"#{e.segment_index}", "previous", False,
+                                  "previous entry lies past the end of this request"))
+            continue
+        if e.prefix_digest is not None and digests[e.segment_index] != e.prefix_digest:
+            notes.append(Decision(e.segment_index, view.segments[e.segment_index].path,
+                                  "previous", False,
+                                  "previous entry is no longer a prefix of this request "
+                                  "(content before it changed)"))
+            continue
+        if e.prefix_tokens < min_tokens:
+            continue
+        seg = view.segments[e.segment_index]
+        out.append(WrittenEntry(seg.index, seg.position, seg.end_token, digests[seg.index]))
+    # one entry per segment, longest first irrelevant: keep order by index
+    uniq = {e.segment_index: e for e in out}
+    return [uniq[k] for k in sorted(uniq)], notes
+
+
+# ============================================================================ marker fixes
+@dataclass
+class _Fixed:
+    index: int
+    ttl: str | None
+    source: Literal["user", "automatic", "implicit"]
+
+
+def _fix_user_markers(view: PrefixView, policy: CachePolicy,
+                      max_markers: int) -> tuple[list[_Fixed], list[MarkerEdit]]:
+    """Repair the caller's markers so the API accepts them (BR-09, BR-10, TTL order)."""
+    edits: list[MarkerEdit] = []
+    segs = view.segments
+    fixed: dict[int, _Fixed] = {}
+    anthropic = view.provider == "anthropic"
+    for seg in segs:
+        bp = seg.breakpoint
+        if bp is None:
+            continue
+        if _markable(view, seg):
+            fixed[seg.index] = _Fixed(seg.index, bp.ttl, "user")
+            continue
+        target = _walk_back(view, seg.index - 1) if seg.index > 0 else None
+        is_blank_text = seg.kind == "text" and not (seg.text or "").strip()
+        if is_blank_text and anthropic and seg.path != "system" and not seg.path.endswith(
+                ".content"):
+            edits.append(MarkerEdit(seg.path, "remove_block", None, None,
+                                    "empty or whitespace-only text block: the API rejects it"))
+        if target is None:
+            edits.append(MarkerEdit(seg.path, "drop", None, None,
+                                    f"a {seg.kind} block cannot carry a marker and no earlier "
+                                    "block can take it"))
+            continue
+        tpath = segs[target].path
+        edits.append(MarkerEdit(seg.path, "move", tpath, bp.ttl,
+                                f"a {'blank text' if is_blank_text else seg.kind} block cannot "
+                                f"carry a marker; moved to {tpath}, which caches the same prefix "
+                                "up to that block"))
+        prev = fixed.get(target)
+        if prev is None or _TTL_RANK.get(str(bp.ttl), 0) > _TTL_RANK.get(str(prev.ttl), 0):
+            fixed[target] = _Fixed(target, bp.ttl, "user")
+    auto_idx = view.automatic_index if anthropic else None
+    if anthropic and view.automatic is not None and auto_idx is not None:
+        if auto_idx in fixed:
+            same = fixed[auto_idx].ttl == view.automatic.ttl
+            edits.append(MarkerEdit(
+                segs[auto_idx].path, "drop", None, None,
+                "the top-level cache_control already marks this block (same prefix, one slot "
+                "saved)" if same else "the top-level cache_control lands on this block with a "
+                "different TTL (a documented 400); the top-level one is kept"))
+            del fixed[auto_idx]
+    order = sorted(fixed)
+    budget = max_markers - (1 if (anthropic and view.automatic is not None
+                                  and auto_idx is not None) else 0)
+    if len(order) > budget:
+        drop = order[: len(order) - max(budget, 0)]
+        for i in drop:
+            edits.append(MarkerEdit(segs[i].path, "drop", None, None,
+                                    f"{len(order) + max_markers - budget} markers exceed the limit "
+                                    f"of {max_markers}; the earliest go first (a later marker "
+                                    "already caches everything before it)"))
+            del fixed[i]
+    out = [fixed[i] for i in sorted(fixed)]
+    if anthropic and view.automatic is not None and auto_idx is not None:
+        out.append(_Fixed(auto_idx, view.automatic.ttl, "automatic"))
+        out.sort(key=lambda f: f.index)
+    # TTL order: a longer TTL never after a shorter one; promote the earlier markers.
+    if anthropic:
+        longest_after = -1
+        for f in reversed(out):
+            rank = _TTL_RANK.get(str(f.ttl), 0)
+            if rank < longest_after and f.source == "user":
+                new_ttl = _rank_ttl(longest_after)
+                edits.append(MarkerEdit(segs[f.index].path, "retime", None, new_ttl,
+                                        f"a {new_ttl} marker follows this {f.ttl} one; longer "
+                                        "TTLs must come first, so this one is raised to "
+                                        f"{new_ttl}"))
+                f.ttl = new_ttl
+                rank = longest_after
+            longest_after = max(longest_after, rank)
+    return out, edits
+
+
+# ============================================================================ search
+@dataclass(frozen=True, slots=True)
+class _Cand:
+    index: int
+    role: str
+    reason: str
+
+
+def _max_prefix(view: PrefixView, indexes: Sequence[int], limit: int | None) -> int:
+    best = 0
+    if limit is None:
+        return 0
+    for i in indexes:
+        if i <= limit:
+            best = max(best, view.segments[i].end_token)
+    return best
+
+
+def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLike = None, *,
+                     boundaries: Boundaries | None = None, reuse: ReuseModel | None = None,
+                     ttl: str | None = None, stable_ttl: str | None = None,
+                     stable_key_end: int | None = None) -> BreakpointPlan:
+    """Plan the cache breakpoints of one request (see the module docstring for the model).
+
+    Args:
+        view: the request (``promptcache.prefix.render``); markers already in it are kept
+            (repaired where the API would reject them, see :class:`MarkerEdit`) and counted.
+        policy: the model's cache policy (``promptcache.catalog.get_policy``).
+        previous: what the previous request of the conversation wrote: its
+            :class:`BreakpointPlan`, its :class:`PrefixView` (its markers), a sequence of
+            :class:`WrittenEntry`, or a sequence of written breakpoint positions (ints, taken
+            as still valid). Entries whose prefix changed are ignored.
+        boundaries: section ends (the builder passes them); inferred from the view otherwise.
+        reuse: the next-request scenario weights.
+        ttl: TTL of the planner's markers (default: the policy's default TTL).
+        stable_ttl: TTL of markers at or before the static end (e.g. ``"1h"``); must sort
+            before ``ttl`` (the order is enforced).
+        stable_key_end: last segment of the stable prefix hashed into the OpenAI key.
+
+    Returns:
+        A :class:`BreakpointPlan`; never more than ``policy.max_breakpoints`` markers, never a
+        longer TTL after a shorter one, never a marker on a block that cannot carry one.
+
+    Raises:
+        PlanError: ``ttl`` / ``stable_ttl`` is not a TTL the model supports, or the provider
+            of ``view`` does not match the policy.
+    """
+    reuse = reuse or ReuseModel()
+    prov = _policy_provider(policy)
+    if (prov == "anthropic") != (view.provider == "anthropic"):
+        raise PlanError(f"a {view.provider} request cannot be planned with the {prov} policy of "
+                        f"{policy.model_id}")
+    ttls = tuple(getattr(policy, "ttls", ()) or ())
+    for name, value in (("ttl", ttl), ("stable_ttl", stable_ttl)):
+        if value is not None and value not in ttls:
+            raise PlanError(f"{name}={value!r} is not a TTL {policy.model_id} supports "
+                            f"(supported: {', '.join(ttls) or 'none'})")
+    bounds = boundaries or infer_boundaries(view)
+    segs = view.segments
+    digests = prefix_digests(view)
+    min_tokens = int(getattr(policy, "min_cacheable_tokens", 0) or 0)
+    lookback = _lookback(policy, view)
+    max_markers = int(getattr(policy, "max_breakpoints", 0) or 0)
+    explicit_ok = bool(getattr(policy, "explicit_breakpoints", False))
+    decisions: list[Decision] = []
+
+    key: str | None = None
+    options: dict[str, Any] | None = None
+    if view.provider != "anthropic":
+        if "prompt_cache_key" not in view.params:
+            key = prompt_cache_key(view, stable_key_end if stable_key_end is not None
+                                   else bounds.static_end)
+        if bool(getattr(policy, "prompt_cache_options", False)) and \
+                "prompt_cache_options" not in view.params and ttls:
+            options = {"mode": "implicit", "ttl": ttls[0]}
+
+    total = view.total_tokens
+    if not segs or not explicit_ok or max_markers <= 0:
+        reason = ("the model caches automatically; it takes no breakpoints"
+                  if view.provider != "anthropic" else "nothing to cache")
+        if segs:
+            decisions.append(Decision(segs[-1].index, segs[-1].path, "turn-end", False, reason))
+        return BreakpointPlan(view.provider, policy.model_id, (), tuple(decisions), (), None,
+                              None, total, 0.0, key, options, lookback, reuse)
+
+    # ---- the caller's markers (repaired) and the fixed automatic / implicit breakpoints
+    fixed, edits = _fix_user_markers(view, policy, max_markers)
+    mode = "implicit"
+    if view.provider != "anthropic":
+        opts = view.params.get("prompt_cache_options")
+        if isinstance(opts, Mapping) and opts.get("mode") == "explicit":
+            mode = "explicit"
+        if mode == "implicit":
+            last = _walk_back(view, len(segs) - 1)
+            implicit_idx = last if last is not None else len(segs) - 1
+            if all(f.index != implicit_idx for f in fixed):
+                fixed.append(_Fixed(implicit_idx, None, "implicit"))
+                fixed.sort(key=lambda f: f.index)
+    n_markers = sum(1 for f in fixed if f.source != "implicit")
+    explicit_budget = max_markers - (1 if (view.provider != "anthropic" and mode == "implicit")
+                                     else 0)
+    slots = max(0, explicit_budget - n_markers) if view.provider != "anthropic" else \
+        max(0, max_markers - n_markers)
+    fixed_idx = {f.index for f in fixed}
+
+    prev_entries, prev_notes = _previous_entries(view, previous, digests, min_tokens)
+    decisions.extend(prev_notes)
+
+    # ---- candidates
+    limit = len(segs) - 1 if bounds.uncached_from is None else bounds.uncached_from - 1
+    cands: dict[int, _Cand] = {}
+
+    def consider(idx: int | None, role: str, reason: str) -> None:
+        if idx is None or idx < 0:
+            return
+        start = min(idx, limit)
+        target = _walk_back(view, start)
+        if target is None:
+            decisions.append(Decision(idx, segs[min(idx, len(segs) - 1)].path, role, False,
+                                      "no block at or before it can carry a marker"))
+            return
+        seg = segs[target]
+        if target != idx:
+            reason += f" (moved back from {segs[min(idx, len(segs) - 1)].path}: that block " \
+                      "cannot carry a marker)"
+        if seg.end_token < min_tokens:
+            decisions.append(Decision(target, seg.path, role, False,
+                                      f"prefix {seg.end_token} tokens < the minimum "
+                                      f"{min_tokens} for {policy.model_id}: nothing would be "
+                                      "cached"))
+            return
+        if target in fixed_idx:
+            decisions.append(Decision(target, seg.path, role, False,
+                                      "already carries a marker (kept)"))
+            return
+        if target not in cands:
+            cands[target] = _Cand(target, role, reason)
+
+    consider(bounds.tools_end, "tools-end", "end of the tools")
+    consider(bounds.system_end, "system-end", "end of the system prompt")
+    if bounds.static_end != bounds.system_end:
+        consider(bounds.static_end, "static-end", "end of the static context")
+    consider(bounds.history_end, "history-end", "end of the history")
+    consider(bounds.turn_end, "turn-end", "end of the new turn")
+
+    def latest_within(anchor_pos: int, after_index: int) -> int | None:
+        assert lookback is not None
+        best = None
+        for s in segs[after_index: limit + 1]:
+            if s.position > anchor_pos + lookback:
+                break
+            if s.index >= after_index and _markable(view, s) and s.end_token >= min_tokens:
+                best = s.index
+        return best
+
+    def earliest_within(pos: int, before_index: int) -> int | None:
+        assert lookback is not None
+        for s in segs[:before_index]:
+            if s.position >= pos - lookback and _markable(view, s) and s.end_token >= min_tokens:
+                return s.index
+        return None
+
+    if lookback is not None and slots > 0:
+        for e in prev_entries:
+            lag = latest_within(e.position, e.segment_index)
+            if lag is not None and lag not in fixed_idx and lag not in cands:
+                cands[lag] = _Cand(lag, "lagging",
+                                   f"lagging: within {lookback} positions of the entry the "
+                                   f"previous request wrote at {segs[e.segment_index].path}, so "
+                                   f"this request reads {e.prefix_tokens} tokens")
+        anchors = [e.segment_index for e in prev_entries] + [
+            c.index for c in list(cands.values()) if c.role in ("tools-end", "system-end",
+                                                                 "static-end")]
+        for a in anchors:
+            cur = a
+            for _ in range(slots):
+                nxt = latest_within(segs[cur].position, cur + 1)
+                if nxt is None or nxt <= cur:
+                    break
+                if nxt not in fixed_idx and nxt not in cands:
+                    cands[nxt] = _Cand(nxt, "chain", f"chain: within {lookback} positions of "
+                                       f"{segs[cur].path}")
+                cur = nxt
+        end = bounds.turn_end if bounds.turn_end is not None else limit
+        end_t = _walk_back(view, min(end, limit))
+        cur_b = end_t
+        for _ in range(slots):
+            if cur_b is None:
+                break
+            prv = earliest_within(segs[cur_b].position, cur_b)
+            if prv is None or prv >= cur_b:
+                break
+            if prv not in fixed_idx and prv not in cands:
+                cands[prv] = _Cand(prv, "chain", f"chain: within {lookback} positions of "
+                                   f"{segs[cur_b].path}")
+            cur_b = prv
+
+    cand_list = sorted(cands.values(), key=lambda c: c.index)
+    if len(cand_list) > _MAX_CANDIDATES:
+        keep_roles = ("tools-end", "system-end", "static-end", "history-end", "turn-end",
+                      "lagging")
+        primary = [c for c in cand_list if c.role in keep_roles]
+        rest = [c for c in cand_list if c.role not in keep_roles]
+        rest.sort(key=lambda c: -c.index)
+        cand_list = sorted(primary + rest[: max(0, _MAX_CANDIDATES - len(primary))],
+                           key=lambda c: c.index)
+
+    # ---- scoring
+    def reads_now(all_idx: Sequence[int]) -> tuple[int, int | None]:
+        best, best_i = 0, None
+        for e in prev_entries:
+            for i in all_idx:
+                d = segs[i].index - e.segment_index
+                if d < 0:
+                    continue
+                if lookback is None or 0 <= segs[i].position - e.position <= lookback:
+                    if e.prefix_tokens > best:
+                        best, best_i = e.prefix_tokens, e.segment_index
+                    break
+        return best, best_i
+
+    def chain_ok(planned: Sequence[int], all_idx: Sequence[int]) -> bool:
+        if lookback is None:
+            return True
+        first = min(all_idx)
+        for b in planned:
+            if b == first:
+                continue
+            pb = segs[b].position
+            ok = any(a < b and 0 <= pb - segs[a].position <= lookback for a in all_idx)
+            if not ok:
+                ok = any(e.segment_index <= b and 0 <= pb - e.position <= lookback
+                         for e in prev_entries)
+            if not ok:
+                return False
+        return True
+
+    weights = (("continuation", reuse.continuation, bounds.turn_end if bounds.turn_end is not None
+                else limit),
+               ("new_conversation", reuse.new_conversation, bounds.static_end),
+               ("branch", reuse.branch, bounds.history_end),
+               ("tools_only", reuse.tools_only, bounds.tools_end))
+
+    def score(planned: tuple[int, ...]) -> tuple[float, int, int, int] | None:
+        all_idx = sorted(set(planned) | fixed_idx)
+        if planned and not chain_ok(planned, all_idx):
+            return None
+        now, read_i = reads_now(all_idx)
+        written = [i for i in all_idx if segs[i].end_token >= min_tokens]
+        if read_i is not None:
+            written.append(read_i)
+        nxt = 0.0
+        for _name, w, lim in weights:
+            if w:
+                nxt += w * _max_prefix(view, written, lim)
+        top = max((segs[i].end_token for i in all_idx if segs[i].end_token >= min_tokens),
+                  default=0)
+        return (now + nxt, -max(0, top - now), -len(planned), sum(planned))
+
+    best: tuple[int, ...] = ()
+    best_score = score(())
+    if best_score is None:  # pragma: no cover - an empty plan always passes the chain check
+        best_score = (0.0, 0, 0, 0)
+    for k in range(1, min(slots, len(cand_list)) + 1):
+        for combo in combinations([c.index for c in cand_list], k):
+            sc = score(combo)
+            if sc is not None and sc > best_score:
+                best, best_score = combo, sc
+
+    # ---- TTLs of the planner's markers
+    base_ttl = ttl or _default_ttl(policy)
+    stable = stable_ttl or base_ttl
+    if (stable is not None and base_ttl is not None
+            and _TTL_RANK.get(stable, 0) < _TTL_RANK.get(base_ttl, 0)):
+        raise PlanError(f"stable_ttl={stable!r} is shorter than ttl={base_ttl!r}; longer TTLs "
+                        "must come first")
+    chosen = set(best)
+    rows: list[PlannedBreakpoint] = []
+    static_lim = bounds.static_end if bounds.static_end is not None else -1
+    ttl_of: dict[int, str | None] = {}
+    for f in fixed:
+        ttl_of[f.index] = f.ttl
+    for i in sorted(chosen):
+        ttl_of[i] = stable if i <= static_lim else base_ttl
+    if view.provider == "anthropic":
+        # Longer TTLs first: clamp each planner marker between the markers around it.
+        assigned: dict[int, int] = {}
+        order = sorted(ttl_of)
+        for pos_i, i in enumerate(order):
+            rank = _TTL_RANK.get(str(ttl_of[i]), 0)
+            if i in chosen:
+                upper = min((assigned[j] for j in order[:pos_i]), default=rank)
+                lower = max((_TTL_RANK.get(str(ttl_of[j]), 0) for j in order[pos_i + 1:]
+                             if j not in chosen), default=rank)
+                rank = max(min(rank, upper), lower)
+                ttl_of[i] = _rank_ttl(rank)
+            assigned[i] = rank
+    now, read_i = reads_now(sorted(chosen | fixed_idx))
+    cand_by_idx = {c.index: c for c in cand_list}
+    fixed_by_idx = {f.index: f for f in fixed}
+    for i in sorted(chosen | fixed_idx):
+        seg = segs[i]
+        if i in chosen:
+            c = cand_by_idx[i]
+            src: Literal["planner", "user", "automatic", "implicit"] = "planner"
+            role, reason = c.role, c.reason
+            if read_i is not None and role != "lagging" and lookback is not None:
+                e_pos = segs[read_i].position
+                if 0 <= seg.position - e_pos <= lookback and i >= read_i and \
+                        not any(0 <= segs[j].position - e_pos <= lookback and read_i <= j < i
+                                for j in chosen | fixed_idx):
+                    reason += f"; its lookback reads the previous entry at {segs[read_i].path}"
+        else:
+            f = fixed_by_idx[i]
+            src = f.source
+            role = f.source
+            reason = {"user": "marker already in the request (kept)",
+                      "automatic": "top-level cache_control lands here (takes one slot)",
+                      "implicit": "OpenAI's implicit breakpoint on the newest message"}[f.source]
+        emit_ttl = ttl_of.get(i)
+        if view.provider != "anthropic" and src == "planner":
+            emit_ttl = ttls[0] if ttls else None
+        rows.append(PlannedBreakpoint(i, seg.path, seg.position, seg.end_token, emit_ttl, src,
+                                      role, reason, digests[i]))
+        if i in chosen:
+            decisions.append(Decision(i, seg.path, role, True, reason))
+    for c in cand_list:
+        if c.index in chosen:
+            continue
+        why = _skip_reason(c, slots, len(chosen))
+        decisions.append(Decision(c.index, segs[c.index].path, c.role, False, why))
+
+    write: int | None = None
+    read: int | None = None
+    if view.provider == "anthropic":
+        written_idx = [b.segment_index for b in rows if b.prefix_tokens >= min_tokens]
+        read = now
+        top = max((segs[i].end_token for i in written_idx), default=0)
+        write = max(0, top - read) if top > read else 0
+    next_read = best_score[0] - now if best_score else 0.0
+    decisions.sort(key=lambda d: (d.segment_index, not d.placed))
+    return BreakpointPlan(view.provider, policy.model_id, tuple(rows), tuple(decisions),
+                          tuple(edits), read, write, total, float(next_read), key, options,
+                          lookback, reuse)
+
+
+def _rank_ttl(rank: int) -> str:
+    return next(t for t, r in _TTL_RANK.items() if r == rank)
+
+
+def _skip_reason(c: _Cand, slots: int, used: int) -> str:
+    if used >= slots:
+        return f"no slot left ({slots} free after the caller's markers, all used by better ones)"
+    if c.role == "chain":
+        return "not needed: the chosen breakpoints already reach each other"
+    return "adds no expected cache reads under the reuse model (or would break the lookback chain)"
+
+
+# ============================================================================ apply
+def _split_path(path: str) -> list[str | int]:
+    out: list[str | int] = []
+    for part in path.replace("]", "").split("."):
+        if "[" in part:
+            head, *idx = part.split("[")
+            if head:
+                out.append(head)
+            out.extend(int(i) for i in idx)
+        else:
+            out.append(part)
+    return out
+
+
+def _node_parent(payload: Any, path: str) -> tuple[Any, str | int]:
+    keys = _split_path(path)
+    node = payload
+    for k in keys[:-1]:
+        node = node[k]
+    return node, keys[-1]
+
+
+def _text_part_type(provider: str) -> str:
+    return "input_text" if provider == "openai-responses" else "text"
+
+
+def _marker(provider: str, ttl: str | None) -> tuple[str, dict[str, Any]]:
+    if provider == "anthropic":
+        cc: dict[str, Any] = {"type": "ephemeral"}
+        if ttl is not None and ttl != "5m":
+            cc["ttl"] = ttl
+        return "cache_control", cc
+    return "prompt_cache_breakpoint", {"mode": "explicit"}
+
+
+def _set_marker(payload: dict[str, Any], provider: str, path: str, ttl: str | None) -> None:
+    key, value = _marker(provider, ttl)
+    parent, last = _node_parent(payload, path)
+    node = parent[last]
+    if isinstance(node, str):
+        node = {"type": _text_part_type(provider), "text": node}
+        # "system" string / "messages[i].content" string -> a one-block list
+        parent[last] = [node]
+    if not isinstance(node, dict):
+        raise InvalidRequestError(path, "cannot carry a cache marker")
+    node[key] = value
+
+
+def _clear_marker(payload: dict[str, Any], provider: str, path: str) -> None:
+    parent, last = _node_parent(payload, path)
+    node = parent[last]
+    if isinstance(node, dict):
+        node.pop("cache_control" if provider == "anthropic" else "prompt_cache_breakpoint", None)
+
+
+def apply_plan(payload: Mapping[str, Any], plan: BreakpointPlan) -> dict[str, Any]:
+    """A copy of ``payload`` with ``plan``'s markers, marker repairs and OpenAI options.
+
+    Planner markers are added (a string ``system`` / message ``content`` becomes a one-block
+    list to carry one); the caller's markers are dropped, moved, re-timed or their empty block
+    removed as ``plan.marker_edits`` says; for OpenAI, ``prompt_cache_key`` and
+    ``prompt_cache_options`` are set when the plan has them and the payload does not. The
+    input is never mutated.
+
+    Args:
+        payload: the request the plan was made for (same paths).
+        plan: from :func:`plan_breakpoints` on ``render(payload)``.
+
+    Returns:
+        The new payload (a deep copy).
+
+    Raises:
+        InvalidRequestError: a plan path does not exist in ``payload``.
+    """
+    out: dict[str, Any] = copy.deepcopy(dict(payload))
+    prov = plan.provider
+    removals: list[str] = []
+    try:
+        for e in plan.marker_edits:
+            if e.action in ("drop", "move"):
+                _clear_marker(out, prov, e.path)
+            if e.action == "remove_block":
+                removals.append(e.path)
+        for b in plan.breakpoints:
+            if b.source == "planner":
+                _set_marker(out, prov, b.path, b.ttl)
+            elif b.source == "user":
+                _set_marker(out, prov, b.path, b.ttl)
+    except (KeyError, IndexError, TypeError) as exc:
+        raise InvalidRequestError("", f"the plan does not fit this payload: {exc}") from None
+    for path in sorted(removals, key=_split_path, reverse=True):
+        parent, last = _node_parent(out, path)
+        if isinstance(parent, list) and isinstance(last, int) and len(parent) > 1:
+            del parent[last]
+    if prov != "anthropic":
+        if plan.prompt_cache_key and "prompt_cache_key" not in out:
+            out["prompt_cache_key"] = plan.prompt_cache_key
+        if plan.prompt_cache_options and "prompt_cache_options" not in out:
+            out["prompt_cache_options"] = dict(plan.prompt_cache_options)
+    return out
+
+
+def auto_cache(payload: Mapping[str, Any], model: str | None = None, *,
+               policy: CachePolicy | None = None, previous: PreviousLike = None,
+               provider: str | None = None, reuse: ReuseModel | None = None,
+               ttl: str | None = None) -> dict[str, Any]:
+    """Plan and apply cache markers on an arbitrary outgoing request (pure; returns a copy).
+
+    Markers the caller placed are kept (repaired only where the API would reject them) and
+    count against the limit; the planner fills the remaining slots.
+
+    Args:
+        payload: keyword arguments of ``messages.create`` / ``chat.completions.create`` /
+            ``responses.create``.
+        model: the model id (default: ``payload["model"]``).
+        policy: an explicit cache policy (default: ``get_policy(model)``).
+        previous: what the previous request of the conversation wrote (see
+            :func:`plan_breakpoints`).
+        provider: request shape; detected when None.
+        reuse / ttl: passed to :func:`plan_breakpoints`.
+
+    Raises:
+        InvalidRequestError: the payload is malformed.
+        UnknownModelError: the catalog does not know ``model`` and no policy was given.
+    """
+    from promptcache.catalog import get_policy
+
+    model_id = model or payload.get("model")
+    if policy is None:
+        if not isinstance(model_id, str):
+            raise InvalidRequestError("model", "a model id is needed to look up the cache policy")
+        policy = get_policy(model_id)
+    view = render(payload, provider, model=model_id if isinstance(model_id, str) else None)
+    plan = plan_breakpoints(view, policy, previous, reuse=reuse, ttl=ttl)
+    return apply_plan(payload, plan)
+
+
+# ============================================================================ fan-out
+@dataclass(frozen=True, slots=True)
+class FanoutCost:
+    """Input cost of ``requests`` parallel requests over one shared prefix (USD, Decimal).
+
+    Attributes:
+        naive_usd: all sent at once on a cold cache: each writes the shared prefix.
+        warmed_usd: one sent first; the rest released once its response starts streaming
+            (they read the prefix).
+        saving_usd / saving_fraction: naive - warmed, and that over naive.
+        arithmetic: the formula with the numbers, for reports.
+    """
+
+    naive_usd: Decimal
+    warmed_usd: Decimal
+    saving_usd: Decimal
+    saving_fraction: Decimal
+    arithmetic: str
+
+
+def fanout_cost(requests: int, shared_prefix_tokens: int, unique_suffix_tokens: int, *,
+                input_per_mtok: Decimal | float | str, cache_write_per_mtok: Decimal | float | str,
+                cache_read_per_mtok: Decimal | float | str) -> FanoutCost:
+    """Input cost of a cold fan-out, naive versus warm-then-fan-out (BR-21).
+
+    An Anthropic cache entry becomes readable only once the first response begins
+    (https://platform.claude.com/docs/en/build-with-claude/prompt-caching), so N requests sent
+    together on a cold cache each pay the write. Sending one first and releasing the other N-1
+    when its first token arrives turns N-1 writes into reads::
+
+        naive  = N * (P * write + S * input) / 1e6
+        warmed = (P * write + S * input) / 1e6 + (N-1) * (P * read + S * input) / 1e6
+
+    Args:
+        requests: N, >= 1.
+        shared_prefix_tokens: P, tokens of the shared (cached) prefix.
+        unique_suffix_tokens: S, uncached tokens per request.
+        input_per_mtok / cache_write_per_mtok / cache_read_per_mtok: USD per million tokens.
+
+    Raises:
+        ValueError: a count is negative or ``requests`` < 1.
+    """
+    if requests < 1 or shared_prefix_tokens < 0 or unique_suffix_tokens < 0:
+        raise ValueError("requests must be >= 1 and token counts >= 0")
+    inp, wr, rd = (Decimal(str(x)) for x in (input_per_mtok, cache_write_per_mtok,
+                                              cache_read_per_mtok))
+    mtok = Decimal(1_000_000)
+    n, p, s = Decimal(requests), Decimal(shared_prefix_tokens), Decimal(unique_suffix_tokens)
+    first = (p * wr + s * inp) / mtok
+    other = (p * rd + s * inp) / mtok
+    naive = n * first
+    warmed = first + (n - 1) * other
+    saving = naive - warmed
+    frac = saving / naive if naive else Decimal(0)
+    arith = (f"naive: {requests}*({shared_prefix_tokens}*{wr} + {unique_suffix_tokens}*{inp})/1e6"
+             f" = {naive.normalize()}; warmed: ({shared_prefix_tokens}*{wr} + "
+             f"{unique_suffix_tokens}*{inp})/1e6 + {requests - 1}*({shared_prefix_tokens}*{rd} + "
+             f"{unique_suffix_tokens}*{inp})/1e6 = {warmed.normalize()}")
+    return FanoutCost(naive, warmed, saving, frac, arith)
+
+
+def should_warm_first(policy: CachePolicy, concurrency: int, shared_prefix_tokens: int) -> bool:
+    """Whether to send one request first and hold the rest until it starts streaming.
+
+    True only where it pays: the provider caches at explicit markers (Anthropic; OpenAI GPT-5.6+
+    explicit mode behaves alike), more than one request would be in flight, and the shared
+    prefix reaches the model's minimum. Otherwise the wait is pure latency (BR-21).
+    """
+    if concurrency <= 1:
+        return False
+    if not bool(getattr(policy, "explicit_breakpoints", False)):
+        return False
+    return shared_prefix_tokens >= int(getattr(policy, "min_cacheable_tokens", 0) or 0)
