@@ -128,6 +128,8 @@ class CachePolicy(BaseModel):
     """The prompt-caching rules of one model (frozen).
 
     Units: tokens for counts, multipliers relative to the model's base (uncached) input price.
+    Policies returned by :func:`get_policy` are shared: treat the dict fields
+    (``write_multipliers``, ``sources``) as read-only too.
     ``sources`` maps every field name below (from ``min_cacheable_tokens`` on) to its
     :class:`Source`. Build a custom policy with ``get_policy("claude-sonnet-4-5").model_copy(
     update={...})`` or by constructing one directly and passing it as ``policy=``.
