@@ -1,0 +1,232 @@
+"""Cause codes of the cache-miss diff, as data: what each means, its fix, its source.
+
+Each cause names one kind of fault. The table also maps our codes onto the providers' own
+diagnostics taxonomies (Anthropic ``diagnostics.cache_miss_reason.type``, OpenAI
+``prompt_cache_diagnostics.reason``), so ``explain`` can flag a disagreement.
+
+Deviation from DESIGN.md: which request parameters invalidate which tier (the
+hosted-api-rules.md 1.7 table) lives here, not in ``promptcache.catalog``: the catalog holds
+per-model policy numbers and has no invalidation table. Every rule carries its source URL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "ANTHROPIC_DIAGNOSTICS_URL",
+    "CAUSES",
+    "OPENAI_DIAGNOSTICS_URL",
+    "PARAM_RULES",
+    "CauseInfo",
+    "ParamRule",
+    "anthropic_reason_for",
+    "openai_reason_for",
+]
+
+Tier = Literal["tools", "system", "messages"]
+
+A_CACHING = "https://platform.claude.com/docs/en/build-with-claude/prompt-caching"
+A_SKILL = "https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md"
+A_STRUCTURED = "https://platform.claude.com/docs/en/build-with-claude/structured-outputs"
+ANTHROPIC_DIAGNOSTICS_URL = "https://platform.claude.com/docs/en/build-with-claude/cache-diagnostics"
+O_CACHING = "https://developers.openai.com/api/docs/guides/prompt-caching"
+OPENAI_DIAGNOSTICS_URL = "https://developers.openai.com/api/docs/guides/prompt-caching/diagnostics"
+
+
+@dataclass(frozen=True, slots=True)
+class CauseInfo:
+    """What a cause code means.
+
+    Attributes:
+        code: the cause code (``"tools_reordered"``).
+        title: one line for humans.
+        fix_hint: the mechanical fix.
+        source: URL of the provider rule behind the cause.
+        client_side: False for causes outside the payload (provider side, TTL, minimum).
+    """
+
+    code: str
+    title: str
+    fix_hint: str
+    source: str
+    client_side: bool = True
+
+
+def _c(code: str, title: str, fix: str, source: str, client_side: bool = True) -> CauseInfo:
+    return CauseInfo(code, title, fix, source, client_side)
+
+
+#: Every cause code, in no particular order (the diff orders causes by prefix position).
+CAUSES: dict[str, CauseInfo] = {c.code: c for c in (
+    _c("model_changed", "model changed: caches are scoped to one model",
+       "keep one model per conversation; send sub-tasks for another model as their own "
+       "conversation", A_CACHING),
+    _c("tools_reordered", "same tool set, different order",
+       "sort tools by name (or any fixed canonical order) before sending", A_CACHING),
+    _c("tool_changed", "a tool definition changed",
+       "build tool definitions once and keep them byte-stable (fixed text, sorted keys)",
+       A_CACHING),
+    _c("tools_changed", "tools added or removed",
+       "send the same tool set on every turn; steer the model with tool_choice instead of "
+       "removing tools", A_CACHING),
+    _c("system_changed", "system prompt text changed",
+       "keep the system prompt static; move dates, ids and per-user values into a late "
+       "user message", A_CACHING),
+    _c("json_key_order", "JSON key order changed; the content is equal after canonical parse",
+       "serialize tool arguments and tool results with sorted keys and fixed separators",
+       A_CACHING),
+    _c("whitespace_only", "only whitespace changed",
+       "normalize whitespace once when the text is first built; never re-strip or re-wrap "
+       "history", A_CACHING),
+    _c("message_rewritten", "an earlier message was rewritten (history edit)",
+       "treat history as append-only: blank old content in place instead of editing, "
+       "removing or merging messages", A_CACHING),
+    _c("message_removed", "an earlier message was removed (history edit)",
+       "treat history as append-only: keep old messages (blank their payload in place if "
+       "needed) instead of deleting them", A_CACHING),
+    _c("message_inserted", "a message was inserted into earlier history",
+       "append new messages at the end; never insert into earlier history", A_CACHING),
+    _c("image_changed", "an image was added, removed or changed",
+       "send images byte-identically (same encoding, same detail) on every turn", A_CACHING),
+    _c("tool_choice_changed", "tool_choice changed",
+       "send side requests with the same tool_choice as the main loop, or accept a "
+       "messages-level rewrite", A_CACHING),
+    _c("thinking_changed", "thinking configuration changed",
+       "keep the thinking configuration fixed for the whole conversation", A_CACHING),
+    _c("effort_changed", "effort / reasoning effort changed",
+       "keep effort fixed for the conversation (or use the per-message effort change where "
+       "the model supports it)", A_CACHING),
+    _c("output_format_changed", "structured-output schema changed",
+       "keep the output schema fixed for the conversation", A_STRUCTURED),
+    _c("speed_changed", "speed (fast mode) toggled",
+       "keep fast mode on or off for the whole conversation", A_CACHING),
+    _c("verbosity_changed", "verbosity changed",
+       "keep text.verbosity fixed for the conversation", OPENAI_DIAGNOSTICS_URL),
+    _c("prompt_cache_key_changed", "prompt_cache_key changed (routes to another cache)",
+       "use one stable prompt_cache_key per shared prefix", O_CACHING),
+    _c("service_tier_changed", "service tier changed",
+       "keep the service tier fixed for the conversation", OPENAI_DIAGNOSTICS_URL),
+    _c("breakpoint_moved", "no breakpoint of this request reaches the entry the previous one "
+       "wrote", "keep a breakpoint at (or within 20 positions after) the end of the cached "
+       "prefix; in long turns add one every ~15 positions", A_CACHING),
+    _c("ttl_expired", "the cache entry expired before this request (gap > TTL)",
+       "send the next request within the TTL, use the 1h TTL (Anthropic) or extended "
+       "retention (OpenAI), or accept the rewrite", A_CACHING, client_side=False),
+    _c("below_minimum", "the prefix is below the model's minimum cacheable length",
+       "grow the stable prefix above the minimum, or drop the markers (nothing is cached)",
+       A_CACHING),
+    _c("no_difference", "identical payloads: the miss is not explained by content",
+       "nothing to fix in the payload: likely provider side (propagation, eviction, "
+       "routing); check the workspace / API key, wait for the first response before "
+       "fan-out, and measure again", A_CACHING, client_side=False),
+)}
+
+
+@dataclass(frozen=True, slots=True)
+class ParamRule:
+    """A top-level request parameter whose change invalidates the cache from one tier on.
+
+    Attributes:
+        family: ``"anthropic"`` or ``"openai"``.
+        keys: dotted paths into the request's non-segment parameters (first present wins).
+        cause: the cause code reported.
+        invalidates: the first tier invalidated (``"tools"`` means everything).
+        source: URL of the rule.
+        note: caveat shown beside the cause.
+    """
+
+    family: str
+    keys: tuple[str, ...]
+    cause: str
+    invalidates: Tier
+    source: str
+    note: str = ""
+
+
+#: hosted-api-rules.md 1.7 (Anthropic) and OpenAI's diagnostics reasons.
+PARAM_RULES: tuple[ParamRule, ...] = (
+    ParamRule("anthropic", ("tool_choice",), "tool_choice_changed", "messages", A_CACHING,
+              "documented rule (tool_choice 'only affects message blocks'); some projects "
+              "report tool_choice is not part of the cache key: confirm with usage"),
+    ParamRule("anthropic", ("thinking",), "thinking_changed", "messages", A_SKILL,
+              "model-specific: models that render the thinking configuration ahead of tools "
+              "and system also lose those tiers"),
+    ParamRule("anthropic", ("output_config.effort",), "effort_changed", "messages", A_SKILL,
+              "setting effort explicitly to the model's default is the same as omitting it"),
+    ParamRule("anthropic", ("output_config.format", "output_format"), "output_format_changed",
+              "tools", A_STRUCTURED, "invalidates the whole cache for the conversation"),
+    ParamRule("anthropic", ("speed",), "speed_changed", "system", A_CACHING),
+    ParamRule("openai", ("prompt_cache_key",), "prompt_cache_key_changed", "tools", O_CACHING,
+              "prompt_cache_key is combined with the prefix hash for routing"),
+    ParamRule("openai", ("reasoning.effort", "reasoning_effort"), "effort_changed", "tools",
+              OPENAI_DIAGNOSTICS_URL),
+    ParamRule("openai", ("text.verbosity", "verbosity"), "verbosity_changed", "tools",
+              OPENAI_DIAGNOSTICS_URL),
+    ParamRule("openai", ("service_tier",), "service_tier_changed", "tools",
+              OPENAI_DIAGNOSTICS_URL),
+)
+
+_TIER_TO_ANTHROPIC = {"tools": "tools_changed", "system": "system_changed",
+                      "messages": "messages_changed"}
+
+_ANTHROPIC_BY_CAUSE = {
+    "model_changed": "model_changed",
+    "tools_reordered": "tools_changed",
+    "tool_changed": "tools_changed",
+    "tools_changed": "tools_changed",
+    "system_changed": "system_changed",
+    "speed_changed": "system_changed",
+    "message_rewritten": "messages_changed",
+    "message_removed": "messages_changed",
+    "message_inserted": "messages_changed",
+    "image_changed": "messages_changed",
+    "tool_choice_changed": "messages_changed",
+    "thinking_changed": "messages_changed",
+    "effort_changed": "messages_changed",
+}
+
+_OPENAI_BY_CAUSE = {
+    "model_changed": "model_changed",
+    "tools_reordered": "tools_changed",
+    "tool_changed": "tools_changed",
+    "tools_changed": "tools_changed",
+    "output_format_changed": "text_format_changed",
+    "effort_changed": "reasoning_effort_changed",
+    "verbosity_changed": "verbosity_changed",
+    "prompt_cache_key_changed": "prompt_cache_key_changed",
+    "service_tier_changed": "service_tier_changed",
+}
+
+
+def anthropic_reason_for(cause: str, tier: str | None) -> str | None:
+    """Our cause in Anthropic's ``cache_miss_reason.type`` taxonomy.
+
+    Returns None for causes Anthropic's structural comparison does not see (TTL expiry,
+    minimum, breakpoint placement, provider-side misses).
+    Source: https://platform.claude.com/docs/en/build-with-claude/cache-diagnostics
+    """
+    if cause in _ANTHROPIC_BY_CAUSE:
+        return _ANTHROPIC_BY_CAUSE[cause]
+    if cause in ("json_key_order", "whitespace_only", "output_format_changed") and tier:
+        return _TIER_TO_ANTHROPIC.get(tier)
+    return None
+
+
+def openai_reason_for(cause: str, tier: str | None) -> str | None:
+    """Our cause in OpenAI's ``prompt_cache_diagnostics.reason`` taxonomy.
+
+    Content changes below the tools map to ``input_changed``; None for causes outside the
+    request (TTL, provider side). Source:
+    https://developers.openai.com/api/docs/guides/prompt-caching/diagnostics
+    """
+    if cause in _OPENAI_BY_CAUSE:
+        return _OPENAI_BY_CAUSE[cause]
+    if cause in ("json_key_order", "whitespace_only") and tier == "tools":
+        return "tools_changed"
+    if cause in ("system_changed", "json_key_order", "whitespace_only", "message_rewritten",
+                 "message_removed", "message_inserted", "image_changed",
+                 "tool_choice_changed", "thinking_changed"):
+        return "input_changed"
+    return None

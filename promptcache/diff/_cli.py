@@ -1,0 +1,263 @@
+"""``promptcache diff`` and ``promptcache explain`` (click commands, rich text or JSON).
+
+Exit codes: 0 no miss, 1 a miss was found (explained or not), 2 bad input (one line on
+stderr naming the file and the reason; never a traceback).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+from promptcache._errors import InputError, PromptCacheError
+from promptcache.diff._model import DiffResult, ExplainReport
+
+__all__ = ["diff_command", "explain_command"]
+
+_PROVIDERS = click.Choice(["anthropic", "openai", "openai-chat", "openai-responses"])
+_REQUEST_KEYS = ("request", "body", "payload")
+
+
+def _fail(message: str) -> None:
+    click.echo(f"promptcache: {message}", err=True)
+    raise SystemExit(2)
+
+
+def _load(path: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """(request body, wrapper) from a request JSON file; the wrapper may hold usage etc."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(path, exc.strerror or str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not UTF-8 text ({exc.reason})") from None
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise InputError(path, f"invalid JSON ({exc})") from None
+    if not isinstance(obj, Mapping):
+        raise InputError(path, "a request must be a JSON object")
+    for key in _REQUEST_KEYS:
+        inner = obj.get(key)
+        if isinstance(inner, Mapping):
+            return inner, obj
+    return obj, {}
+
+
+def _wrapper_time(w: Mapping[str, Any]) -> Any:
+    for key in ("timestamp", "ts", "time", "start"):
+        if w.get(key) is not None:
+            return w[key]
+    return None
+
+
+@click.command("diff")
+@click.argument("a", metavar="A.json")
+@click.argument("b", metavar="B.json")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Output format.")
+@click.option("--redact", is_flag=True, help="Show hashes instead of prompt text.")
+@click.option("--model", default=None, help="Model id (default: the requests' own).")
+@click.option("--provider", type=_PROVIDERS, default=None,
+              help="Request shape (default: detected).")
+@click.option("--gap", type=float, default=None,
+              help="Seconds from A's start to B's start (enables the TTL check).")
+def diff_command(a: str, b: str, fmt: str, redact: bool, model: str | None,
+                 provider: str | None, gap: float | None) -> None:
+    """Explain why request B misses what request A wrote to the prompt cache.
+
+    A.json and B.json hold request bodies as sent to the API, or objects with the body under
+    "request" / "body" plus optional "usage", "response" and "timestamp". Exit status: 0 no
+    miss, 1 miss, 2 bad input.
+    """
+    from promptcache.diff._engine import diff
+
+    try:
+        body_a, wrap_a = _load(a)
+        body_b, wrap_b = _load(b)
+        timestamps = None
+        if gap is not None:
+            timestamps = (0.0, gap)
+        elif _wrapper_time(wrap_a) is not None and _wrapper_time(wrap_b) is not None:
+            timestamps = (_wrapper_time(wrap_a), _wrapper_time(wrap_b))
+        usage_a = wrap_a.get("usage") or (wrap_a.get("response") or {}).get("usage")
+        usage_b = wrap_b.get("usage") or (wrap_b.get("response") or {}).get("usage")
+        result = diff(body_a, body_b, provider=provider, model=model, timestamps=timestamps,
+                      usage_a=usage_a, usage_b=usage_b, diagnostics_b=wrap_b or None,
+                      redact=redact)
+    except InputError as exc:
+        _fail(str(exc))
+        return
+    except PromptCacheError as exc:
+        _fail(f"{a} / {b}: {exc}")
+        return
+    except ValueError as exc:
+        _fail(f"{a} / {b}: {exc}")
+        return
+    if fmt == "json":
+        click.echo(result.model_dump_json(indent=2))
+    else:
+        _print_diff(result, a, b)
+    raise SystemExit(0 if result.verdict == "no_miss" else 1)
+
+
+def _tokens(n: int | None) -> str:
+    return "?" if n is None else f"{n:,}"
+
+
+def _usd(x: float | None) -> str:
+    return "unknown" if x is None else f"${x:,.6f}"
+
+
+def _print_diff(r: DiffResult, a: str, b: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    verdict = r.verdict.replace("_", " ")
+    if r.classification:
+        verdict += f" ({r.classification.replace('_', ' ')})"
+    grid.add_row("verdict", verdict)
+    primary = r.primary
+    if primary is not None:
+        where = f" at {primary.path}" if primary.path else ""
+        grid.add_row("cause", f"[bold]{primary.code}[/bold]{where}: {primary.title}")
+        for key, value in primary.detail.items():
+            grid.add_row("", f"{key}: {_fmt(value)}")
+        for c in r.secondary:
+            where = f" at {c.path}" if c.path else ""
+            grid.add_row("also", f"{c.code}{where}: {c.title}")
+    d = r.divergence
+    if d is not None:
+        grid.add_row("divergence", f"{d.path} (segment {d.segment_path}, {d.tier} tier, "
+                                   f"char {d.char_offset}, token {d.token_offset:,})")
+        if d.semantic_equal:
+            grid.add_row("", "equal after canonical parse / whitespace normalisation")
+        grid.add_row("before", _escape(d.before))
+        grid.add_row("after", _escape(d.after))
+    invalid = " -> ".join(r.invalidated_levels) or "nothing"
+    grid.add_row("invalidated", f"{invalid} (reusable: {r.reusable_prefix})")
+    if r.predicted is not None:
+        grid.add_row("tokens", f"A left {_tokens(r.ideal_cache_read)} cached; B reads "
+                               f"{_tokens(r.predicted.cache_read)} and writes "
+                               f"{_tokens(r.predicted.cache_write)} (predicted"
+                               f"{'' if r.token_counts_exact else ', estimated counts'})")
+    if r.observed is not None:
+        grid.add_row("observed", f"read {_tokens(r.observed.cache_read)}, write "
+                                 f"{_tokens(r.observed.cache_write)}, uncached "
+                                 f"{_tokens(r.observed.uncached_input)}")
+    if r.lost_tokens is not None:
+        base = "" if r.extra_cost_base_tokens is None else \
+            f" ({r.extra_cost_base_tokens:,.2f} base-token units)"
+        grid.add_row("lost", f"{_tokens(r.lost_tokens)} tokens rewritten; "
+                             f"{_usd(r.miss_cost_usd)} extra{base}")
+    if primary is not None:
+        grid.add_row("fix", primary.fix_hint)
+    if r.recommended_alternative:
+        alt = r.recommended_alternative
+        grid.add_row("instead", f"{alt['change']}: reads "
+                                f"{_tokens(alt.get('predicted_cache_read_tokens'))}, "
+                                f"invalidates {', '.join(alt['invalidated_levels']) or 'nothing'}")
+    if r.diagnostics is not None:
+        dg = r.diagnostics
+        verdict_d = {True: "agrees", False: "DISAGREES", None: "no comparison"}[dg.agrees]
+        grid.add_row("provider", f"{dg.provider} diagnostics: {dg.reason} "
+                                 f"(ours: {dg.ours or 'n/a'}; {verdict_d})")
+    for check in r.checks:
+        if r.cause == "no_difference":
+            mark = {True: "ok", False: "FAILED", None: "n/a"}[check.passed]
+            extra = f" ({check.detail})" if check.detail else ""
+            grid.add_row("check", f"{mark}: {check.name}{extra}")
+    for note in r.notes:
+        grid.add_row("note", note)
+    console.print(f"[bold]promptcache diff[/bold] {a} -> {b}  ({r.provider}"
+                  f"{', ' + r.model if r.model else ''})")
+    console.print(grid)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text.replace("\n", "\\n"))
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "-"
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    return _escape(str(value))
+
+
+@click.command("explain")
+@click.argument("log", metavar="LOG.jsonl")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Output format.")
+@click.option("--model", default=None, help="Model id for every request.")
+@click.option("--provider", type=_PROVIDERS, default=None,
+              help="Request shape for every request (default: detected).")
+@click.option("--all", "show_all", is_flag=True, help="List every request, not just misses.")
+def explain_command(log: str, fmt: str, model: str | None, provider: str | None,
+                    show_all: bool) -> None:
+    """Explain every cache miss in a request log (JSONL), by cause, count and USD.
+
+    Each line holds a request (under "request" or "body", or the bare body) and optionally
+    "usage" / "response", "timestamp", "session_id", "response_id" and provider
+    diagnostics. Exit status: 0 no miss, 1 misses, 2 bad input.
+    """
+    from promptcache.diff._explain import explain
+
+    try:
+        report = explain(log, provider=provider, model=model)
+    except PromptCacheError as exc:
+        _fail(str(exc))
+        return
+    if fmt == "json":
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        _print_report(report, log, show_all)
+    raise SystemExit(1 if report.misses else 0)
+
+
+def _print_report(r: ExplainReport, log: str, show_all: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    console.print(f"[bold]promptcache explain[/bold] {log}: {len(r.requests)} requests, "
+                  f"{r.sessions} sessions, {r.misses} misses, {_tokens(r.lost_tokens)} tokens "
+                  f"rewritten, {_usd(r.miss_cost_usd)} extra")
+    if r.summary:
+        table = Table(title="misses by cause")
+        for col in ("cause", "count", "tokens lost", "USD"):
+            table.add_column(col, justify="left" if col == "cause" else "right")
+        for s in r.summary:
+            table.add_row(s.cause, str(s.count), _tokens(s.lost_tokens), _usd(s.usd))
+        console.print(table)
+    rows = [x for x in r.requests if show_all or x.status in
+            ("miss_explained", "unexplained_miss", "prefix_regression")
+            or (x.diagnostics is not None and x.diagnostics.agrees is False)]
+    if not rows:
+        return
+    table = Table(title="requests" if show_all else "misses")
+    for col in ("line", "session", "turn", "status", "cause", "path", "pred. read",
+                "obs. read", "lost", "USD", "provider says"):
+        table.add_column(col)
+    for x in rows[:200]:
+        dg = x.diagnostics
+        says = "" if dg is None else f"{dg.reason}{'' if dg.agrees is not False else ' (!)'}"
+        table.add_row(str(x.line), x.session, str(x.turn), x.status, x.cause or "",
+                      x.path or "", _tokens(x.predicted_cache_read),
+                      _tokens(x.observed_cache_read), _tokens(x.lost_tokens),
+                      _usd(x.miss_cost_usd), says)
+    console.print(table)
+    if len(rows) > 200:
+        console.print(f"... {len(rows) - 200} more (use --format json for all)")

@@ -1,0 +1,1043 @@
+"""The cache-miss diff: why request B cannot reuse what request A left in the cache.
+
+Algorithm (one pass over two :class:`~promptcache.prefix.PrefixView` s):
+
+1. Render both requests once with the same renderer (:func:`prepare`). Each segment gets a
+   *content key*: its fingerprint, or, when the segment carries a cache marker
+   (``cache_control`` / ``prompt_cache_breakpoint``), the fingerprint of the node without the
+   marker, because moving a marker does not change the cached bytes.
+2. The first index where the content keys differ is the content divergence. Parameters that
+   invalidate a tier (``tool_choice``, ``thinking``, effort, model, ...; see
+   :data:`promptcache.diff._causes.PARAM_RULES`) cut the prefix at the first segment of that
+   tier. Every cut is a cause; the earliest in prefix order is the primary cause (case BR-20),
+   the others are secondary.
+3. The content divergence is classified: tools (reordered / one tool changed / set changed),
+   serialisation (JSON key order, whitespace), system, images, history edits (messages
+   aligned with :class:`difflib.SequenceMatcher`: rewritten, removed, inserted, merged).
+4. Prediction (needs the model's catalog policy). Anthropic: A wrote an entry at each of its
+   breakpoints whose prefix reaches the model's minimum; B reads the longest such entry that
+   lies before the cut, is still within its TTL, and that a breakpoint of B reaches within the
+   lookback window (``k.position - j.position <= lookback_positions``); B writes from there to
+   its last breakpoint. OpenAI: B reads the identical prefix rounded down to
+   ``min_cacheable_tokens + n * cache_step_tokens`` (or an explicit breakpoint boundary of A,
+   not rounded), within retention. TTL, minimum and breakpoint placement become causes when
+   they reduce the read.
+5. Money: tokens lost (what A left in the cache minus what B reads) are billed at the write
+   rate (or the input rate where B does not write them) instead of the read rate.
+
+Sources: https://platform.claude.com/docs/en/build-with-claude/prompt-caching (prefix match,
+invalidation hierarchy, lookback, minimum, TTL) and
+https://developers.openai.com/api/docs/guides/prompt-caching (1,024 tokens, 128-token steps).
+
+Deviations: token counts of Anthropic requests are estimates (cl100k-based); when the
+previous request's usage is known (``usage_a``), predicted numbers are scaled by the ratio of
+its reported cached tokens to our estimate, so observed and predicted numbers compare on
+the same scale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from typing import Any
+
+from promptcache._errors import InvalidRequestError
+from promptcache.diff._causes import (
+    ANTHROPIC_DIAGNOSTICS_URL,
+    CAUSES,
+    OPENAI_DIAGNOSTICS_URL,
+    PARAM_RULES,
+    anthropic_reason_for,
+    openai_reason_for,
+)
+from promptcache.diff._inputs import (
+    Prices,
+    RawDiagnostics,
+    Usage,
+    get_policy_or_none,
+    parse_diagnostics,
+    read_prices,
+    read_usage,
+)
+from promptcache.diff._model import (
+    Cause,
+    Check,
+    DiagnosticsComparison,
+    DiffResult,
+    Divergence,
+    ObservedUsage,
+    PredictedUsage,
+)
+from promptcache.prefix import PrefixView, Segment, render
+from promptcache.tokens import count_text
+
+__all__ = ["Prepared", "compare", "diff", "prepare"]
+
+TIERS = ("tools", "system", "messages")
+_TIER_RANK = {t: i for i, t in enumerate(TIERS)}
+_MARKERS = ("cache_control", "prompt_cache_breakpoint")
+_MARKER_BYTES = (b'"cache_control"', b'"prompt_cache_breakpoint"')
+#: OpenAI in-memory retention: "usually cleared after 5-10 minutes of inactivity"; we use the
+#: lower bound. Source: https://developers.openai.com/api/docs/guides/prompt-caching.md
+_OPENAI_IN_MEMORY_S = 300.0
+_TTL_SECONDS = {"5m": 300.0, "1h": 3600.0, "30m": 1800.0, "12h": 43200.0, "24h": 86400.0}
+#: A shortfall below this many tokens (or 2 % of the prediction) is estimate noise.
+_MIN_TOLERANCE = 32
+
+
+def _ttl_seconds(ttl: str | None) -> float:
+    return _TTL_SECONDS.get(ttl or "5m", 300.0)
+
+
+def _strip_markers(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _strip_markers(v) for k, v in node.items() if k not in _MARKERS}
+    if isinstance(node, list):
+        return [_strip_markers(v) for v in node]
+    return node
+
+
+def _dumps(node: Any) -> str:
+    return json.dumps(node, ensure_ascii=False, separators=(",", ":"))
+
+
+def _content_key(seg: Segment) -> str:
+    data = seg.data
+    if not any(m in data for m in _MARKER_BYTES):
+        return seg.fingerprint
+    stripped = _dumps(_strip_markers(json.loads(data))).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(b"\x00".join((seg.tier.encode(), (seg.role or "").encode(),
+                                        seg.kind.encode(), stripped))).hexdigest()
+
+
+@dataclass(slots=True)
+class _Message:
+    index: int
+    role: str | None
+    segs: list[int]
+    key: tuple[str, ...]
+    text: str
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A request rendered once, with everything the diff compares precomputed.
+
+    Attributes:
+        payload: the request as given.
+        view: its :class:`PrefixView`.
+        family: ``"anthropic"`` or ``"openai"``.
+        model: the model id (None when unknown).
+        policy: the catalog's cache policy (None when the model is unknown).
+        keys: content key per segment (fingerprint without cache markers).
+        bps: indices of segments carrying a breakpoint (explicit or automatic).
+        bp_ttl: TTL per breakpoint index.
+    """
+
+    payload: Mapping[str, Any]
+    view: PrefixView
+    family: str
+    model: str | None
+    policy: Any
+    keys: list[str]
+    bps: list[int]
+    bp_ttl: dict[int, str | None]
+    _messages: list[_Message] | None = field(default=None, repr=False)
+    _tier_first: dict[str, int] | None = field(default=None, repr=False)
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        return self.view.segments
+
+    @property
+    def total(self) -> int:
+        return self.view.total_tokens
+
+    def end(self, i: int) -> int:
+        """Tokens up to and including segment ``i``."""
+        return self.view.segments[i].end_token
+
+    def start(self, i: int) -> int:
+        """Tokens before segment ``i`` (the total when ``i`` is past the end)."""
+        segs = self.view.segments
+        return segs[i].start_token if i < len(segs) else self.total
+
+    def tier_first(self, tier: str) -> int:
+        """Index of the first segment of ``tier`` or a later tier (len when none)."""
+        if self._tier_first is None:
+            firsts: dict[str, int] = {}
+            n = len(self.view.segments)
+            for t in TIERS:
+                rank = _TIER_RANK[t]
+                firsts[t] = next((s.index for s in self.view.segments
+                                  if _TIER_RANK[s.tier] >= rank), n)
+            self._tier_first = firsts
+        return self._tier_first[tier]
+
+    def messages(self) -> list[_Message]:
+        """The messages of the request (segments grouped by message index)."""
+        if self._messages is None:
+            out: list[_Message] = []
+            for seg in self.view.segments:
+                if seg.message_index is None:
+                    continue
+                if not out or out[-1].index != seg.message_index:
+                    out.append(_Message(seg.message_index, seg.role, [], (), ""))
+                out[-1].segs.append(seg.index)
+            for msg in out:
+                msg.key = tuple(self.keys[i] for i in msg.segs)
+                msg.text = "\n".join(self.view.segments[i].text or "" for i in msg.segs)
+            self._messages = out
+        return self._messages
+
+
+def _family(provider: str) -> str:
+    return "anthropic" if provider == "anthropic" else "openai"
+
+
+def _render_provider(provider: str | None, payload: Mapping[str, Any]) -> str | None:
+    if provider in (None, "", "auto"):
+        return None
+    if provider == "openai":
+        return "openai-responses" if ("input" in payload or "instructions" in payload) \
+            and "messages" not in payload else "openai-chat"
+    return provider
+
+
+def prepare(payload: Mapping[str, Any], provider: str | None = None, *,
+            model: str | None = None) -> Prepared:
+    """Render ``payload`` once and precompute what :func:`compare` needs.
+
+    Args:
+        payload: the request body as sent to the API.
+        provider: ``"anthropic"``, ``"openai"`` (chat or responses by shape),
+            ``"openai-chat"``, ``"openai-responses"``; detected when None.
+        model: overrides ``payload["model"]`` (policy, prices and token counting).
+
+    Raises:
+        InvalidRequestError: the payload is malformed.
+    """
+    view = render(payload, _render_provider(provider, payload), model=model)
+    policy = get_policy_or_none(view.model)
+    keys = [_content_key(s) for s in view.segments]
+    bps: list[int] = []
+    bp_ttl: dict[int, str | None] = {}
+    for seg in view.breakpoints():
+        bp = view.breakpoint_of(seg)
+        bps.append(seg.index)
+        bp_ttl[seg.index] = bp.ttl if bp is not None else None
+    return Prepared(payload, view, _family(view.provider), view.model, policy, keys, bps,
+                    bp_ttl)
+
+
+# ---------------------------------------------------------------------------- structure
+def _first_leaf_diff(a: Any, b: Any, path: str) -> tuple[str, int, Any, Any]:
+    """(leaf path, char offset, leaf of A, leaf of B) of the first difference."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        ka, kb = list(a), list(b)
+        for pos in range(max(len(ka), len(kb))):
+            x = ka[pos] if pos < len(ka) else None
+            y = kb[pos] if pos < len(kb) else None
+            if x != y or x is None:
+                sa, sb = _dumps(a), _dumps(b)
+                return path, _common_len(sa, sb), a, b
+            if _dumps(a[x]) != _dumps(b[x]):
+                return _first_leaf_diff(a[x], b[x], f"{path}.{x}")
+        return path, 0, a, b
+    if isinstance(a, list) and isinstance(b, list):
+        for pos in range(max(len(a), len(b))):
+            if pos >= len(a) or pos >= len(b):
+                return f"{path}[{pos}]", 0, a[pos] if pos < len(a) else None, \
+                    b[pos] if pos < len(b) else None
+            if _dumps(a[pos]) != _dumps(b[pos]):
+                return _first_leaf_diff(a[pos], b[pos], f"{path}[{pos}]")
+        return path, 0, a, b
+    if isinstance(a, str) and isinstance(b, str):
+        return path, _common_len(a, b), a, b
+    return path, _common_len(_dumps(a), _dumps(b)), a, b
+
+
+def _common_len(a: str, b: str) -> int:
+    """Length of the common prefix of two strings (characters)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # binary search on slice equality: fast on long texts
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _canon(node: Any, ordered: bool) -> Any:
+    """Canonical form: JSON strings parsed; ``ordered`` keeps key order significant."""
+    if isinstance(node, dict):
+        if ordered:
+            return ("obj", tuple((k, _canon(v, ordered)) for k, v in node.items()))
+        return {k: _canon(v, ordered) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_canon(v, ordered) for v in node]
+    if isinstance(node, str):
+        s = node.strip()
+        if s[:1] in ("{", "[") and s[-1:] in ("}", "]"):
+            try:
+                return ("json", _canon(json.loads(s), ordered))
+            except ValueError:
+                pass
+    return node
+
+
+def _ws(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _ws(v) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [_ws(v) for v in node]
+    if isinstance(node, str):
+        return " ".join(node.split())
+    return node
+
+
+def _serialisation_change(a: Any, b: Any) -> str | None:
+    """``json_key_order`` / ``whitespace_only`` when ``a`` and ``b`` differ only in form."""
+    ua, ub = _canon(a, False), _canon(b, False)
+    if ua == ub:
+        return "whitespace_only" if _canon(a, True) == _canon(b, True) else "json_key_order"
+    if _ws(ua) == _ws(ub):
+        return "whitespace_only"
+    return None
+
+
+def _tool_name(seg: Segment, fallback: int) -> str:
+    try:
+        node = json.loads(seg.data)
+    except ValueError:
+        return f"#{fallback}"
+    if isinstance(node, dict):
+        name = node.get("name")
+        fn = node.get("function")
+        if not isinstance(name, str) and isinstance(fn, dict):
+            name = fn.get("name")
+        if isinstance(name, str):
+            return name
+    return f"#{fallback}"
+
+
+@dataclass(slots=True)
+class _RawCause:
+    code: str
+    cut: int               # first segment index of B the cause invalidates
+    rank: int              # tie-break within one index: model < params < content < other
+    tier: str | None
+    path: str | None
+    detail: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+
+def _make_cause(raw: _RawCause) -> Cause:
+    info = CAUSES[raw.code]
+    return Cause(code=raw.code, title=info.title, tier=raw.tier, path=raw.path,
+                 segment_index=raw.cut, detail=raw.detail, fix_hint=info.fix_hint,
+                 source=info.source, note=raw.note)
+
+
+def _get(params: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
+    node: Any = params
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _param_causes(pa: Prepared, pb: Prepared) -> list[_RawCause]:
+    out: list[_RawCause] = []
+    fam = pb.family
+    for rule in PARAM_RULES:
+        if rule.family != fam:
+            continue
+        va = vb = None
+        found_a = found_b = False
+        key = rule.keys[0]
+        for k in rule.keys:
+            fa, xa = _get(pa.view.params, k)
+            fb, xb = _get(pb.view.params, k)
+            if fa or fb:
+                found_a, va, found_b, vb, key = fa, xa, fb, xb, k
+                break
+        if (found_a, _dumps(va)) == (found_b, _dumps(vb)):
+            continue
+        if found_a and found_b and _canon(va, False) == _canon(vb, False):
+            continue
+        cut = pb.tier_first(rule.invalidates)
+        out.append(_RawCause(rule.cause, cut, 1, rule.invalidates, key,
+                             {"from": va if found_a else None, "to": vb if found_b else None},
+                             rule.note))
+    return out
+
+
+# ---------------------------------------------------------------------------- content
+def _classify(pa: Prepared, pb: Prepared, i: int, *, redact: bool
+              ) -> tuple[list[_RawCause], Divergence]:
+    segs_a, segs_b = pa.segments, pb.segments
+    sa = segs_a[i] if i < len(segs_a) else None
+    sb = segs_b[i] if i < len(segs_b) else None
+    ref = sb if sb is not None else sa
+    assert ref is not None
+    tier = ref.tier
+
+    # where, exactly
+    if sa is not None and sb is not None:
+        na = _strip_markers(json.loads(sa.data))
+        nb = _strip_markers(json.loads(sb.data))
+        leaf_path, offset, la, lb = _first_leaf_diff(na, nb, sb.path)
+        same_entity = (sa.kind == sb.kind and sa.role == sb.role
+                       and (sa.tier != "tools" or _tool_name(sa, i) == _tool_name(sb, i)))
+        path = leaf_path if same_entity else sb.path
+        form = _serialisation_change(na, nb)
+    else:
+        leaf_path, offset, la, lb = ref.path, 0, (json.loads(sa.data) if sa else None), \
+            (json.loads(sb.data) if sb else None)
+        path = ref.path
+        form = None
+        same_entity = False
+        na = nb = None
+    token_offset = pb.start(i)
+    if sa is not None and sb is not None and same_entity:
+        if sa.text and sb.text and sa.text != sb.text:
+            common = sa.text[:_common_len(sa.text, sb.text)]
+        else:  # the difference is outside the text: count the common serialised part
+            da = _dumps(na)
+            common = da[:_common_len(da, _dumps(nb))]
+        if common:
+            token_offset += min(count_text(common, pb.model), sb.tokens)
+    divergence = Divergence(
+        path=path, segment_path=ref.path, leaf_path=leaf_path, segment_index=i, tier=tier,
+        kind=ref.kind, char_offset=offset, token_offset=token_offset,
+        semantic_equal=form is not None,
+        before=_excerpt(la, offset, redact), after=_excerpt(lb, offset, redact))
+
+    causes: list[_RawCause] = []
+    if tier == "tools":
+        causes.extend(_tool_causes(pa, pb, i, form, path))
+    elif form is not None:
+        causes.append(_RawCause(form, i, 2, tier, path, {"tier": tier}))
+    elif "image" in (sa.kind if sa else "", sb.kind if sb else ""):
+        causes.append(_RawCause("image_changed", i, 2, tier, path,
+                                {"before": sa.kind if sa else None,
+                                 "after": sb.kind if sb else None}))
+    elif tier == "system" or ref.role in ("system", "developer"):
+        code = "output_format_changed" if ref.kind == "schema" else "system_changed"
+        causes.append(_RawCause(code, i, 2, tier, path))
+    else:
+        causes.append(_message_cause(pa, pb, i, path))
+    return causes, divergence
+
+
+def _excerpt(leaf: Any, offset: int, redact: bool) -> str:
+    if leaf is None:
+        return "" if not redact else "(absent)"
+    text = leaf if isinstance(leaf, str) else _dumps(leaf)
+    if redact:
+        return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    lo = max(0, offset - 24)
+    hi = min(len(text), offset + 56)
+    return ("…" if lo > 0 else "") + text[lo:hi] + ("…" if hi < len(text) else "")
+
+
+def _tool_causes(pa: Prepared, pb: Prepared, i: int, form: str | None,
+                 path: str) -> list[_RawCause]:
+    ta = [s for s in pa.segments if s.tier == "tools"]
+    tb = [s for s in pb.segments if s.tier == "tools"]
+    names_a = [_tool_name(s, n) for n, s in enumerate(ta)]
+    names_b = [_tool_name(s, n) for n, s in enumerate(tb)]
+    keys_a = [pa.keys[s.index] for s in ta]
+    keys_b = [pb.keys[s.index] for s in tb]
+    seg_path = pb.segments[i].path if i < len(pb.segments) else pa.segments[i].path
+    if sorted(keys_a) == sorted(keys_b):
+        return [_RawCause("tools_reordered", i, 2, "tools", seg_path,
+                          {"same_set": True, "order_a": names_a, "order_b": names_b})]
+    set_a, set_b = set(names_a), set(names_b)
+    if set_a != set_b:
+        detail = {"added": [n for n in names_b if n not in set_a],
+                  "removed": [n for n in names_a if n not in set_b]}
+        out = [_RawCause("tools_changed", i, 2, "tools", seg_path, detail)]
+        common_a = [n for n in names_a if n in set_b]
+        common_b = [n for n in names_b if n in set_a]
+        if common_a != common_b:
+            out.append(_RawCause("tools_reordered", i, 3, "tools", seg_path,
+                                 {"same_set": False, "order_a": common_a,
+                                  "order_b": common_b}))
+        return out
+    if names_a != names_b:
+        out = [_RawCause("tools_reordered", i, 2, "tools", seg_path,
+                         {"same_set": False, "order_a": names_a, "order_b": names_b})]
+        changed = [n for n in names_a
+                   if keys_a[names_a.index(n)] != keys_b[names_b.index(n)]]
+        if changed:
+            out.append(_RawCause("tool_changed", i, 3, "tools", seg_path,
+                                 {"tools": changed}))
+        return out
+    name = names_b[tb.index(pb.segments[i])] if i < len(pb.segments) else names_a[-1]
+    field_path = path.split("]", 1)[1].lstrip(".") if "]" in path else ""
+    if form is not None:
+        return [_RawCause(form, i, 2, "tools", path, {"tool": name, "tier": "tools"})]
+    return [_RawCause("tool_changed", i, 2, "tools", path,
+                      {"tool": name, "field": field_path or None})]
+
+
+def _message_cause(pa: Prepared, pb: Prepared, i: int, path: str) -> _RawCause:
+    segs_a, segs_b = pa.segments, pb.segments
+    ref = segs_b[i] if i < len(segs_b) else segs_a[i]
+    tier = ref.tier
+    ma, mb = pa.messages(), pb.messages()
+    start_a = next((n for n, m in enumerate(ma) if i in m.segs), None)
+    if i >= len(segs_b):  # B stops inside A: the tail of A's history is gone
+        removed = [f"messages[{m.index}]" for m in ma[start_a:]] if start_a is not None else []
+        return _RawCause("message_removed", i, 2, tier, segs_a[i].path,
+                         {"subtype": "history_truncated", "removed": removed})
+    start_b = next((n for n, m in enumerate(mb) if i in m.segs), None)
+    if start_a is None or start_b is None:
+        return _RawCause("message_rewritten", i, 2, tier, path, {"subtype": "edited"})
+    ka = [m.key for m in ma[start_a:]]
+    kb = [m.key for m in mb[start_b:]]
+    sm = SequenceMatcher(None, ka, kb, autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        a_msgs = ma[start_a + i1:start_a + i2]
+        b_msgs = mb[start_b + j1:start_b + j2]
+        if tag == "delete":
+            return _RawCause("message_removed", i, 2, tier, path,
+                             {"subtype": "history_edit (message removed)",
+                              "removed": [f"messages[{m.index}]" for m in a_msgs]})
+        if tag == "insert":
+            if i1 >= len(ka):
+                break  # appended at the end: not a history edit
+            return _RawCause("message_inserted", i, 2, tier, path,
+                             {"subtype": "history_edit (message inserted)",
+                              "inserted": [f"messages[{m.index}]" for m in b_msgs]})
+        # replace
+        merged_into = _merged(a_msgs, b_msgs)
+        if merged_into is not None:
+            return _RawCause("message_rewritten", i, 2, tier, path, {
+                "subtype": "history_edit (message removed and neighbours merged)",
+                "removed": [f"messages[{m.index}]" for m in a_msgs
+                            if not any(m.text and m.text in bm.text for bm in b_msgs)],
+                "merged_into": merged_into})
+        detail: dict[str, Any] = {"subtype": "edited",
+                                  "messages_a": [f"messages[{m.index}]" for m in a_msgs],
+                                  "messages_b": [f"messages[{m.index}]" for m in b_msgs]}
+        kinds_a = [pa.segments[s].kind for m in a_msgs for s in m.segs]
+        kinds_b = [pb.segments[s].kind for m in b_msgs for s in m.segs]
+        thinking = ("thinking", "redacted_thinking")
+        if sum(k in thinking for k in kinds_a) > sum(k in thinking for k in kinds_b):
+            detail["subtype"] = "thinking blocks removed"
+        return _RawCause("message_rewritten", i, 2, tier, path, detail)
+    return _RawCause("message_rewritten", i, 2, tier, path, {"subtype": "edited"})
+
+
+def _merged(a_msgs: Sequence[_Message], b_msgs: Sequence[_Message]) -> str | None:
+    """The B message that holds the texts of two or more A messages (a merge), if any."""
+    if len(a_msgs) <= len(b_msgs):
+        return None
+    for bm in b_msgs:
+        held = [am for am in a_msgs if am.text.strip() and am.text.strip() in bm.text]
+        if len(held) >= 2:
+            return f"messages[{bm.index}]"
+    return None
+
+
+# ---------------------------------------------------------------------------- prediction
+@dataclass(slots=True)
+class _Prediction:
+    read: int
+    read_index: int | None     # last segment index read (None: nothing)
+    write: int
+    uncached: int
+
+
+def _entries(pa: Prepared, upto: int, gap: float | None) -> list[int]:
+    """A's breakpoint indices that wrote an entry, lie before ``upto`` and are alive."""
+    minimum = int(getattr(pa.policy, "min_cacheable_tokens", 0) or 0)
+    out = []
+    for j in pa.bps:
+        if j >= upto or pa.end(j) < minimum:
+            continue
+        if gap is not None and gap > _ttl_seconds(pa.bp_ttl.get(j)):
+            continue
+        out.append(j)
+    return out
+
+
+def _reaches(pb: Prepared, j: int) -> bool:
+    lookback = getattr(pb.policy, "lookback_positions", None)
+    pos_j = pb.segments[j].position
+    for k in pb.bps:
+        if k >= j and (lookback is None or pb.segments[k].position - pos_j <= lookback):
+            return True
+    return False
+
+
+def _b_writes(pb: Prepared, read: int) -> tuple[int, int]:
+    """(write, uncached) of B given its read, Anthropic rules."""
+    minimum = int(getattr(pb.policy, "min_cacheable_tokens", 0) or 0)
+    written = [pb.end(k) for k in pb.bps if pb.end(k) >= minimum]
+    top = max(written, default=0)
+    write = max(0, top - read)
+    return write, max(0, pb.total - max(read, top))
+
+
+def _predict_anthropic(pa: Prepared, pb: Prepared, cut: int, gap: float | None,
+                       use_bps: bool = True) -> _Prediction:
+    best, best_j = 0, None
+    for j in sorted(_entries(pa, min(cut, len(pb.segments)), gap), reverse=True):
+        if not use_bps or _reaches(pb, j):
+            best, best_j = pb.end(j), j
+            break
+    write, uncached = _b_writes(pb, best)
+    return _Prediction(best, best_j, write, uncached)
+
+
+def _openai_round(tokens: int, policy: Any) -> int:
+    minimum = int(getattr(policy, "min_cacheable_tokens", 1024) or 1024)
+    step = int(getattr(policy, "cache_step_tokens", 128) or 1)
+    if tokens < minimum:
+        return 0
+    return minimum + ((tokens - minimum) // step) * step
+
+
+def _openai_ttl(p: Prepared) -> float:
+    ttls = tuple(getattr(p.policy, "ttls", ()) or ())
+    if ttls:
+        return max(_ttl_seconds(t) for t in ttls)
+    retention = p.view.params.get("prompt_cache_retention")
+    if retention == "24h":
+        return _TTL_SECONDS["24h"]
+    return _OPENAI_IN_MEMORY_S
+
+
+def _predict_openai(pa: Prepared, pb: Prepared, identical: int, cut: int,
+                    gap: float | None) -> _Prediction:
+    if gap is not None and gap > _openai_ttl(pa):
+        read = 0
+    else:
+        common = min(identical, pa.total)
+        read = _openai_round(common, pb.policy)
+        for j in pa.bps:  # explicit breakpoints (GPT-5.6+): boundaries are not rounded
+            if j < cut and pa.end(j) <= common and pa.end(j) >= int(
+                    getattr(pb.policy, "min_cacheable_tokens", 1024) or 1024):
+                read = max(read, pa.end(j))
+    writes_billed = bool(getattr(pb.policy, "write_multipliers", None))
+    write = max(0, _openai_round(pb.total, pb.policy) - read) if writes_billed else 0
+    idx = None
+    if read:
+        idx = next((s.index for s in pb.segments if s.end_token >= read), None)
+    return _Prediction(read, idx, write, max(0, pb.total - read - write))
+
+
+# ---------------------------------------------------------------------------- compare
+def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
+            usage_a: Usage | None = None, usage_b: Usage | None = None,
+            diagnostics_b: RawDiagnostics | None = None, prices: Prices | None = None,
+            redact: bool = False, same_workspace: bool | None = None) -> DiffResult:
+    """Explain why ``pb`` cannot reuse what ``pa`` left in the cache (see the module doc).
+
+    Args:
+        pa, pb: prepared requests (:func:`prepare`), same provider family.
+        gap: seconds from A's start to B's start (None: TTL not checked).
+        usage_a: A's reported usage (calibrates estimated token counts).
+        usage_b: B's reported usage (compared with the prediction).
+        diagnostics_b: the provider's own diagnosis of B.
+        prices: USD per MTok (None: costs are None).
+        redact: excerpts as hashes only.
+        same_workspace: whether A and B were sent with the same API key / workspace (caches
+            are per workspace); None when unknown.
+
+    Raises:
+        InvalidRequestError: the two requests are of different provider families.
+    """
+    if pa.family != pb.family:
+        raise InvalidRequestError("", f"cannot compare a {pa.family} request with a "
+                                      f"{pb.family} request")
+    n_a, n_b = len(pa.keys), len(pb.keys)
+    n = min(n_a, n_b)
+    first = next((k for k in range(n) if pa.keys[k] != pb.keys[k]), n)
+    raw: list[_RawCause] = []
+    notes: list[str] = []
+    if pa.model and pb.model and pa.model != pb.model:
+        raw.append(_RawCause("model_changed", 0, 0, "tools", "model",
+                             {"from": pa.model, "to": pb.model}))
+    raw.extend(_param_causes(pa, pb))
+    divergence: Divergence | None = None
+    if first < n_a:
+        content, divergence = _classify(pa, pb, first, redact=redact)
+        raw.extend(content)
+    cut = min((c.cut for c in raw), default=n_b)
+    cut = min(cut, first)
+
+    # identical prefix (tokens of B before the first invalidation)
+    if divergence is not None and first <= cut and first < n_b:
+        identical = divergence.token_offset if pb.family == "openai" else pb.start(first)
+    else:
+        identical = pb.start(cut)
+
+    policy = pb.policy
+    predicted: PredictedUsage | None = None
+    ideal: int | None = None
+    pred_read: int | None = None
+    scale = 1.0
+    if policy is not None and pa.policy is not None:
+        if pb.family == "anthropic":
+            p = _predict_anthropic(pa, pb, cut, gap)
+            p_nottl = _predict_anthropic(pa, pb, cut, None)
+            alive = _entries(pa, min(cut, n_b), gap)
+            content_best = max((pb.end(j) for j in alive), default=0)
+            all_entries = _entries(pa, n_a, None)
+            ideal = min(max((pa.end(j) for j in all_entries), default=0), pb.total)
+            if not all_entries and pa.bps:
+                raw.append(_RawCause("below_minimum", 0, 4, None, None, {
+                    "minimum_tokens": int(getattr(pa.policy, "min_cacheable_tokens", 0)),
+                    "largest_breakpoint_prefix_tokens": max(pa.end(j) for j in pa.bps)}))
+            if p_nottl.read > p.read:
+                raw.append(_RawCause("ttl_expired", _after(pb, p.read_index), 4,
+                                     _tier_at(pb, _after(pb, p.read_index)), None,
+                                     {"gap_seconds": gap, "ttl": _ttls_lost(pa, gap)}))
+            elif content_best > p.read:
+                raw.append(_RawCause("breakpoint_moved", _after(pb, p.read_index), 5,
+                                     _tier_at(pb, _after(pb, p.read_index)), None,
+                                     _bp_detail(pa, pb, alive, p)))
+            if not pa.bps and not pb.bps:
+                notes.append("neither request carries a cache breakpoint: nothing is cached")
+        else:
+            p = _predict_openai(pa, pb, identical, cut, gap)
+            p_nottl = _predict_openai(pa, pb, identical, cut, None)
+            ideal = min(_openai_round(pa.total, pa.policy), pb.total)
+            ideal = _openai_round(ideal, pb.policy)
+            if pa.total < int(getattr(pa.policy, "min_cacheable_tokens", 1024) or 1024):
+                raw.append(_RawCause("below_minimum", 0, 4, None, None, {
+                    "minimum_tokens": int(getattr(pa.policy, "min_cacheable_tokens", 1024)),
+                    "prompt_tokens": pa.total}))
+            if p_nottl.read > p.read:
+                raw.append(_RawCause("ttl_expired", 0, 4, "tools", None,
+                                     {"gap_seconds": gap, "ttl_seconds": _openai_ttl(pa)}))
+        scale = _calibration(pa, usage_a)
+        if scale != 1.0:
+            notes.append(f"token counts scaled by {scale:.4f} to match request A's reported usage")
+        pred_read = round(p.read * scale)
+        predicted = PredictedUsage(cache_read=pred_read, cache_write=round(p.write * scale),
+                                   uncached_input=round(p.uncached * scale))
+        ideal = round(ideal * scale)
+    else:
+        notes.append("model unknown to the catalog: no prediction, no cost (pass --model)")
+
+    raw.sort(key=lambda c: (c.cut, c.rank))
+    causes = [_make_cause(c) for c in raw]
+
+    observed = None
+    if usage_b is not None:
+        observed = ObservedUsage(cache_read=usage_b.cache_read, cache_write=usage_b.cache_write,
+                                 uncached_input=usage_b.uncached_input)
+
+    # lost tokens and verdict
+    lost: int | None = None
+    verdict = "no_miss"
+    classification: str | None = None
+    read_seen = usage_b.cache_read if usage_b is not None else None
+    if ideal is not None and pred_read is not None:
+        basis = read_seen if read_seen is not None else pred_read
+        lost = max(0, ideal - basis)
+        predicted_loss = max(0, ideal - pred_read)
+        tol = max(_MIN_TOLERANCE, round(0.02 * ideal))
+        shortfall = (pred_read - read_seen) if read_seen is not None else 0
+        observed_hit = read_seen is not None and lost <= tol
+        if read_seen is not None and pred_read + tol < read_seen:
+            notes.append(f"observed cache read ({read_seen}) exceeds the prediction "
+                         f"({pred_read}): a documented invalidation rule may not apply here")
+        if causes and not observed_hit and (
+                predicted_loss > tol or any(c.code == "below_minimum" for c in causes)):
+            verdict = "miss_explained"
+            classification = "timing" if causes[0].code == "ttl_expired" else "client_side"
+            if shortfall > tol:
+                notes.append(f"observed cache read is {shortfall} tokens below the prediction "
+                             "even after these causes")
+        elif shortfall > tol:
+            verdict = "unexplained_miss"
+            classification = "provider_side"
+    elif read_seen is not None:
+        notes.append("observed usage given, but no prediction to compare it with")
+
+    if verdict == "unexplained_miss" or not causes:
+        detail = {"payload_difference": "none" if first >= n_a and not raw else "not causal"}
+        causes.insert(0, _make_cause(_RawCause("no_difference", n_b, 9, None, None, detail)))
+    primary = causes[0].code
+
+    # invalidated tiers: from the earliest cut on
+    cuts = [c.segment_index for c in causes
+            if c.code != "no_difference" and c.segment_index is not None
+            and c.segment_index < max(n_b, 1)]
+    invalidated: list[str] = []
+    if cuts and n_b:
+        first_tier = pb.segments[min(min(cuts), n_b - 1)].tier
+        invalidated = [t for t in TIERS if _TIER_RANK[t] >= _TIER_RANK[first_tier]]
+    reusable = ("all" if not invalidated else
+                "+".join(t for t in TIERS if _TIER_RANK[t] < _TIER_RANK[invalidated[0]])
+                or "none")
+
+    usd, base = _costs(pb, lost, predicted, usage_b, prices)
+    checks = _checks(pa, pb, first, gap, ideal)
+    checks.insert(3, Check(name="same workspace", passed=same_workspace,
+                           detail="" if same_workspace is not None else "not given"))
+    if usage_a is not None and usage_b is not None and usage_b.cache_read is not None \
+            and usage_b.cache_write is not None and usage_a.cache_read is not None:
+        before = usage_a.cache_read + (usage_a.cache_write or 0)
+        rewrite = usage_b.cache_read == 0 and before > 0 and usage_b.cache_write >= 0.95 * before
+        checks.append(Check(name="whole-prefix rewrite", passed=rewrite,
+                            detail=f"B read {usage_b.cache_read}, wrote {usage_b.cache_write}; "
+                                   f"A read + wrote {before}"))
+    serial = {"json_key_order", "whitespace_only"}
+    semantic_equal = bool(raw) and all(
+        c.code in serial or (c.code == "tools_reordered" and c.detail.get("same_set"))
+        for c in raw if c.rank >= 2 and c.code not in ("ttl_expired", "breakpoint_moved",
+                                                        "below_minimum")) \
+        and not any(c.rank < 2 for c in raw)
+    diag = _diagnostics(diagnostics_b, primary, causes, divergence, verdict)
+    return DiffResult(
+        provider=pb.view.provider, model=pb.model, verdict=verdict,  # type: ignore[arg-type]
+        cause=primary, causes=causes, divergence=divergence, invalidated_levels=invalidated,
+        reusable_prefix=reusable, semantic_equal=semantic_equal, identical_prefix_tokens=round(identical * scale),
+        ideal_cache_read=ideal, predicted=predicted, lost_tokens=lost, miss_cost_usd=usd,
+        extra_cost_base_tokens=base, observed=observed, classification=classification,
+        checks=checks, diagnostics=diag, token_counts_exact=pb.view.counter_exact,
+        notes=notes + [c.note for c in causes if c.note])
+
+
+def _after(pb: Prepared, idx: int | None) -> int:
+    return 0 if idx is None else min(idx + 1, max(len(pb.segments) - 1, 0))
+
+
+def _tier_at(pb: Prepared, idx: int) -> str | None:
+    return pb.segments[idx].tier if idx < len(pb.segments) else None
+
+
+def _ttls_lost(pa: Prepared, gap: float | None) -> list[str]:
+    return sorted({str(pa.bp_ttl.get(j) or "5m") for j in pa.bps
+                   if gap is not None and gap > _ttl_seconds(pa.bp_ttl.get(j))})
+
+
+def _bp_detail(pa: Prepared, pb: Prepared, alive: list[int], p: _Prediction) -> dict[str, Any]:
+    best = max(alive, key=pb.end)
+    later = [k for k in pb.bps if k >= best]
+    detail: dict[str, Any] = {"cached_entry": pb.segments[best].path,
+                              "cached_tokens": pb.end(best)}
+    if not later:
+        detail["subtype"] = "no breakpoint at or after the cached entry"
+    else:
+        k = min(later)
+        detail["subtype"] = "lookback_exceeded"
+        detail["nearest_breakpoint"] = pb.segments[k].path
+        detail["positions_apart"] = pb.segments[k].position - pb.segments[best].position
+        detail["lookback_positions"] = getattr(pb.policy, "lookback_positions", None)
+    return detail
+
+
+def _calibration(pa: Prepared, usage_a: Usage | None) -> float:
+    """Ratio reported / estimated tokens of request A (1.0 when unknown)."""
+    if usage_a is None:
+        return 1.0
+    if usage_a.total_input and pa.total:
+        return usage_a.total_input / pa.total
+    cached = (usage_a.cache_read or 0) + (usage_a.cache_write or 0)
+    if cached and pa.family == "anthropic":
+        minimum = int(getattr(pa.policy, "min_cacheable_tokens", 0) or 0)
+        tops = [pa.end(k) for k in pa.bps if pa.end(k) >= minimum]
+        if tops:
+            return cached / max(tops)
+    return 1.0
+
+
+def _costs(pb: Prepared, lost: int | None, predicted: PredictedUsage | None,
+           usage_b: Usage | None, prices: Prices | None) -> tuple[float | None, float | None]:
+    """USD and base-token units of re-writing ``lost`` tokens instead of reading them."""
+    if lost is None or predicted is None:
+        return None, None
+    if lost == 0:
+        return 0.0, 0.0
+    written = usage_b.cache_write if usage_b is not None and usage_b.cache_write is not None \
+        else predicted.cache_write
+    lost_written = min(lost, written)
+    lost_plain = lost - lost_written
+    ttl = _last_ttl(pb)
+    policy = pb.policy
+    read_mult = float(getattr(policy, "read_multiplier", 0.0) or 0.0)
+    writes = dict(getattr(policy, "write_multipliers", {}) or {})
+    write_mult = float(writes.get(ttl or "", writes.get("5m", next(iter(writes.values()), 1.0)))
+                       if writes else 1.0)
+    base = lost_written * (write_mult - read_mult) + lost_plain * (1.0 - read_mult)
+    usd: float | None = None
+    if prices is not None and prices.input is not None and prices.cache_read is not None:
+        wr = prices.write_rate(ttl) if writes else prices.input
+        wr = prices.input if wr is None else wr
+        usd = (lost_written * (wr - prices.cache_read)
+               + lost_plain * (prices.input - prices.cache_read)) / 1_000_000
+        usd = round(usd, 10)
+    return usd, round(base, 6)
+
+
+def _last_ttl(pb: Prepared) -> str | None:
+    if pb.family == "openai":
+        ttls = tuple(getattr(pb.policy, "ttls", ()) or ())
+        return ttls[0] if ttls else None
+    return pb.bp_ttl.get(pb.bps[-1]) if pb.bps else None
+
+
+def _checks(pa: Prepared, pb: Prepared, first: int, gap: float | None,
+            ideal: int | None) -> list[Check]:
+    same_body = _dumps(dict(pa.payload)) == _dumps(dict(pb.payload))
+    identical_prefix = first >= len(pa.keys)
+    checks = [
+        Check(name="byte-identical bodies", passed=same_body),
+        Check(name="B extends A's prefix unchanged", passed=identical_prefix),
+        Check(name="same model", passed=(pa.model == pb.model) if pa.model and pb.model else None),
+    ]
+    if gap is None:
+        checks.append(Check(name="gap < TTL", passed=None, detail="no timestamps given"))
+    else:
+        if pa.family == "anthropic":
+            ttl = max((_ttl_seconds(pa.bp_ttl.get(j)) for j in pa.bps), default=300.0)
+        else:
+            ttl = _openai_ttl(pa)
+        checks.append(Check(name="gap < TTL", passed=gap <= ttl,
+                            detail=f"gap {gap:g} s, TTL {ttl:g} s"))
+    checks.append(Check(name="prefix above minimum",
+                        passed=None if ideal is None else ideal > 0))
+    return checks
+
+
+def _diagnostics(raw: RawDiagnostics | None, primary: str, causes: list[Cause],
+                 divergence: Divergence | None, verdict: str) -> DiagnosticsComparison | None:
+    if raw is None:
+        return None
+    tier = causes[0].tier if causes else (divergence.tier if divergence else None)
+    if divergence is not None and primary in ("json_key_order", "whitespace_only"):
+        tier = divergence.tier
+    if raw.provider == "anthropic":
+        ours = anthropic_reason_for(primary, tier)
+        source = ANTHROPIC_DIAGNOSTICS_URL
+        if raw.reason in ("pending", "previous_message_not_found", "unavailable", "unknown"):
+            agrees = None
+        else:
+            agrees = ours == raw.reason
+    else:
+        ours = openai_reason_for(primary, tier)
+        source = OPENAI_DIAGNOSTICS_URL
+        if raw.reason in ("comparison_response_not_found", "unavailable", "unknown"):
+            agrees = None
+        elif raw.reason == "cache_hit":
+            ours = ours if verdict == "miss_explained" else "cache_hit"
+            agrees = verdict != "miss_explained"
+        elif raw.reason == "context_compacted":
+            agrees = primary in ("message_removed", "message_rewritten")
+        else:
+            agrees = ours == raw.reason
+    return DiagnosticsComparison(provider=raw.provider, reason=raw.reason,
+                                 missed_tokens=raw.missed_tokens,
+                                 reusable_tokens=raw.reusable_tokens, ours=ours, agrees=agrees,
+                                 source=source)
+
+
+# ---------------------------------------------------------------------------- public
+def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = None,
+         model: str | None = None, timestamps: tuple[Any, Any] | None = None,
+         usage_a: Any = None, usage_b: Any = None, diagnostics_b: Any = None,
+         prices: Any = None, redact: bool = False,
+         same_workspace: bool | None = None) -> DiffResult:
+    """Explain why request ``b`` misses (or would miss) what request ``a`` left in the cache.
+
+    Args:
+        a, b: request bodies as sent to the API (Anthropic Messages, OpenAI Chat Completions
+            or Responses), the earlier one first.
+        provider: ``"anthropic"``, ``"openai"``, ``"openai-chat"``, ``"openai-responses"``;
+            detected from the payload when None.
+        model: model id for the policy, prices and token counts (default: ``b["model"]``;
+            for both requests, so a model change is only reported when both name models).
+        timestamps: (start of A, start of B): seconds since the epoch or ISO-8601 strings;
+            enables the TTL check.
+        usage_a, usage_b: the providers' usage objects (or whole responses) for A and B:
+            A's calibrates token estimates, B's is compared with the prediction.
+        diagnostics_b: B's response (or its ``diagnostics`` / ``prompt_cache_diagnostics``):
+            the provider's own diagnosis, reported beside ours.
+        prices: USD per MTok override (mapping or object with ``input``, ``cache_read``,
+            ``cache_write_5m``, ``cache_write_1h``, ``cache_write``); default: the catalog.
+        redact: show hashes instead of text excerpts.
+        same_workspace: whether both were sent with the same API key / workspace (caches are
+            isolated per workspace); reported as a check, None when unknown.
+
+    Returns:
+        A :class:`DiffResult` (tokens; USD; see its attribute docs).
+
+    Raises:
+        InvalidRequestError: a payload is malformed, or the two are of different providers.
+        PromptCacheError: a usage object cannot be parsed.
+        ValueError: a timestamp cannot be parsed.
+    """
+    from promptcache.diff._inputs import parse_timestamp
+
+    pa = prepare(a, provider, model=model)
+    pb = prepare(b, provider or pa.view.provider, model=model)
+    gap = None
+    if timestamps is not None:
+        ta, tb = parse_timestamp(timestamps[0]), parse_timestamp(timestamps[1])
+        if ta is not None and tb is not None:
+            gap = tb - ta
+    ua = read_usage(usage_a, pa.family)
+    ub = read_usage(usage_b, pb.family)
+    diag = parse_diagnostics(diagnostics_b) if diagnostics_b is not None else None
+    if diag is None and isinstance(usage_b, Mapping):
+        diag = parse_diagnostics(usage_b)
+    price_table = read_prices(pb.model, prices)
+    result = compare(pa, pb, gap=gap, usage_a=ua, usage_b=ub, diagnostics_b=diag,
+                     prices=price_table, redact=redact, same_workspace=same_workspace)
+    alt = _alternative(pa, pb, result, provider, model, gap, ua, price_table)
+    if alt is not None:
+        result = result.model_copy(update={"recommended_alternative": alt})
+    return result
+
+
+def _alternative(pa: Prepared, pb: Prepared, result: DiffResult, provider: str | None,
+                 model: str | None, gap: float | None, ua: Usage | None,
+                 prices: Prices | None) -> dict[str, Any] | None:
+    """When B narrowed the tool list to force one tool, price keeping all tools instead."""
+    if result.cause != "tools_changed" or pb.family != "anthropic":
+        return None
+    detail = result.causes[0].detail
+    if detail.get("added") or not detail.get("removed"):
+        return None
+    choice = pb.view.params.get("tool_choice")
+    if not (isinstance(choice, Mapping) and choice.get("type") == "tool"):
+        return None
+    tools_a = pa.payload.get("tools")
+    names_a = {t.get("name") for t in tools_a or [] if isinstance(t, Mapping)}
+    if choice.get("name") not in names_a:
+        return None
+    alt_payload = dict(pb.payload)
+    alt_payload["tools"] = tools_a
+    try:
+        alt = compare(pa, prepare(alt_payload, provider or pb.view.provider, model=model),
+                      gap=gap, usage_a=ua, prices=prices)
+    except InvalidRequestError:
+        return None
+    return {
+        "change": "keep all tools; force the tool with tool_choice",
+        "tools": "unchanged (all " + str(len(tools_a or [])) + ")",
+        "tool_choice": dict(choice),
+        "cause": alt.cause,
+        "invalidated_levels": alt.invalidated_levels,
+        "predicted_cache_read_tokens": alt.predicted.cache_read if alt.predicted else None,
+        "miss_cost_usd": alt.miss_cost_usd,
+    }

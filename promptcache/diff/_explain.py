@@ -1,0 +1,358 @@
+"""``explain``: every cache miss of a request log, grouped into sessions, by cause and USD.
+
+A log is JSONL, one request per line. Each line is an object with the request under
+``request`` (or ``body`` / ``payload``; a bare request body also works) and optionally
+``usage`` (or a whole ``response`` carrying ``usage``, ``id`` and diagnostics), a
+``timestamp`` (seconds since the epoch, milliseconds, or ISO-8601; also ``ts`` / ``time`` /
+``start``), a ``session_id`` (also ``session`` / ``conversation_id``), a ``response_id``,
+``diagnostics`` / ``prompt_cache_diagnostics``, ``provider`` and ``model``. Lines with usage
+but no request are checked with the append-only identity ``read[n] >= read[n-1] +
+write[n-1]`` (case BR-18's tracker rule).
+
+Sessions: an explicit id wins. Otherwise a request joins the session whose last request's
+content keys (segment fingerprints without cache markers) are a prefix of its own (longest
+first, then most recent); failing that, the most recent session whose last request's messages
+mostly reappear in this one (at least a third of them, and no fewer messages: a history edit
+such as BR-18's merge); else it starts a new session.
+
+Speed: each request is rendered exactly once (:func:`~promptcache.diff._engine.prepare`);
+sessions are found through an index on the first content key; consecutive requests are
+compared on precomputed content keys. ``bench/explain_speed.py`` times a 1,000-request log.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from promptcache._errors import InputError, InvalidRequestError, PromptCacheError
+from promptcache.diff._engine import Prepared, compare, prepare
+from promptcache.diff._inputs import (
+    Prices,
+    RawDiagnostics,
+    Usage,
+    parse_diagnostics,
+    parse_timestamp,
+    read_prices,
+    read_usage,
+)
+from promptcache.diff._model import CauseSummary, ExplainReport, RequestExplanation
+
+__all__ = ["explain", "iter_log"]
+
+_REQUEST_KEYS = ("request", "body", "payload", "params")
+_TIME_KEYS = ("timestamp", "ts", "time", "start", "started_at", "created_at", "sent_at")
+_SESSION_KEYS = ("session_id", "session", "conversation_id", "thread_id")
+#: Show a progress bar (on a TTY) from this many requests on.
+PROGRESS_THRESHOLD = 200
+_MISS_STATUSES = ("miss_explained", "unexplained_miss", "prefix_regression")
+
+
+@dataclass(slots=True)
+class _Entry:
+    line: int
+    request: Mapping[str, Any] | None
+    usage_raw: Any
+    timestamp: float | None
+    session: str | None
+    response_id: str | None
+    diagnostics: RawDiagnostics | None
+    provider: str | None
+    model: str | None
+    prepared: Prepared | None = None
+    usage: Usage | None = None
+
+
+@dataclass(slots=True)
+class _Session:
+    id: str
+    last: _Entry | None = None
+    turns: int = 0
+    msg_count: int = 0
+    msg_keys: frozenset[tuple[str, ...]] = field(default_factory=frozenset)
+
+
+def iter_log(log: str | Path | Iterable[Any], *, name: str | None = None
+             ) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line number, object)`` from a JSONL path or an iterable of dicts / lines.
+
+    Raises:
+        InputError: the file cannot be read, or a line is not valid JSON.
+    """
+    if isinstance(log, (str, Path)):
+        path = Path(log)
+        label = name or str(path)
+        try:
+            handle = path.open(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(label, exc.strerror or str(exc)) from None
+        with handle:
+            try:
+                for n, text in enumerate(handle, 1):
+                    if text.strip():
+                        yield n, _loads(text, label, n)
+            except UnicodeDecodeError as exc:
+                raise InputError(label, f"not UTF-8 text ({exc.reason})") from None
+        return
+    label = name or "<log>"
+    for n, item in enumerate(log, 1):
+        if isinstance(item, (str, bytes)):
+            text = item.decode("utf-8") if isinstance(item, bytes) else item
+            if text.strip():
+                yield n, _loads(text, label, n)
+        else:
+            yield n, item
+
+
+def _loads(text: str, label: str, n: int) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InputError(label, f"line {n}: invalid JSON ({exc})") from None
+
+
+def _entry(n: int, obj: Any, label: str) -> _Entry:
+    if not isinstance(obj, Mapping):
+        raise InputError(label, f"line {n}: a log line must be a JSON object")
+    response = obj.get("response") if isinstance(obj.get("response"), Mapping) else None
+    request = next((obj[k] for k in _REQUEST_KEYS if isinstance(obj.get(k), Mapping)), None)
+    if request is None and ("messages" in obj or "input" in obj):
+        request = {k: v for k, v in obj.items()
+                   if k not in ("usage", "response", "timestamp", "session_id", "response_id",
+                                "diagnostics", "prompt_cache_diagnostics")}
+    usage = obj.get("usage")
+    if usage is None and response is not None:
+        usage = response.get("usage")
+    ts_raw = next((obj[k] for k in _TIME_KEYS if obj.get(k) is not None), None)
+    try:
+        timestamp = parse_timestamp(ts_raw)
+    except ValueError as exc:
+        raise InputError(label, f"line {n}: bad timestamp ({exc})") from None
+    session = next((str(obj[k]) for k in _SESSION_KEYS if obj.get(k) is not None), None)
+    rid = obj.get("response_id") or (response.get("id") if response else None)
+    model = obj.get("model") if isinstance(obj.get("model"), str) else None
+    provider = obj.get("provider") if isinstance(obj.get("provider"), str) else None
+    return _Entry(n, request, usage, timestamp, session,
+                  str(rid) if rid is not None else None, parse_diagnostics(obj), provider, model)
+
+
+def explain(log: str | Path | Iterable[Any], *, provider: str | None = None,
+            model: str | None = None, prices: Any = None, progress: bool | None = None,
+            name: str | None = None) -> ExplainReport:
+    """Explain every cache miss in a request log.
+
+    Args:
+        log: a JSONL path, or an iterable of log objects (or JSON lines); see the module doc
+            for the line format.
+        provider: request shape for every line (default: each line's ``provider`` field, else
+            detected).
+        model: model id for every line (default: each request's own ``model``).
+        prices: USD per MTok override for every model (default: the catalog).
+        progress: show a rich progress bar; None = only on a TTY and from
+            ``PROGRESS_THRESHOLD`` requests on.
+        name: file name used in error messages.
+
+    Returns:
+        An :class:`ExplainReport`: one :class:`RequestExplanation` per line (log order) and a
+        summary by cause (count, tokens lost, USD).
+
+    Raises:
+        InputError: the log cannot be read, a line is not a JSON object, a request is
+            malformed, or a usage object cannot be parsed (the message names the line).
+    """
+    label = name or (str(log) if isinstance(log, (str, Path)) else "<log>")
+    entries = [_entry(n, obj, label) for n, obj in iter_log(log, name=label)]
+    show = progress if progress is not None else (
+        len(entries) >= PROGRESS_THRESHOLD and sys.stderr.isatty())
+    sessions: dict[str, _Session] = {}
+    by_first_key: dict[str, list[_Session]] = {}
+    recent: list[_Session] = []
+    inferred = 0
+    price_cache: dict[str | None, Prices | None] = {}
+    out: list[RequestExplanation] = []
+
+    def prices_for(m: str | None) -> Prices | None:
+        if m not in price_cache:
+            price_cache[m] = read_prices(m, prices)
+        return price_cache[m]
+
+    for e in _progress(entries, show):
+        prov = provider or e.provider
+        try:
+            if e.request is not None:
+                e.prepared = prepare(e.request, prov, model=model or e.model)
+            family = e.prepared.family if e.prepared is not None else _usage_family(e, prov)
+            e.usage = read_usage(e.usage_raw, family)
+        except InvalidRequestError as exc:
+            raise InputError(label, f"line {e.line}: {exc}") from None
+        except PromptCacheError as exc:
+            raise InputError(label, f"line {e.line}: {exc}") from None
+
+        # ---- session
+        sess: _Session | None = None
+        if e.session is not None:
+            sess = sessions.get(e.session)
+            if sess is None:
+                sess = sessions[e.session] = _Session(e.session)
+        elif e.prepared is not None:
+            sess = _infer(e.prepared, by_first_key, recent)
+            if sess is None:
+                inferred += 1
+                sess = _Session(f"inferred-{inferred}")
+                sessions[sess.id] = sess
+        else:
+            sess = sessions.get("(no session)") or sessions.setdefault(
+                "(no session)", _Session("(no session)"))
+        prev = sess.last
+        out.append(_explain_one(e, prev, sess, prices_for))
+        # ---- update session state
+        if prev is not None and prev.prepared is not None and prev.prepared.keys:
+            lst = by_first_key.get(prev.prepared.keys[0])
+            if lst is not None and sess in lst:
+                lst.remove(sess)
+        sess.last = e
+        sess.turns += 1
+        if e.prepared is not None:
+            msgs = e.prepared.messages()
+            sess.msg_count = len(msgs)
+            sess.msg_keys = frozenset(m.key for m in msgs)
+            if e.prepared.keys:
+                by_first_key.setdefault(e.prepared.keys[0], []).append(sess)
+            if e.session is None:
+                if sess in recent:
+                    recent.remove(sess)
+                recent.append(sess)
+                del recent[:-64]
+
+    return _report(out, len(sessions))
+
+
+def _usage_family(e: _Entry, provider: str | None) -> str:
+    """Provider family of a usage-only line: its provider, model or usage field names."""
+    if provider:
+        return "anthropic" if provider.startswith("anthropic") else "openai"
+    if e.model and "claude" in e.model.lower():
+        return "anthropic"
+    u = e.usage_raw
+    if isinstance(u, Mapping) and ("cache_read_input_tokens" in u
+                                   or "cache_creation_input_tokens" in u):
+        return "anthropic"
+    return "openai"
+
+
+def _progress(entries: list[_Entry], show: bool) -> Iterable[_Entry]:
+    if not show:
+        return entries
+    from rich.progress import track
+
+    return track(entries, description="explaining", transient=True, console=None)
+
+
+def _infer(p: Prepared, by_first_key: dict[str, list[_Session]],
+           recent: list[_Session]) -> _Session | None:
+    if p.keys:
+        best: _Session | None = None
+        best_len = -1
+        for sess in reversed(by_first_key.get(p.keys[0], [])):
+            last = sess.last.prepared if sess.last is not None else None
+            if last is None or sess.last is None or sess.last.session is not None:
+                continue
+            n = len(last.keys)
+            if n > best_len and n <= len(p.keys) and p.keys[:n] == last.keys:
+                best, best_len = sess, n
+        if best is not None:
+            return best
+    msgs = p.messages()
+    keys = {m.key for m in msgs}
+    for sess in reversed(recent):
+        if not sess.msg_keys or len(msgs) < sess.msg_count:
+            continue
+        if 3 * len(sess.msg_keys & keys) >= len(sess.msg_keys):
+            return sess
+    return None
+
+
+def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session,
+                 prices_for: Any) -> RequestExplanation:
+    base: dict[str, Any] = {"line": e.line, "session": sess.id, "turn": sess.turns,
+                            "response_id": e.response_id}
+    observed = e.usage.cache_read if e.usage is not None else None
+    if prev is None:
+        return RequestExplanation(**base, status="cold_start", observed_cache_read=observed)
+    gap = (e.timestamp - prev.timestamp) if e.timestamp is not None and \
+        prev.timestamp is not None else None
+    if e.prepared is not None and prev.prepared is not None \
+            and e.prepared.family == prev.prepared.family:
+        res = compare(prev.prepared, e.prepared, gap=gap, usage_a=prev.usage, usage_b=e.usage,
+                      diagnostics_b=e.diagnostics, prices=prices_for(e.prepared.model))
+        pred = res.predicted.cache_read if res.predicted is not None else None
+        status: str
+        if res.verdict in ("miss_explained", "unexplained_miss"):
+            status = str(res.verdict)
+        elif e.usage is None and pred is None:
+            status = "no_usage"
+        else:
+            status = "hit" if (observed or pred) else "uncached"
+        primary = res.causes[0] if res.causes else None
+        missed = status in _MISS_STATUSES
+        return RequestExplanation(
+            **base, status=status, cause=res.cause if missed else None,
+            secondary=[c.code for c in res.causes[1:]] if missed else [],
+            path=primary.path if missed and primary is not None else None,
+            predicted_cache_read=pred, observed_cache_read=observed,
+            lost_tokens=res.lost_tokens if missed else 0,
+            miss_cost_usd=res.miss_cost_usd if missed else 0.0,
+            diagnostics=res.diagnostics,
+            detail={"gap_seconds": gap} if gap is not None else {})
+    # usage only: the append-only identity
+    if e.usage is None or prev.usage is None or e.usage.cache_read is None \
+            or prev.usage.cache_read is None:
+        return RequestExplanation(**base, status="no_usage", observed_cache_read=observed)
+    expected = prev.usage.cache_read + (prev.usage.cache_write or 0)
+    if e.usage.cache_read >= expected:
+        return RequestExplanation(**base, status="hit", observed_cache_read=observed,
+                                  detail={"expected_min_read": expected})
+    shortfall = expected - e.usage.cache_read
+    cause = "ttl_expired" if gap is not None and gap > 300 else None
+    usd = None
+    model = e.model or (prev.model if prev else None)
+    pr = prices_for(model) if model else None
+    if pr is not None and pr.cache_read is not None:
+        rate = pr.write_rate("5m") or pr.input or 0.0
+        usd = round(shortfall * (rate - pr.cache_read) / 1_000_000, 10)
+    return RequestExplanation(
+        **base, status="prefix_regression", cause=cause, observed_cache_read=observed,
+        lost_tokens=shortfall, miss_cost_usd=usd,
+        detail={"flag": "prefix_regression", "expected_min_read": expected,
+                "observed_read": e.usage.cache_read, "shortfall": shortfall,
+                "rule": "in an append-only conversation within TTL, read[n] should be >= "
+                        "read[n-1] + creation[n-1]",
+                **({"gap_seconds": gap} if gap is not None else {})})
+
+
+def _report(out: list[RequestExplanation], n_sessions: int) -> ExplainReport:
+    groups: dict[str, list[RequestExplanation]] = {}
+    for r in out:
+        if r.status in _MISS_STATUSES:
+            key = r.cause or ("unknown (usage only)" if r.status == "prefix_regression"
+                              else "no_difference")
+            groups.setdefault(key, []).append(r)
+    summary = []
+    for cause, rows in groups.items():
+        costs = [r.miss_cost_usd for r in rows if r.miss_cost_usd is not None]
+        summary.append(CauseSummary(cause=cause, count=len(rows),
+                                    lost_tokens=sum(r.lost_tokens or 0 for r in rows),
+                                    usd=round(sum(costs), 10) if costs else None))
+    summary.sort(key=lambda s: (-(s.usd or 0.0), -s.count, s.cause))
+    costs = [s.usd for s in summary if s.usd is not None]
+    return ExplainReport(
+        requests=out, sessions=n_sessions,
+        misses=sum(1 for r in out if r.status in _MISS_STATUSES), summary=summary,
+        lost_tokens=sum(s.lost_tokens for s in summary),
+        miss_cost_usd=round(sum(costs), 10) if costs else None,
+        disagreements=sum(1 for r in out if r.diagnostics is not None
+                          and r.diagnostics.agrees is False))
