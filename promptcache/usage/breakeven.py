@@ -1,0 +1,352 @@
+"""When does caching pay, and which TTL policy is cheapest for a given traffic pattern?
+
+:func:`breakeven` answers "how many requests sharing this prefix within one TTL make caching
+cheaper than not caching": the first request writes the prefix (``w`` x input price), the others
+read it (``r`` x input price), so ``n`` requests cost ``w + (n-1) r`` prefixes against ``n``
+uncached; caching is cheaper from the smallest ``n > (w - r) / (1 - r)``. With Anthropic's 5m
+write (1.25x) and 0.1x reads that is 2 requests (one read), with the 1h write (2x) 3 requests
+(two reads), as the pricing page states (https://platform.claude.com/docs/en/about-claude/pricing).
+Multipliers come from the catalog (``CachePolicy.read_multiplier`` / ``write_multiplier(ttl)``)
+or, with explicit ``prices=``, from the price ratios.
+
+:func:`ttl_policy` prices ``requests`` requests that arrive every ``inter_arrival_seconds``
+under each policy the model offers and returns the cheapest:
+
+* ``none``: no cache markers, every prefix token at the input rate (Anthropic; for OpenAI the
+  no-caching baseline);
+* one option per TTL in the catalog (``5m``, ``1h``; OpenAI GPT-5.6+ ``30m``): the first request
+  writes, the following ones read while the gap is within the TTL (a read refreshes the entry;
+  the TTL runs from request start), otherwise every request writes again;
+* ``<shortest TTL>+keepalive`` (Aider's approach): when the gap exceeds the TTL, ping every
+  ``keepalive_interval`` seconds; each ping is priced as one request that reads the prefix, sends
+  ``ping_input_tokens`` uncached tokens and gets ``ping_output_tokens`` back. ``keepalive_cap_usd``
+  / ``keepalive_max_pings`` cap the ping spend: gaps the budget cannot cover pay a write again;
+* OpenAI before GPT-5.6 (automatic caching, no write fee): ``in_memory`` (entries usually cleared
+  after 5-10 minutes idle: ``in_memory_seconds``, default the 300 s lower bound, source O2
+  https://developers.openai.com/api/docs/guides/prompt-caching) and ``24h`` where the catalog
+  lists extended retention.
+
+Every request is priced through :func:`promptcache.usage.billing.price_record`, so prompt-length
+tiers (Haiku 5.5 above 100K, OpenAI above 272K) and batch pricing apply as in real bills.
+A prefix below the model's minimum cacheable length makes every caching option unavailable.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from promptcache.usage.billing import PriceTable, price_record
+from promptcache.usage.classify import ttl_seconds
+from promptcache.usage.record import UsageRecord
+
+__all__ = ["BreakEven", "PolicyOption", "TtlPolicy", "breakeven", "ttl_policy"]
+
+
+def _catalog() -> tuple[Any, Any]:
+    from promptcache.catalog import get_policy, get_prices
+    return get_policy, get_prices
+
+
+def _frac(x: float | Decimal) -> Fraction:
+    return Fraction(Decimal(str(x)))
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """Result of :func:`breakeven` (USD, tokens).
+
+    Attributes:
+        model: model id asked for.
+        ttl: the TTL priced (``None`` for automatic caching without a TTL parameter).
+        prefix_tokens: the shared prefix (tokens).
+        requests: smallest number of requests within one TTL for which caching is strictly
+            cheaper; ``None`` when caching never pays (below the minimum, or reads not cheaper).
+        read_multiplier, write_multiplier: relative to the input price.
+        uncached_prefix_usd: one prefix at the input rate (USD).
+        write_usd, read_usd: one prefix written / read (USD).
+        reason: why ``requests`` is ``None``.
+    """
+
+    model: str
+    ttl: str | None
+    prefix_tokens: int
+    requests: int | None
+    read_multiplier: float
+    write_multiplier: float
+    uncached_prefix_usd: Decimal
+    write_usd: Decimal
+    read_usd: Decimal
+    reason: str | None = None
+
+    def cost_cached(self, n: int) -> Decimal:
+        """``n`` requests within one TTL with caching: one write, ``n-1`` reads (USD)."""
+        return Decimal(0) if n <= 0 else self.write_usd + (n - 1) * self.read_usd
+
+    def cost_uncached(self, n: int) -> Decimal:
+        """``n`` requests without caching (USD)."""
+        return n * self.uncached_prefix_usd
+
+
+def breakeven(
+    model: str,
+    prefix_tokens: int,
+    ttl: str | None = None,
+    *,
+    prices: PriceTable | None = None,
+    policy: Any = None,
+    at: datetime | None = None,
+) -> BreakEven:
+    """Requests within one TTL from which caching a ``prefix_tokens`` prefix is cheaper.
+
+    Args:
+        model: model id (catalog).
+        prefix_tokens: tokens of the shared prefix.
+        ttl: ``"5m"``/``"1h"`` (Anthropic), ``"30m"`` (OpenAI GPT-5.6+); default: the model's
+            default TTL; ignored for models without a TTL parameter.
+        prices: explicit prices (multipliers then come from these prices).
+        policy: explicit ``CachePolicy`` (models the catalog does not know).
+        at: price date (default now).
+
+    Raises:
+        UnknownModelError: model unknown to the catalog (and no ``policy``/``prices``).
+        ValueError: ``prefix_tokens < 0`` or a TTL the model does not offer.
+    """
+    if prefix_tokens < 0:
+        raise ValueError(f"prefix_tokens must be >= 0, got {prefix_tokens}")
+    get_policy, get_prices = _catalog()
+    pol = get_policy(model, policy=policy)
+    table = prices if prices is not None else get_prices(model, at=at)
+    flat = _flat(table, prefix_tokens)
+    if pol.ttls:
+        ttl = ttl or pol.default_ttl
+        if ttl not in pol.ttls:
+            raise ValueError(f"{model}: TTL {ttl!r} not offered (offered: {', '.join(pol.ttls)})")
+    else:
+        ttl = None
+    if prices is not None:
+        base = _frac(flat.input)
+        r = _frac(flat.cache_read) / base if flat.cache_read is not None else Fraction(1)
+        wp = _write_price(flat, ttl)
+        w = _frac(wp) / base if wp is not None else Fraction(1)
+    else:
+        r = _frac(pol.read_multiplier)
+        w = _frac(pol.write_multiplier(ttl))
+    unit = Decimal(prefix_tokens) * flat.input / Decimal(1_000_000)
+    write_usd = unit * Decimal(w.numerator) / Decimal(w.denominator)
+    read_usd = unit * Decimal(r.numerator) / Decimal(r.denominator)
+    reason: str | None = None
+    n: int | None
+    if prefix_tokens < pol.min_cacheable_tokens:
+        n, reason = None, (f"prefix {prefix_tokens} tokens < minimum {pol.min_cacheable_tokens}: "
+                           "nothing is cached")
+    elif r >= 1:
+        n, reason = None, "reads are not cheaper than uncached input"
+    else:
+        n = max(1, math.floor((w - r) / (1 - r)) + 1)
+    return BreakEven(model, ttl, prefix_tokens, n, float(r), float(w), unit, write_usd, read_usd,
+                     reason)
+
+
+def _flat(table: PriceTable, prompt_tokens: int) -> PriceTable:
+    for_prompt = getattr(table, "for_prompt", None)
+    tiers = getattr(table, "tiers", None)
+    if callable(for_prompt) and tiers:
+        result: PriceTable = for_prompt(prompt_tokens)
+        return result
+    return table
+
+
+def _write_price(p: PriceTable, ttl: str | None) -> Decimal | None:
+    if ttl == "1h" and p.cache_write_1h is not None:
+        return p.cache_write_1h
+    if ttl == "5m" and p.cache_write_5m is not None:
+        return p.cache_write_5m
+    return p.cache_write if p.cache_write is not None else p.cache_write_5m
+
+
+# ------------------------------------------------------------------------------- TTL policy
+
+
+@dataclass(frozen=True)
+class PolicyOption:
+    """One priced policy in :func:`ttl_policy` (USD over the whole horizon).
+
+    Attributes:
+        name: ``none``, ``5m``, ``1h``, ``30m``, ``5m+keepalive``, ``in_memory``, ``24h``.
+        cost: total cost of the ``requests`` requests plus pings (USD).
+        writes, reads: requests that wrote / read the prefix.
+        pings: keepalive pings sent; ``ping_cost``: their total (USD).
+        available: False when the option cannot cache (below the minimum).
+        capped: the keepalive budget ran out before every gap was covered.
+        note: one sentence.
+    """
+
+    name: str
+    cost: Decimal
+    writes: int
+    reads: int
+    pings: int = 0
+    ping_cost: Decimal = Decimal(0)
+    available: bool = True
+    capped: bool = False
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class TtlPolicy:
+    """Result of :func:`ttl_policy`: the cheapest option and every option priced."""
+
+    model: str
+    prefix_tokens: int
+    inter_arrival_seconds: float
+    requests: int
+    best: PolicyOption
+    options: tuple[PolicyOption, ...] = field(default=())
+
+    def option(self, name: str) -> PolicyOption:
+        """The option called ``name`` (KeyError if absent)."""
+        for opt in self.options:
+            if opt.name == name:
+                return opt
+        raise KeyError(name)
+
+    @property
+    def savings_vs_none(self) -> Decimal:
+        """``none`` cost minus the best cost (USD)."""
+        return self.option("none").cost - self.best.cost
+
+
+def ttl_policy(
+    model: str,
+    prefix_tokens: int,
+    inter_arrival_seconds: float,
+    *,
+    requests: int = 100,
+    suffix_tokens: int = 0,
+    output_tokens: int = 0,
+    keepalive_interval: float | None = None,
+    ping_input_tokens: int = 1,
+    ping_output_tokens: int = 1,
+    keepalive_cap_usd: Decimal | float | None = None,
+    keepalive_max_pings: int | None = None,
+    in_memory_seconds: float = 300.0,
+    batch: bool = False,
+    prices: PriceTable | None = None,
+    policy: Any = None,
+    at: datetime | None = None,
+) -> TtlPolicy:
+    """Price each caching policy for steady traffic and return the cheapest.
+
+    Args:
+        model: model id (catalog).
+        prefix_tokens: the shared, cacheable prefix of every request (tokens).
+        inter_arrival_seconds: time between request starts (seconds, > 0).
+        requests: requests in the horizon (>= 1).
+        suffix_tokens, output_tokens: per-request uncached suffix and output (tokens).
+        keepalive_interval: seconds between pings (default 90 % of the TTL).
+        ping_input_tokens, ping_output_tokens: uncached input and output of one ping (tokens).
+        keepalive_cap_usd, keepalive_max_pings: spend cap on pings over the horizon.
+        in_memory_seconds: assumed OpenAI in-memory retention (seconds).
+        batch: price with the batch discount.
+        prices, policy, at: as :func:`breakeven`.
+
+    Returns:
+        :class:`TtlPolicy`; ties go to the option listed first (``none`` first).
+
+    Raises:
+        UnknownModelError: model unknown (and no ``policy``).
+        ValueError: a non-positive interval or request count, or negative token counts.
+    """
+    if inter_arrival_seconds <= 0 or requests < 1:
+        raise ValueError("inter_arrival_seconds must be > 0 and requests >= 1")
+    if min(prefix_tokens, suffix_tokens, output_tokens, ping_input_tokens, ping_output_tokens) < 0:
+        raise ValueError("token counts must be >= 0")
+    get_policy, get_prices = _catalog()
+    pol = get_policy(model, policy=policy)
+    table = prices if prices is not None else get_prices(model, at=at)
+    provider = pol.provider
+    gap = inter_arrival_seconds
+    cap = None if keepalive_cap_usd is None else Decimal(str(keepalive_cap_usd))
+
+    def cost(rec: UsageRecord) -> Decimal:
+        c = price_record(rec, table, batch=batch)
+        assert c.total is not None, c.notes
+        return c.total
+
+    def req(uncached: int, read: int, write: int, ttl: str | None, out: int) -> UsageRecord:
+        fields: dict[str, Any] = {"provider": provider, "model": model,
+                                  "uncached_input": uncached, "cache_read": read,
+                                  "cache_write": write, "output": out}
+        if ttl in ("5m", "1h"):
+            fields["cache_write_5m"] = write if ttl == "5m" else 0
+            fields["cache_write_1h"] = write if ttl == "1h" else 0
+        elif ttl is not None:
+            fields["cache_write_ttl"] = ttl
+        return UsageRecord.model_validate(fields)
+
+    none_cost = requests * cost(req(prefix_tokens + suffix_tokens, 0, 0, None, output_tokens))
+    options = [PolicyOption("none", none_cost, 0, 0, note="every prefix token at the input rate")]
+    cacheable = prefix_tokens >= pol.min_cacheable_tokens and prefix_tokens > 0
+    below = f"prefix {prefix_tokens} tokens < minimum {pol.min_cacheable_tokens}: nothing cached"
+
+    def cached(name: str, ttl: str | None, lifetime: float, *, fee: bool) -> PolicyOption:
+        write_ttl = ttl if fee else None
+        write_rec = (req(suffix_tokens, 0, prefix_tokens, write_ttl, output_tokens) if fee
+                     else req(prefix_tokens + suffix_tokens, 0, 0, None, output_tokens))
+        read_rec = req(suffix_tokens, prefix_tokens, 0, None, output_tokens)
+        if not cacheable:
+            return PolicyOption(name, none_cost, 0, 0, available=False, note=below)
+        if gap <= lifetime:
+            total = cost(write_rec) + (requests - 1) * cost(read_rec)
+            return PolicyOption(name, total, 1, requests - 1,
+                                note=f"gap {gap:g}s within {lifetime:g}s: one write, then reads")
+        return PolicyOption(name, requests * cost(write_rec), requests, 0,
+                            note=f"gap {gap:g}s > {lifetime:g}s: every request writes again")
+
+    def keepalive(name: str, ttl: str, lifetime: float) -> PolicyOption:
+        base = cached(name, ttl, lifetime, fee=True)
+        if not base.available or gap <= lifetime:
+            return PolicyOption(name, base.cost, base.writes, base.reads,
+                                available=base.available,
+                                note=base.note if not base.available else "no pings needed")
+        interval = keepalive_interval if keepalive_interval is not None else 0.9 * lifetime
+        if not 0 < interval <= lifetime:
+            raise ValueError(f"keepalive_interval must be in (0, {lifetime:g}] seconds")
+        per_gap = math.ceil(gap / interval) - 1
+        ping = cost(req(ping_input_tokens, prefix_tokens, 0, None, ping_output_tokens))
+        gaps = requests - 1
+        allowed = gaps * per_gap
+        if keepalive_max_pings is not None:
+            allowed = min(allowed, keepalive_max_pings)
+        if cap is not None and ping > 0:
+            allowed = min(allowed, int(cap // ping))
+        covered = gaps if per_gap == 0 else min(gaps, allowed // per_gap)
+        pings = covered * per_gap
+        write_rec = req(suffix_tokens, 0, prefix_tokens, ttl, output_tokens)
+        read_rec = req(suffix_tokens, prefix_tokens, 0, None, output_tokens)
+        uncovered = gaps - covered
+        total = (cost(write_rec) * (1 + uncovered) + cost(read_rec) * covered + ping * pings)
+        return PolicyOption(
+            name, total, 1 + uncovered, covered, pings, ping * pings, capped=uncovered > 0,
+            note=f"{per_gap} ping(s) per {gap:g}s gap every {interval:g}s"
+                 + (f"; budget covers {covered} of {gaps} gaps" if uncovered else ""),
+        )
+
+    if pol.ttls:
+        for ttl in sorted(pol.ttls, key=ttl_seconds):
+            options.append(cached(ttl, ttl, ttl_seconds(ttl), fee=True))
+        shortest = min(pol.ttls, key=ttl_seconds)
+        options.append(keepalive(f"{shortest}+keepalive", shortest, ttl_seconds(shortest)))
+    elif pol.automatic_caching:
+        fee = bool(pol.write_multipliers)
+        options.append(cached("in_memory", None, in_memory_seconds, fee=fee))
+        for retention in pol.prompt_cache_retention:
+            if retention != "in_memory":
+                options.append(cached(retention, None, ttl_seconds(retention), fee=fee))
+    best = min(options, key=lambda o: (o.cost, options.index(o)))
+    return TtlPolicy(model, prefix_tokens, inter_arrival_seconds, requests, best, tuple(options))

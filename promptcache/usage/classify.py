@@ -1,0 +1,176 @@
+"""Diagnoses over usage records: OpenAI hit classes, append-only checks, collapse causes.
+
+Pure functions; :class:`promptcache.usage.tracker.UsageTracker` calls them as records arrive.
+
+* :func:`classify_openai` (case BR-15): OpenAI caches automatically from
+  ``min_cacheable_tokens`` (1,024) in ``cache_step_tokens`` (128) steps, so a request whose
+  identical prefix is ``p`` tokens can read at most ``1024 + 128*floor((p-1024)/128)``. Anything
+  within that rounding is a full hit; a ``cached_tokens`` that is neither 0 nor on that grid is
+  *anomalous* for first-party models (flagged, not an error: compatible servers use other
+  granularities). https://developers.openai.com/api/docs/guides/prompt-caching
+* :func:`check_append_only` (case BR-18): in an append-only conversation within the TTL, each
+  request reads at least what the previous one read plus what it wrote:
+  ``read[n] >= read[n-1] + creation[n-1]``. Applies to providers that report writes (Anthropic,
+  Bedrock, OpenAI GPT-5.6+); a shortfall is a ``prefix_regression`` (history edited, lookback
+  exceeded...).
+* :func:`classify_collapse`: a session whose reads drop to 0 is ``ttl_expired`` when the gap
+  between request starts exceeds the TTL (Anthropic measures the TTL from request start),
+  ``prefix_changed`` when the prefix fingerprints differ, else ``unknown`` (eviction, routing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from promptcache.usage.record import UsageRecord
+
+__all__ = [
+    "CollapseCause",
+    "OpenAIHit",
+    "Regression",
+    "check_append_only",
+    "classify_collapse",
+    "classify_openai",
+    "predicted_openai_cached",
+    "ttl_seconds",
+]
+
+CollapseCause = Literal["ttl_expired", "prefix_changed", "unknown"]
+OpenAIClass = Literal[
+    "not_cacheable_below_minimum", "full_hit", "partial_hit", "miss", "anomalous", "unknown"
+]
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def ttl_seconds(ttl: str) -> float:
+    """``"5m"`` -> 300.0, ``"1h"`` -> 3600.0, ``"30m"``, ``"24h"``... (seconds).
+
+    Raises:
+        ValueError: not a number followed by s/m/h/d.
+    """
+    ttl = ttl.strip()
+    if len(ttl) < 2 or ttl[-1] not in _UNITS:
+        raise ValueError(f"not a TTL: {ttl!r} (expected e.g. '5m', '1h')")
+    try:
+        return float(ttl[:-1]) * _UNITS[ttl[-1]]
+    except ValueError:
+        raise ValueError(f"not a TTL: {ttl!r} (expected e.g. '5m', '1h')") from None
+
+
+def predicted_openai_cached(identical_prefix_tokens: int, *, minimum: int = 1024,
+                            step: int = 128) -> int:
+    """Most tokens OpenAI can read for a prefix of ``identical_prefix_tokens`` tokens (tokens)."""
+    if identical_prefix_tokens < minimum:
+        return 0
+    return minimum + step * ((identical_prefix_tokens - minimum) // step)
+
+
+@dataclass(frozen=True)
+class OpenAIHit:
+    """Result of :func:`classify_openai`.
+
+    Attributes:
+        classification: ``not_cacheable_below_minimum`` | ``full_hit`` | ``partial_hit`` |
+            ``miss`` | ``anomalous`` | ``unknown``.
+        cached: the reported ``cached_tokens`` (tokens).
+        predicted: most cacheable tokens given the identical prefix (tokens), if known.
+        hit_rate: ``cached / prompt tokens`` of this response.
+        detail: one sentence.
+    """
+
+    classification: OpenAIClass
+    cached: int | None
+    predicted: int | None
+    hit_rate: float | None
+    detail: str
+
+
+def classify_openai(
+    record: UsageRecord,
+    identical_prefix_tokens: int | None = None,
+    *,
+    minimum: int = 1024,
+    step: int = 128,
+) -> OpenAIHit:
+    """Classify one OpenAI response's cache outcome (case BR-15).
+
+    Args:
+        record: the parsed response.
+        identical_prefix_tokens: tokens this request shares with the previous one (from a diff),
+            when known.
+        minimum: ``CachePolicy.min_cacheable_tokens`` (1,024 for OpenAI).
+        step: ``CachePolicy.cache_step_tokens`` (128 for OpenAI).
+    """
+    cached, total, rate = record.cache_read, record.total_input, record.hit_rate
+    if cached is None or total is None:
+        return OpenAIHit("unknown", cached, None, rate, "cached_tokens not reported")
+    if cached != 0 and (cached < minimum or (cached - minimum) % step != 0):
+        return OpenAIHit(
+            "anomalous", cached, None, rate,
+            f"cached_tokens {cached} is neither 0 nor {minimum} + a multiple of {step}: "
+            "unexpected for first-party OpenAI models (compatible servers may use other steps)",
+        )
+    bound = total if identical_prefix_tokens is None else min(identical_prefix_tokens, total)
+    if bound < minimum:
+        return OpenAIHit(
+            "not_cacheable_below_minimum", cached, 0, rate,
+            f"shared prefix {bound} tokens < minimum {minimum}: nothing can be cached",
+        )
+    if identical_prefix_tokens is None:
+        cls: OpenAIClass = "miss" if cached == 0 else "unknown"
+        return OpenAIHit(cls, cached, None, rate, "identical prefix length unknown")
+    predicted = predicted_openai_cached(bound, minimum=minimum, step=step)
+    if cached >= predicted:
+        return OpenAIHit(
+            "full_hit", cached, predicted, rate,
+            f"{bound} identical tokens round down to {predicted}: the uncached rest is granularity",
+        )
+    if cached == 0:
+        return OpenAIHit("miss", cached, predicted, rate,
+                         f"expected up to {predicted} cached tokens, got 0 (routing or eviction)")
+    return OpenAIHit("partial_hit", cached, predicted, rate,
+                     f"expected {predicted} cached tokens, got {cached}")
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A ``prefix_regression`` found by :func:`check_append_only` (tokens)."""
+
+    expected_min_read: int
+    observed_read: int
+
+    @property
+    def shortfall(self) -> int:
+        """``expected_min_read - observed_read`` (tokens)."""
+        return self.expected_min_read - self.observed_read
+
+
+def check_append_only(prev: UsageRecord, cur: UsageRecord) -> Regression | None:
+    """``read[n] >= read[n-1] + creation[n-1]`` for consecutive requests of one session.
+
+    Returns ``None`` when it holds or when a count is unknown (the check needs reported writes).
+    The caller is responsible for "within the TTL".
+    """
+    if prev.cache_read is None or prev.writes is None or cur.cache_read is None:
+        return None
+    expected = prev.cache_read + prev.writes
+    if cur.cache_read >= expected:
+        return None
+    return Regression(expected_min_read=expected, observed_read=cur.cache_read)
+
+
+def classify_collapse(prev: UsageRecord, cur: UsageRecord, ttl: float) -> CollapseCause:
+    """Why ``cur`` read nothing although ``prev`` (same session) read or wrote a prefix.
+
+    Args:
+        ttl: lifetime of the previous entry in seconds, measured from request start.
+    """
+    if prev.start is not None and cur.start is not None and cur.start - prev.start > ttl:
+        return "ttl_expired"
+    if prev.prefix_hash is not None and cur.prefix_hash is not None and (
+        prev.prefix_hash != cur.prefix_hash
+    ):
+        return "prefix_changed"
+    return "unknown"

@@ -1,0 +1,250 @@
+"""``promptcache report`` and ``promptcache breakeven``.
+
+``report USAGE.jsonl``: reads a JSONL usage log (as :class:`~promptcache.usage.JsonlSink` writes
+it), prices every record (catalog prices, ``--prices`` override file) and prints, by label and
+model: requests, hit rate (ratio of sums) and request hit rate, tokens by kind, cost, savings,
+and the tracker's diagnostics. ``--format text|json|csv``; ``--plot out.png`` draws cumulative
+hit rate and cost over time (needs the ``plot`` extra: matplotlib).
+
+``breakeven --model M --prefix-tokens N [--ttl 5m|1h] [--interval SECONDS]``: the number of
+requests within the TTL from which caching pays; with ``--interval`` also every TTL policy priced
+for that inter-arrival time and the cheapest.
+
+Exit codes: 0 success, 2 bad input (one line on stderr naming the file or option and the reason).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from collections import Counter
+from decimal import Decimal
+from typing import Any, NoReturn
+
+import click
+
+from promptcache._errors import CatalogError, InputError, UnknownModelError
+from promptcache.usage.sinks import read_jsonl
+from promptcache.usage.tracker import UsageSummary, UsageTracker
+
+__all__ = ["breakeven_command", "report_command"]
+
+
+def _fail(where: str, reason: str) -> NoReturn:
+    click.echo(f"{where}: {reason}", err=True)
+    sys.exit(2)
+
+
+def _money(x: Decimal | None, places: str = "0.000001") -> str:
+    return "?" if x is None else f"${x.quantize(Decimal(places))}"
+
+
+def _pct(x: float | None) -> str:
+    return "?" if x is None else f"{100 * x:.2f}%"
+
+
+_COLUMNS = ("label", "model", "requests", "hit_rate", "request_hit_rate", "uncached_input",
+            "cache_read", "cache_write_5m", "cache_write_1h", "cache_write", "output",
+            "cost_usd", "savings_usd")
+
+
+def _row(label: str | None, model: str | None, s: UsageSummary) -> dict[str, Any]:
+    d = s.as_dict()
+    return {"label": label, "model": model, **{k: d[k] for k in _COLUMNS[2:]}}
+
+
+@click.command("report")
+@click.argument("usage_file", metavar="USAGE.jsonl")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
+              show_default=True, help="Output format.")
+@click.option("--plot", "plot_path", metavar="OUT.png", default=None,
+              help="Write cumulative hit rate and cost over time to a PNG (needs matplotlib).")
+@click.option("--prices", "prices_file", metavar="PRICES.toml", default=None,
+              help="Price override file (see promptcache.catalog.load_overrides).")
+@click.option("--batch", is_flag=True, help="Price every record with the batch discount.")
+def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file: str | None,
+                   batch: bool) -> None:
+    """Hit rate, tokens, cost and savings by label and model from a JSONL usage log."""
+    try:
+        records = read_jsonl(usage_file)
+    except InputError as exc:
+        _fail(exc.file, exc.reason)
+    if prices_file is not None:
+        from promptcache.catalog import load_overrides
+
+        try:
+            load_overrides(prices_file)
+        except CatalogError as exc:
+            _fail(prices_file, str(exc).removeprefix(f"{prices_file}: "))
+    tracker = UsageTracker(batch=True if batch else None, warmup=10**9)
+    for rec in records:
+        tracker.add(rec)
+    groups = sorted(tracker.by_label_model().items(),
+                    key=lambda kv: (str(kv[0][0]), str(kv[0][1])))
+    total = tracker.summary()
+    rows = [_row(label, model, s) for (label, model), s in groups]
+    events: Counter[str] = Counter(str(e.kind) for e in tracker.events)
+    if fmt == "json":
+        click.echo(json.dumps({"file": usage_file, "groups": rows,
+                               "total": _row(None, None, total), "events": dict(events),
+                               "messages": [e.message for e in tracker.events
+                                            if e.kind not in ("unpriced", "usage_anomaly")]},
+                              indent=2))
+    elif fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(_COLUMNS), lineterminator="\n")
+        writer.writeheader()
+        for row in [*rows, _row("TOTAL", None, total)]:
+            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        click.echo(buf.getvalue(), nl=False)
+    else:
+        _print_table(usage_file, groups, total, events)
+    if plot_path is not None:
+        _plot(tracker, plot_path)
+
+
+def _print_table(name: str, groups: list[tuple[tuple[str | None, str | None], UsageSummary]],
+                 total: UsageSummary, events: Counter[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"usage: {name}")
+    for col, just in (("label", "left"), ("model", "left"), ("requests", "right"),
+                      ("hit rate", "right"), ("req. hits", "right"), ("uncached", "right"),
+                      ("cache read", "right"), ("write 5m", "right"), ("write 1h", "right"),
+                      ("write other", "right"), ("output", "right"), ("cost", "right"),
+                      ("savings", "right")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+
+    def add(label: str, model: str, s: UsageSummary, *, end: bool = False) -> None:
+        other = s.cache_write - s.cache_write_5m - s.cache_write_1h
+        unknown = f" ({s.requests_unknown} unknown)" if s.requests_unknown else ""
+        table.add_row(label, model, f"{s.requests}{unknown}", _pct(s.hit_rate),
+                      _pct(s.request_hit_rate), f"{s.uncached_input:,}", f"{s.cache_read:,}",
+                      f"{s.cache_write_5m:,}", f"{s.cache_write_1h:,}", f"{other:,}",
+                      f"{s.output:,}", _money(s.cost, "0.0001"), _money(s.savings, "0.0001"),
+                      end_section=end)
+
+    for i, ((label, model), s) in enumerate(groups):
+        add(label or "-", model or "-", s, end=i == len(groups) - 1)
+    add("TOTAL", "", total)
+    console = Console(width=max(160, Console().width))
+    console.print(table)
+    if events:
+        console.print("events: " + ", ".join(f"{n} {k}" for k, n in sorted(events.items())))
+
+
+def _plot(tracker: UsageTracker, path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        _fail(path, "plotting needs matplotlib: pip install 'promptcache[plot]'")
+    pairs = list(zip(tracker.records, tracker.costs, strict=True))
+    timed = [(r.start if r.start is not None else r.end, r, c) for r, c in pairs]
+    use_time = all(t is not None for t, _, _ in timed) and bool(timed)
+    if use_time:
+        timed.sort(key=lambda x: x[0] or 0.0)
+    xs: list[float] = []
+    rates: list[float] = []
+    costs: list[float] = []
+    read = total = 0
+    spent = Decimal(0)
+    t0 = timed[0][0] if use_time and timed[0][0] is not None else 0.0
+    for i, (t, rec, cost) in enumerate(timed):
+        if rec.total_input is not None and rec.cache_read is not None:
+            read += rec.cache_read
+            total += rec.total_input
+        if cost is not None and cost.total is not None:
+            spent += cost.total
+        xs.append(((t or 0.0) - t0) / 60 if use_time else float(i))
+        rates.append(read / total if total else float("nan"))
+        costs.append(float(spent))
+    fig, (ax1, ax2) = plt.subplots(2, 1, sharex=True, figsize=(8, 6))
+    ax1.plot(xs, rates)
+    ax1.set_ylabel("cumulative hit rate")
+    ax1.set_ylim(0, 1)
+    ax2.plot(xs, costs, color="tab:red")
+    ax2.set_ylabel("cumulative cost (USD)")
+    ax2.set_xlabel("minutes since first request" if use_time else "request #")
+    fig.tight_layout()
+    try:
+        fig.savefig(path)
+    except OSError as exc:
+        _fail(path, exc.strerror or str(exc))
+    finally:
+        plt.close(fig)
+
+
+@click.command("breakeven")
+@click.option("--model", required=True, help="Model id (catalog).")
+@click.option("--prefix-tokens", type=click.IntRange(min=0), required=True,
+              help="Tokens of the shared prefix.")
+@click.option("--ttl", default=None, help="TTL to price: 5m or 1h (Anthropic), 30m (OpenAI 5.6+).")
+@click.option("--interval", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds between requests: also compare every TTL policy.")
+@click.option("--requests", "n_requests", type=click.IntRange(min=1), default=100,
+              show_default=True, help="Requests in the horizon (with --interval).")
+@click.option("--suffix-tokens", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--output-tokens", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--keepalive-cap", type=click.FloatRange(min=0), default=None,
+              help="Spend cap in USD on keepalive pings over the horizon.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def breakeven_command(model: str, prefix_tokens: int, ttl: str | None, interval: float | None,
+                      n_requests: int, suffix_tokens: int, output_tokens: int,
+                      keepalive_cap: float | None, fmt: str) -> None:
+    """Requests within the TTL from which caching pays, and the cheapest TTL policy."""
+    from promptcache.usage.breakeven import breakeven, ttl_policy
+
+    try:
+        be = breakeven(model, prefix_tokens, ttl)
+        pol = None if interval is None else ttl_policy(
+            model, prefix_tokens, interval, requests=n_requests, suffix_tokens=suffix_tokens,
+            output_tokens=output_tokens, keepalive_cap_usd=keepalive_cap)
+    except UnknownModelError as exc:
+        _fail("--model", str(exc))
+    except ValueError as exc:
+        _fail("--ttl" if "TTL" in str(exc) else "breakeven", str(exc))
+    if fmt == "json":
+        out: dict[str, Any] = {
+            "model": be.model, "ttl": be.ttl, "prefix_tokens": be.prefix_tokens,
+            "requests": be.requests, "read_multiplier": be.read_multiplier,
+            "write_multiplier": be.write_multiplier,
+            "uncached_prefix_usd": str(be.uncached_prefix_usd), "write_usd": str(be.write_usd),
+            "read_usd": str(be.read_usd), "reason": be.reason,
+        }
+        if pol is not None:
+            out["policy"] = {
+                "inter_arrival_seconds": pol.inter_arrival_seconds, "requests": pol.requests,
+                "best": pol.best.name,
+                "options": [{"name": o.name, "cost_usd": str(o.cost), "writes": o.writes,
+                             "reads": o.reads, "pings": o.pings, "ping_cost_usd": str(o.ping_cost),
+                             "available": o.available, "capped": o.capped, "note": o.note}
+                            for o in pol.options],
+            }
+        click.echo(json.dumps(out, indent=2))
+        return
+    ttl_text = f"TTL {be.ttl}" if be.ttl else "automatic caching"
+    if be.requests is None:
+        click.echo(f"{model}, {prefix_tokens}-token prefix, {ttl_text}: caching never pays "
+                   f"({be.reason})")
+    else:
+        click.echo(f"{model}, {prefix_tokens}-token prefix, {ttl_text}: caching is cheaper from "
+                   f"{be.requests} requests within the TTL (per prefix: uncached "
+                   f"{_money(be.uncached_prefix_usd)}, write {_money(be.write_usd)}, read "
+                   f"{_money(be.read_usd)}; x{be.write_multiplier:g} write, "
+                   f"x{be.read_multiplier:g} read)")
+    if pol is not None:
+        click.echo(f"{pol.requests} requests every {pol.inter_arrival_seconds:g}s:")
+        for o in pol.options:
+            mark = "*" if o is pol.best else " "
+            extra = f", {o.pings} pings ({_money(o.ping_cost)})" if o.pings else ""
+            click.echo(f" {mark} {o.name:<14} {_money(o.cost, '0.0001'):>12}  "
+                       f"{o.writes} writes, {o.reads} reads{extra}; {o.note}")
+        click.echo(f"cheapest: {pol.best.name} (saves {_money(pol.savings_vs_none, '0.0001')} "
+                   "vs no caching)")

@@ -1,0 +1,648 @@
+"""Parse provider usage objects (SDK objects or plain dicts) into :class:`UsageRecord`.
+
+Every provider has one private ``_map_usage_<provider>`` that turns its usage object into a flat
+dict of *raw counters* (the provider's own field names), and one ``_build_<provider>`` that turns
+raw counters into a record. Streaming goes through the same two steps: :class:`StreamUsage`
+merges the raw counters of every event of one response with the BR-30 rule (per field, the
+**maximum** across the response's events; counters never decrease within one response, so a
+decrease is flagged, and cumulative counters are never summed), then builds one record.
+
+Provider semantics (sources: reference/hosted-api-rules.md sections 1.8, 2.4, 3):
+
+* Anthropic (https://github.com/anthropics/anthropic-sdk-python ``types/usage.py``):
+  ``input_tokens`` is the uncached bucket; ``cache_read_input_tokens`` and
+  ``cache_creation_input_tokens`` are separate; ``cache_creation.ephemeral_{5m,1h}_input_tokens``
+  splits writes by TTL. Streaming: ``message_start`` carries the input side and the TTL split,
+  ``message_delta.usage`` carries *cumulative* counts (no TTL split). Some relays send everything
+  on ``message_delta`` only; the max-merge gives the same record either way.
+* OpenAI chat (https://github.com/openai/openai-python ``types/completion_usage.py``):
+  ``prompt_tokens`` *includes* ``prompt_tokens_details.cached_tokens`` and ``cache_write_tokens``;
+  uncached = prompt - cached - written (clamped at 0 with the flag ``input_parts_exceed_total``).
+  Streaming: the ``include_usage`` chunk (``choices: []``). vLLM and other compatible servers use
+  the same shape; a missing ``cached_tokens`` is unknown (``None``), not 0.
+* OpenAI Responses (``types/responses/response_usage.py``): ``input_tokens`` inclusive,
+  ``input_tokens_details.{cached_tokens, cache_write_tokens}``; streaming: ``response.completed``.
+* DeepSeek (https://api-docs.deepseek.com/guides/kv_cache): ``prompt_cache_hit_tokens`` (read) and
+  ``prompt_cache_miss_tokens`` (uncached); no write category.
+* Bedrock Converse (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_TokenUsage.html):
+  ``inputTokens`` excludes ``cacheReadInputTokens``/``cacheWriteInputTokens``; ``cacheDetails``
+  (``[{ttl, inputTokens}]``) splits writes by TTL. Streaming: the ``metadata`` event.
+* Gemini (https://ai.google.dev/gemini-api/docs/caching): ``usage_metadata.prompt_token_count``
+  includes ``cached_content_token_count``; thoughts are billed as output. Deviation from "missing
+  means unknown": the Gemini REST API serialises with proto3 JSON rules, which omit zero-valued
+  fields, so when ``prompt_token_count`` is present an absent ``cached_content_token_count`` /
+  ``candidates_token_count`` / ``thoughts_token_count`` is 0.
+
+Errors: :class:`promptcache._errors.InvalidRequestError` (path ``"usage"``) for an object that
+carries no recognisable usage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from promptcache._errors import InvalidRequestError
+from promptcache.usage.record import UsageRecord
+
+__all__ = [
+    "PROVIDERS",
+    "StreamUsage",
+    "detect_provider",
+    "merge_cumulative",
+    "parse_stream",
+    "parse_usage",
+]
+
+Raw = dict[str, Any]  # raw counters: provider field name -> int | None (plus a few strings)
+
+#: Wire formats :func:`parse_usage` understands (``provider=`` values).
+PROVIDERS = ("anthropic", "openai", "openai-responses", "vllm", "deepseek", "bedrock", "gemini")
+
+# Raw keys that are not counters (never max-merged, last non-None wins).
+_META_KEYS = frozenset({"service_tier", "model", "request_id", "_split_ttls"})
+
+
+# ---------------------------------------------------------------------------- generic helpers
+
+
+def _to_dict(obj: Any) -> dict[str, Any]:
+    """SDK object (pydantic) or mapping -> plain dict; anything else -> InvalidRequestError."""
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        result = dump(warnings=False)
+        if isinstance(result, dict):
+            return result
+    to_dict = getattr(obj, "to_dict", None)
+    if callable(to_dict):
+        result = to_dict()
+        if isinstance(result, dict):
+            return result
+    raise InvalidRequestError("usage", f"cannot read usage from a {type(obj).__name__}")
+
+
+def _sub(d: Mapping[str, Any] | None, *keys: str) -> Any:
+    """``d[k1][k2]...`` with ``None`` for any missing level."""
+    cur: Any = d
+    for key in keys:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(key)
+    return cur
+
+
+def _int(value: Any, field: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidRequestError(f"usage.{field}", f"expected a token count, got {value!r}")
+    if isinstance(value, float) and not value.is_integer():
+        raise InvalidRequestError(f"usage.{field}", f"expected a whole token count, got {value!r}")
+    if value < 0:
+        raise InvalidRequestError(f"usage.{field}", f"negative token count {value!r}")
+    return int(value)
+
+
+def _first(d: Mapping[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if key in d and d[key] is not None:
+            return d[key]
+    return None
+
+
+# ---------------------------------------------------------------------------- Anthropic
+
+
+def _map_usage_anthropic(u: Mapping[str, Any]) -> Raw:
+    split = u.get("cache_creation")
+    raw: Raw = {
+        "input_tokens": _int(u.get("input_tokens"), "input_tokens"),
+        "cache_read_input_tokens": _int(u.get("cache_read_input_tokens"), "cache_read_input_tokens"),
+        "cache_creation_input_tokens": _int(
+            u.get("cache_creation_input_tokens"), "cache_creation_input_tokens"
+        ),
+        "ephemeral_5m_input_tokens": _int(
+            _sub(split, "ephemeral_5m_input_tokens"), "cache_creation.ephemeral_5m_input_tokens"
+        ),
+        "ephemeral_1h_input_tokens": _int(
+            _sub(split, "ephemeral_1h_input_tokens"), "cache_creation.ephemeral_1h_input_tokens"
+        ),
+        "output_tokens": _int(u.get("output_tokens"), "output_tokens"),
+        "thinking_tokens": _int(
+            _sub(u, "output_tokens_details", "thinking_tokens"), "output_tokens_details"
+        ),
+        "service_tier": u.get("service_tier"),
+    }
+    return raw
+
+
+def _build_anthropic(raw: Raw) -> dict[str, Any]:
+    flags: list[str] = []
+    total_w = raw.get("cache_creation_input_tokens")
+    w5, w1 = raw.get("ephemeral_5m_input_tokens"), raw.get("ephemeral_1h_input_tokens")
+    if w5 is not None or w1 is not None:
+        split_sum = (w5 or 0) + (w1 or 0)
+        if total_w is None:
+            total_w = split_sum
+        if split_sum != total_w:
+            flags.append("cache_write_split_mismatch")
+            w5 = w1 = None
+        else:
+            w5, w1 = w5 or 0, w1 or 0
+    return {
+        "uncached_input": raw.get("input_tokens"),
+        "cache_read": raw.get("cache_read_input_tokens"),
+        "cache_write": total_w,
+        "cache_write_5m": w5,
+        "cache_write_1h": w1,
+        "output": raw.get("output_tokens"),
+        "reasoning": raw.get("thinking_tokens"),
+        "service_tier": raw.get("service_tier"),
+        "flags": flags,
+    }
+
+
+# ---------------------------------------------------------------------------- OpenAI chat / vLLM
+
+
+def _map_usage_openai(u: Mapping[str, Any]) -> Raw:
+    details = u.get("prompt_tokens_details")
+    return {
+        "prompt_tokens": _int(u.get("prompt_tokens"), "prompt_tokens"),
+        "completion_tokens": _int(u.get("completion_tokens"), "completion_tokens"),
+        "cached_tokens": _int(_sub(details, "cached_tokens"), "prompt_tokens_details.cached_tokens"),
+        "cache_write_tokens": _int(
+            _sub(details, "cache_write_tokens"), "prompt_tokens_details.cache_write_tokens"
+        ),
+        "reasoning_tokens": _int(
+            _sub(u, "completion_tokens_details", "reasoning_tokens"),
+            "completion_tokens_details.reasoning_tokens",
+        ),
+    }
+
+
+def _split_inclusive(
+    total: int | None, read: int | None, write: int | None, flags: list[str]
+) -> int | None:
+    """Uncached part of an inclusive total; clamps at 0 and flags when the parts exceed it."""
+    if total is None or read is None:
+        return None
+    uncached = total - read - (write or 0)
+    if uncached < 0:
+        flags.append("input_parts_exceed_total")
+        return 0
+    return uncached
+
+
+def _build_openai(raw: Raw) -> dict[str, Any]:
+    flags: list[str] = []
+    read, write = raw.get("cached_tokens"), raw.get("cache_write_tokens")
+    return {
+        "uncached_input": _split_inclusive(raw.get("prompt_tokens"), read, write, flags),
+        "cache_read": read,
+        "cache_write": write,
+        # prompt_cache_options.ttl: "30m" is the default and only documented value (GPT-5.6+).
+        "cache_write_ttl": "30m" if write else None,
+        "input_total": raw.get("prompt_tokens"),
+        "output": raw.get("completion_tokens"),
+        "reasoning": raw.get("reasoning_tokens"),
+        "service_tier": raw.get("service_tier"),
+        "flags": flags,
+    }
+
+
+# ---------------------------------------------------------------------------- OpenAI Responses
+
+
+def _map_usage_openai_responses(u: Mapping[str, Any]) -> Raw:
+    details = u.get("input_tokens_details")
+    ttl_details = _sub(details, "cache_write_tokens_details")
+    return {
+        "input_tokens": _int(u.get("input_tokens"), "input_tokens"),
+        "output_tokens": _int(u.get("output_tokens"), "output_tokens"),
+        "cached_tokens": _int(_sub(details, "cached_tokens"), "input_tokens_details.cached_tokens"),
+        "cache_write_tokens": _int(
+            _sub(details, "cache_write_tokens"), "input_tokens_details.cache_write_tokens"
+        ),
+        "ttl_30m_tokens": _int(_sub(ttl_details, "ttl_30m_tokens"), "ttl_30m_tokens"),
+        "ttl_12h_tokens": _int(_sub(ttl_details, "ttl_12h_tokens"), "ttl_12h_tokens"),
+        "reasoning_tokens": _int(
+            _sub(u, "output_tokens_details", "reasoning_tokens"),
+            "output_tokens_details.reasoning_tokens",
+        ),
+    }
+
+
+def _build_openai_responses(raw: Raw) -> dict[str, Any]:
+    flags: list[str] = []
+    read, write = raw.get("cached_tokens"), raw.get("cache_write_tokens")
+    ttl: str | None = None
+    if write:
+        t30, t12 = raw.get("ttl_30m_tokens") or 0, raw.get("ttl_12h_tokens") or 0
+        ttl = "12h" if t12 and not t30 else "30m" if t30 or not t12 else None
+    return {
+        "uncached_input": _split_inclusive(raw.get("input_tokens"), read, write, flags),
+        "cache_read": read,
+        "cache_write": write,
+        "cache_write_ttl": ttl,
+        "input_total": raw.get("input_tokens"),
+        "output": raw.get("output_tokens"),
+        "reasoning": raw.get("reasoning_tokens"),
+        "service_tier": raw.get("service_tier"),
+        "flags": flags,
+    }
+
+
+# ---------------------------------------------------------------------------- DeepSeek
+
+
+def _map_usage_deepseek(u: Mapping[str, Any]) -> Raw:
+    return {
+        "prompt_tokens": _int(u.get("prompt_tokens"), "prompt_tokens"),
+        "prompt_cache_hit_tokens": _int(u.get("prompt_cache_hit_tokens"), "prompt_cache_hit_tokens"),
+        "prompt_cache_miss_tokens": _int(
+            u.get("prompt_cache_miss_tokens"), "prompt_cache_miss_tokens"
+        ),
+        "completion_tokens": _int(u.get("completion_tokens"), "completion_tokens"),
+        "reasoning_tokens": _int(
+            _sub(u, "completion_tokens_details", "reasoning_tokens"),
+            "completion_tokens_details.reasoning_tokens",
+        ),
+    }
+
+
+def _build_deepseek(raw: Raw) -> dict[str, Any]:
+    flags: list[str] = []
+    hit, miss, prompt = (
+        raw.get("prompt_cache_hit_tokens"),
+        raw.get("prompt_cache_miss_tokens"),
+        raw.get("prompt_tokens"),
+    )
+    if miss is None and prompt is not None and hit is not None:
+        miss = _split_inclusive(prompt, hit, None, flags)
+    if prompt is None and hit is not None and miss is not None:
+        prompt = hit + miss
+    if prompt is not None and hit is not None and miss is not None and hit + miss != prompt:
+        flags.append("input_parts_exceed_total" if hit + miss > prompt else "input_parts_short")
+    return {
+        "uncached_input": miss,
+        "cache_read": hit,
+        "input_total": prompt,
+        "output": raw.get("completion_tokens"),
+        "reasoning": raw.get("reasoning_tokens"),
+        "flags": flags,
+    }
+
+
+# ---------------------------------------------------------------------------- Bedrock Converse
+
+
+def _map_usage_bedrock(u: Mapping[str, Any]) -> Raw:
+    raw: Raw = {
+        "inputTokens": _int(u.get("inputTokens"), "inputTokens"),
+        "outputTokens": _int(u.get("outputTokens"), "outputTokens"),
+        "cacheReadInputTokens": _int(u.get("cacheReadInputTokens"), "cacheReadInputTokens"),
+        "cacheWriteInputTokens": _int(u.get("cacheWriteInputTokens"), "cacheWriteInputTokens"),
+        "cacheWrite5m": None,
+        "cacheWrite1h": None,
+    }
+    details = u.get("cacheDetails")
+    if isinstance(details, list) and details:
+        w5 = w1 = 0
+        for i, item in enumerate(details):
+            ttl = _sub(item, "ttl")
+            n = _int(_sub(item, "inputTokens"), f"cacheDetails[{i}].inputTokens") or 0
+            if ttl == "5m":
+                w5 += n
+            elif ttl == "1h":
+                w1 += n
+            else:
+                raise InvalidRequestError(f"usage.cacheDetails[{i}].ttl", f"unknown TTL {ttl!r}")
+        raw["cacheWrite5m"], raw["cacheWrite1h"] = w5, w1
+    return raw
+
+
+def _build_bedrock(raw: Raw) -> dict[str, Any]:
+    flags: list[str] = []
+    total_w = raw.get("cacheWriteInputTokens")
+    w5, w1 = raw.get("cacheWrite5m"), raw.get("cacheWrite1h")
+    if w5 is not None and w1 is not None:
+        if total_w is None:
+            total_w = w5 + w1
+        elif w5 + w1 != total_w:
+            flags.append("cache_write_split_mismatch")
+            w5 = w1 = None
+    return {
+        "uncached_input": raw.get("inputTokens"),
+        "cache_read": raw.get("cacheReadInputTokens"),
+        "cache_write": total_w,
+        "cache_write_5m": w5,
+        "cache_write_1h": w1,
+        "output": raw.get("outputTokens"),
+        "flags": flags,
+    }
+
+
+# ---------------------------------------------------------------------------- Gemini
+
+
+def _map_usage_gemini(u: Mapping[str, Any]) -> Raw:
+    def field(snake: str) -> int | None:
+        camel = snake.split("_")[0] + "".join(p.title() for p in snake.split("_")[1:])
+        return _int(_first(u, snake, camel), snake)
+
+    raw: Raw = {
+        "prompt_token_count": field("prompt_token_count"),
+        "cached_content_token_count": field("cached_content_token_count"),
+        "candidates_token_count": field("candidates_token_count"),
+        "thoughts_token_count": field("thoughts_token_count"),
+        "tool_use_prompt_token_count": field("tool_use_prompt_token_count"),
+    }
+    if raw["prompt_token_count"] is not None:  # proto3 JSON omits zero-valued counters
+        for key in ("cached_content_token_count", "candidates_token_count", "thoughts_token_count",
+                    "tool_use_prompt_token_count"):
+            if raw[key] is None:
+                raw[key] = 0
+    return raw
+
+
+def _build_gemini(raw: Raw) -> dict[str, Any]:
+    flags: list[str] = []
+    prompt = raw.get("prompt_token_count")
+    tool_prompt = raw.get("tool_use_prompt_token_count") or 0
+    total = None if prompt is None else prompt + tool_prompt
+    read = raw.get("cached_content_token_count")
+    cand, thoughts = raw.get("candidates_token_count"), raw.get("thoughts_token_count")
+    return {
+        "uncached_input": _split_inclusive(total, read, None, flags),
+        "cache_read": read,
+        "input_total": total,
+        "output": None if cand is None else cand + (thoughts or 0),
+        "reasoning": thoughts,
+        "flags": flags,
+    }
+
+
+# ---------------------------------------------------------------------------- dispatch
+
+_Mapper = Callable[[Mapping[str, Any]], Raw]
+_Builder = Callable[[Raw], dict[str, Any]]
+
+_FORMATS: dict[str, tuple[_Mapper, _Builder]] = {
+    "anthropic": (_map_usage_anthropic, _build_anthropic),
+    "openai": (_map_usage_openai, _build_openai),
+    "vllm": (_map_usage_openai, _build_openai),
+    "openai-responses": (_map_usage_openai_responses, _build_openai_responses),
+    "deepseek": (_map_usage_deepseek, _build_deepseek),
+    "bedrock": (_map_usage_bedrock, _build_bedrock),
+    "gemini": (_map_usage_gemini, _build_gemini),
+}
+
+
+def _usage_kind(u: Mapping[str, Any]) -> str | None:
+    """Guess the wire format of a bare usage mapping from its field names."""
+    keys = set(u)
+    if keys & {"prompt_cache_hit_tokens", "prompt_cache_miss_tokens"}:
+        return "deepseek"
+    if keys & {"inputTokens", "cacheReadInputTokens", "cacheWriteInputTokens", "cacheDetails"}:
+        return "bedrock"
+    if keys & {"prompt_token_count", "promptTokenCount", "cached_content_token_count",
+               "cachedContentTokenCount", "candidates_token_count", "candidatesTokenCount"}:
+        return "gemini"
+    if "prompt_tokens" in keys or "prompt_tokens_details" in keys:
+        return "openai"
+    if "input_tokens_details" in keys or (
+        "output_tokens_details" in keys and _sub(u, "output_tokens_details", "reasoning_tokens")
+        is not None
+    ):
+        return "openai-responses"
+    if keys & {"input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"}:
+        return "anthropic"
+    return None
+
+
+def _locate(d: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, dict[str, Any], str | None]:
+    """Find the usage mapping inside a response/event; returns (usage, meta, format hint)."""
+    meta: dict[str, Any] = {}
+    kind = d.get("type")
+    if kind == "message_start" and isinstance(d.get("message"), Mapping):
+        inner = d["message"]
+        meta = {"model": inner.get("model"), "request_id": inner.get("id")}
+        usage = inner.get("usage")
+        return (usage if isinstance(usage, Mapping) else None), meta, "anthropic"
+    if kind == "message_delta":
+        usage = d.get("usage")
+        return (usage if isinstance(usage, Mapping) else None), meta, "anthropic"
+    if isinstance(kind, str) and kind.startswith("response.") and isinstance(
+        d.get("response"), Mapping
+    ):
+        inner = d["response"]
+        meta = {"model": inner.get("model"), "request_id": inner.get("id"),
+                "service_tier": inner.get("service_tier")}
+        usage = inner.get("usage")
+        return (usage if isinstance(usage, Mapping) else None), meta, "openai-responses"
+    if isinstance(d.get("metadata"), Mapping) and "usage" in d["metadata"]:  # Bedrock stream
+        usage = d["metadata"]["usage"]
+        return (usage if isinstance(usage, Mapping) else None), meta, "bedrock"
+    for key in ("usage_metadata", "usageMetadata"):
+        if key in d:
+            meta = {"model": _first(d, "model_version", "modelVersion"),
+                    "request_id": _first(d, "response_id", "responseId")}
+            usage = d[key]
+            return (usage if isinstance(usage, Mapping) else None), meta, "gemini"
+    if "usage" in d:
+        usage = d["usage"]
+        hint: str | None = None
+        if d.get("object") == "response":
+            hint = "openai-responses"
+        elif d.get("type") == "message":
+            hint = "anthropic"
+        meta = {"model": d.get("model"), "request_id": d.get("id")}
+        if d.get("service_tier") is not None:
+            meta["service_tier"] = d.get("service_tier")
+        rid = _sub(d, "ResponseMetadata", "RequestId")
+        if rid is not None:
+            meta["request_id"] = rid
+        return (usage if isinstance(usage, Mapping) else None), meta, hint
+    return d, meta, None  # a bare usage mapping
+
+
+def detect_provider(obj: Any) -> str | None:
+    """The wire format of a response, event or bare usage object, or ``None`` if unknown."""
+    usage, _, hint = _locate(_to_dict(obj))
+    return hint or (_usage_kind(usage) if usage is not None else None)
+
+
+def _extract(obj: Any, provider: str | None) -> tuple[str, Raw | None, dict[str, Any]]:
+    d = _to_dict(obj)
+    usage, meta, hint = _locate(d)
+    fmt = provider or hint or (_usage_kind(usage) if usage is not None else None)
+    if fmt is None:
+        raise InvalidRequestError("usage", "no recognisable usage fields "
+                                  f"(keys: {', '.join(sorted(d)) or 'none'})")
+    if fmt not in _FORMATS:
+        raise InvalidRequestError(
+            "usage", f"unknown provider format {fmt!r}; expected one of {', '.join(PROVIDERS)}"
+        )
+    raw = None if usage is None else _FORMATS[fmt][0](usage)
+    if raw is not None and raw.get("service_tier") is None and meta.get("service_tier"):
+        raw["service_tier"] = meta["service_tier"]
+    return fmt, raw, {k: v for k, v in meta.items() if v is not None and k != "service_tier"}
+
+
+def _make_record(fmt: str, raw: Raw, meta: Mapping[str, Any], extra_flags: Iterable[str],
+                 overrides: Mapping[str, Any]) -> UsageRecord:
+    built = _FORMATS[fmt][1](raw)
+    flags = [*built.pop("flags", []), *extra_flags]
+    fields: dict[str, Any] = {"provider": fmt, **built, **meta}
+    for key, value in overrides.items():
+        if key == "flags":
+            flags.extend(value)
+        elif value is not None:
+            fields[key] = value
+    fields["flags"] = tuple(dict.fromkeys(flags))
+    return UsageRecord.model_validate(fields)
+
+
+def parse_usage(obj: Any, *, provider: str | None = None, **fields: Any) -> UsageRecord:
+    """Parse one non-streamed response (or its bare usage object) into a record.
+
+    Args:
+        obj: an SDK object (``anthropic.types.Message``/``Usage``, ``openai`` ``ChatCompletion``/
+            ``CompletionUsage``/``Response``/``ResponseUsage``, a ``response.completed`` or
+            ``message_start`` event) or the equivalent dict, a DeepSeek, Bedrock Converse or
+            Gemini response dict (or its usage part).
+        provider: force a wire format (one of :data:`PROVIDERS`); needed for ``"vllm"``, whose
+            shape is OpenAI's. Detected from field names when omitted.
+        **fields: record fields to set or override (``label``, ``session``, ``start``, ``end``,
+            ``model``, ``request_id``, ``prefix_hash``, ``cacheable`` ...).
+
+    Returns:
+        The record; counts the response does not report are ``None``.
+
+    Raises:
+        InvalidRequestError: no usage in ``obj``, an unknown ``provider`` or a bad count.
+    """
+    fmt, raw, meta = _extract(obj, provider)
+    if raw is None:
+        raise InvalidRequestError("usage", "the response carries no usage object")
+    return _make_record(fmt, raw, meta, (), fields)
+
+
+# ---------------------------------------------------------------------------- streaming
+
+
+def merge_cumulative(
+    snapshots: Iterable[Mapping[str, Any]],
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Merge the usage counters of one response's events (case BR-30's merge rule).
+
+    Per field, the result is the maximum over the snapshots that report it (``None`` where none
+    does); counters within one response never decrease, so a field whose value goes down is
+    named in the second return value. Cumulative counters are never summed.
+
+    Args:
+        snapshots: flat mappings field -> int | None (non-int values: last non-None wins).
+
+    Returns:
+        (merged counters, names of fields that decreased at some event).
+    """
+    merged: dict[str, Any] = {}
+    last: dict[str, int] = {}
+    decreased: list[str] = []
+    for snap in snapshots:
+        for key, value in snap.items():
+            if value is None:
+                continue
+            if key in _META_KEYS or not isinstance(value, int) or isinstance(value, bool):
+                merged[key] = value
+                continue
+            if key in last and value < last[key] and key not in decreased:
+                decreased.append(key)
+            last[key] = value
+            prev = merged.get(key)
+            merged[key] = value if prev is None else max(prev, value)
+    return merged, tuple(decreased)
+
+
+class StreamUsage:
+    """Accumulates the usage of one streamed response, event by event.
+
+    Feed it every event/chunk in order (SDK objects or dicts); events without usage are ignored.
+    Handles Anthropic ``message_start``/``message_delta``, OpenAI chat chunks (the
+    ``include_usage`` chunk; servers that repeat cumulative usage on every chunk too), Responses
+    ``response.completed``/``response.incomplete``, Bedrock ``metadata`` and Gemini chunks.
+
+    Example::
+
+        acc = StreamUsage(label="chat")
+        for event in client.messages.create(..., stream=True):
+            acc.feed(event)
+        record = acc.record()
+    """
+
+    def __init__(self, provider: str | None = None, **fields: Any) -> None:
+        self._provider = provider
+        self._fields = fields
+        self._format: str | None = provider
+        self._snapshots: list[Raw] = []
+        self._meta: dict[str, Any] = {}
+
+    def feed(self, event: Any) -> None:
+        """Take one event or chunk (SDK object or dict).
+
+        Raises:
+            InvalidRequestError: the event mixes wire formats with earlier events or has a bad
+                count.
+        """
+        d = _to_dict(event)
+        usage, meta, hint = _locate(d)
+        if usage is None and not meta:
+            return
+        if usage is None or (hint is None and _usage_kind(usage) is None):
+            for key, value in meta.items():
+                if value is not None:
+                    self._meta.setdefault(key, value)
+            return
+        fmt, raw, meta = _extract(d, self._format)
+        if self._format is None:
+            self._format = fmt
+        for key, value in meta.items():
+            self._meta.setdefault(key, value)
+        if raw is not None:
+            self._snapshots.append(raw)
+
+    @property
+    def seen_usage(self) -> bool:
+        """True once an event carried usage."""
+        return bool(self._snapshots)
+
+    def record(self) -> UsageRecord:
+        """The merged record of the response.
+
+        Raises:
+            InvalidRequestError: no event carried usage (for OpenAI chat: the request did not set
+                ``stream_options={"include_usage": True}`` or the stream was cut short).
+        """
+        if not self._snapshots or self._format is None:
+            raise InvalidRequestError(
+                "usage", "no streamed event carried usage (OpenAI chat needs "
+                "stream_options={'include_usage': True}; the stream may have been cut short)"
+            )
+        merged, decreased = merge_cumulative(self._snapshots)
+        flags = [f"usage_decreased:{name}" for name in decreased]
+        return _make_record(self._format, merged, self._meta, flags, self._fields)
+
+
+def parse_stream(events: Iterable[Any], *, provider: str | None = None, **fields: Any) -> UsageRecord:
+    """Parse every event of one streamed response into one record (see :class:`StreamUsage`).
+
+    Raises:
+        InvalidRequestError: no event carried usage, or a bad count.
+    """
+    acc = StreamUsage(provider, **fields)
+    for event in events:
+        acc.feed(event)
+    return acc.record()

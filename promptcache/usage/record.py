@@ -1,0 +1,205 @@
+"""One normalised usage record for every provider.
+
+A :class:`UsageRecord` says, for one API response, how many input tokens were billed at each
+rate (uncached, cache read, cache write by TTL) and how many output tokens were produced, plus
+who sent it (label, session) and when (start/end, seconds since the epoch).
+
+Conventions (the places where peers go wrong, see reference/peer-tools.md section 3):
+
+* **The buckets do not overlap.** ``uncached_input + cache_read + cache writes`` is all input.
+  Anthropic's ``input_tokens`` is already the uncached bucket; OpenAI's ``prompt_tokens``
+  includes cached tokens, so the OpenAI parser subtracts them (once).
+* **Not reported is ``None``, never 0.** A vLLM server without ``--enable-prompt-tokens-details``
+  leaves ``cached_tokens`` out: ``cache_read`` is ``None`` and every number that depends on it
+  (hit rate, cost) is ``None`` too.
+* **Cache writes.** Anthropic splits writes by TTL: ``cache_write_5m`` and ``cache_write_1h``
+  (from ``usage.cache_creation``); ``cache_write`` is always the total of all writes
+  (``cache_creation_input_tokens``). When the split is not reported (older responses, streamed
+  ``message_delta`` only, Bedrock without ``cacheDetails``) the two split fields are ``None`` and
+  only ``cache_write`` is set. OpenAI (GPT-5.6+) reports one write count
+  (``cache_write_tokens``): it goes into ``cache_write`` with ``cache_write_ttl`` naming the
+  retention it was written for (``"30m"`` by default, ``"12h"`` when the Responses API says so);
+  OpenAI bills every write token at one write rate that *replaces* the input rate.
+* **Providers that report an inclusive input total** (OpenAI ``prompt_tokens``, Responses
+  ``input_tokens``, Gemini ``prompt_token_count``, DeepSeek hit + miss) keep it in
+  ``input_total``. For models that have no cache-write category (OpenAI before GPT-5.6, Gemini
+  implicit caching, DeepSeek) writes are simply part of the uncached bucket, ``cache_write`` stays
+  ``None`` and :attr:`UsageRecord.total_input` falls back to ``input_total``.
+
+Deviation from DESIGN.md / the style anchors: pydantic-ai's ``RequestUsage`` makes
+``input_tokens`` *inclusive*; we store the exclusive buckets (what is billed at each rate) and
+expose the inclusive number as :attr:`UsageRecord.total_input`, because every billing bug in the
+case file comes from mixing the two conventions in one field.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+
+__all__ = ["CacheWriteTTL", "UsageRecord"]
+
+CacheWriteTTL = Literal["5m", "1h", "30m", "12h", "24h"]
+
+_NonNegOpt = NonNegativeInt | None
+
+
+class UsageRecord(BaseModel):
+    """Token usage of one API response, normalised across providers.
+
+    Attributes:
+        provider: wire format it was parsed from: ``"anthropic"``, ``"openai"`` (chat),
+            ``"openai-responses"``, ``"vllm"``, ``"deepseek"``, ``"bedrock"``, ``"gemini"``
+            or any other string for hand-made records.
+        model: model id as reported by the response (``None`` when absent).
+        uncached_input: input tokens billed at the base input rate (tokens).
+        cache_read: input tokens served from the cache (tokens).
+        cache_write: all input tokens written to the cache, every TTL together (tokens).
+        cache_write_5m: Anthropic/Bedrock writes with the 5-minute TTL (tokens).
+        cache_write_1h: Anthropic/Bedrock writes with the 1-hour TTL (tokens).
+        cache_write_ttl: retention the ``cache_write`` tokens were written for when the provider
+            reports one TTL for all of them (OpenAI: ``"30m"``/``"12h"``), else ``None``.
+        input_total: the provider's own inclusive input count when it reports one (tokens).
+        output: output tokens, reasoning included (tokens).
+        reasoning: the reasoning/thinking part of ``output`` (tokens).
+        start: when the request was sent (seconds since the epoch).
+        first_token: when the first response byte/token arrived (seconds since the epoch); a
+            cache entry becomes readable by other requests from then on.
+        end: when the response finished (seconds since the epoch).
+        label: free-form grouping label (feature, endpoint, tenant...).
+        session: conversation id; append-only checks and collapse classification run per session.
+        request_id: provider or caller request id.
+        service_tier: ``"batch"`` makes the batch discount apply; other values are informative.
+        prefix_hash: fingerprint of the request's cached prefix (set by the SDK wrapper), used to
+            tell "prefix changed" from "TTL expired" and to group concurrent cold writes.
+        cacheable: whether the request's prefix could be cached at all (``None``: infer it).
+        flags: anomalies found while parsing, e.g. ``"usage_decreased:cache_read"`` (a streamed
+            counter went down) or ``"input_parts_exceed_total"``.
+
+    Invariants: every count is ``>= 0``; ``cache_write_5m + cache_write_1h == cache_write``
+    whenever all three are known (enforced).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: str
+    model: str | None = None
+    uncached_input: _NonNegOpt = None
+    cache_read: _NonNegOpt = None
+    cache_write: _NonNegOpt = None
+    cache_write_5m: _NonNegOpt = None
+    cache_write_1h: _NonNegOpt = None
+    cache_write_ttl: CacheWriteTTL | None = None
+    input_total: _NonNegOpt = None
+    output: _NonNegOpt = None
+    reasoning: _NonNegOpt = None
+    start: float | None = None
+    first_token: float | None = None
+    end: float | None = None
+    label: str | None = None
+    session: str | None = None
+    request_id: str | None = None
+    service_tier: str | None = None
+    prefix_hash: str | None = None
+    cacheable: bool | None = None
+    flags: tuple[str, ...] = Field(default=())
+
+    def model_post_init(self, __context: object) -> None:
+        """Check the TTL split against the write total (ValueError when they disagree)."""
+        if (
+            self.cache_write is not None
+            and self.cache_write_5m is not None
+            and self.cache_write_1h is not None
+            and self.cache_write_5m + self.cache_write_1h != self.cache_write
+        ):
+            raise ValueError(
+                f"cache_write_5m ({self.cache_write_5m}) + cache_write_1h ({self.cache_write_1h}) "
+                f"!= cache_write ({self.cache_write})"
+            )
+
+    # ------------------------------------------------------------------ derived numbers
+
+    @property
+    def writes(self) -> int | None:
+        """All cache-write tokens (tokens); ``None`` when not reported."""
+        if self.cache_write is not None:
+            return self.cache_write
+        if self.cache_write_5m is not None and self.cache_write_1h is not None:
+            return self.cache_write_5m + self.cache_write_1h
+        return None
+
+    @property
+    def total_input(self) -> int | None:
+        """All input tokens: uncached + cache read + cache writes (tokens).
+
+        ``None`` when a part is unknown. For providers that report an inclusive total and have
+        no separate write category (``cache_write`` is ``None``), the reported ``input_total``
+        is used, because the writes are then inside the uncached bucket.
+        """
+        if self.uncached_input is None or self.cache_read is None:
+            return None
+        writes = self.writes
+        if writes is not None:
+            return self.uncached_input + self.cache_read + writes
+        return self.input_total
+
+    @property
+    def hit_rate(self) -> float | None:
+        """``cache_read / total_input`` for this one response, in [0, 1]; ``None`` if unknown."""
+        total = self.total_input
+        if total is None or self.cache_read is None:
+            return None
+        if total == 0:
+            return None
+        return self.cache_read / total
+
+    @property
+    def duration(self) -> float | None:
+        """``end - start`` in seconds, ``None`` when either is unknown."""
+        if self.start is None or self.end is None:
+            return None
+        return self.end - self.start
+
+    @classmethod
+    def from_inclusive_total(
+        cls,
+        provider: str,
+        total_input: int,
+        *,
+        cache_read: int,
+        cache_write: int = 0,
+        cache_write_5m: int | None = None,
+        cache_write_1h: int | None = None,
+        **fields: object,
+    ) -> UsageRecord:
+        """Build a record from an *inclusive* input total (reads and writes inside it).
+
+        ``uncached_input = total_input - cache_read - writes``: both reads and writes are
+        subtracted (subtracting only the reads bills the writes twice, case BR-25).
+
+        Raises:
+            ValueError: the parts exceed the total.
+        """
+        writes = cache_write
+        if cache_write_5m is not None or cache_write_1h is not None:
+            writes = (cache_write_5m or 0) + (cache_write_1h or 0)
+            if cache_write and cache_write != writes:
+                raise ValueError("cache_write disagrees with cache_write_5m + cache_write_1h")
+        uncached = total_input - cache_read - writes
+        if uncached < 0:
+            raise ValueError(
+                f"cache_read ({cache_read}) + writes ({writes}) exceed the total ({total_input})"
+            )
+        return cls.model_validate(
+            {
+                "provider": provider,
+                "uncached_input": uncached,
+                "cache_read": cache_read,
+                "cache_write": writes,
+                "cache_write_5m": cache_write_5m,
+                "cache_write_1h": cache_write_1h,
+                "input_total": total_input,
+                **fields,
+            }
+        )

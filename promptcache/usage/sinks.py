@@ -1,0 +1,180 @@
+"""Where usage records go: an append-only JSONL file, or memory; and the JSONL reader.
+
+:class:`JsonlSink` is safe for many threads *and* many processes writing one file:
+
+* each record is one line, written with **one** ``os.write`` on a file descriptor opened with
+  ``O_APPEND`` (the kernel moves to the end and writes atomically with respect to other appends);
+* the write happens under an exclusive ``fcntl.flock`` on that descriptor, so writers on
+  filesystems where large appends may interleave (NFS, >PIPE_BUF lines) still never tear a line;
+* ``flock`` locks belong to an *open file description*, shared by every thread of a process and
+  inherited across ``fork``: threads of one process therefore also take a ``threading.Lock``,
+  and a forked child re-opens the file (detected by pid) instead of sharing the parent's lock;
+* ``fsync=True`` makes every line durable before :meth:`JsonlSink.write` returns.
+
+POSIX only (``fcntl``); on other platforms the sink falls back to the in-process lock alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import ValidationError
+
+from promptcache._errors import InputError
+from promptcache.usage.record import UsageRecord
+
+try:  # pragma: no cover - platform switch
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["JsonlSink", "MemorySink", "Sink", "iter_jsonl", "read_jsonl"]
+
+
+class Sink(Protocol):
+    """Anything that accepts usage records (the tracker calls ``write`` once per record)."""
+
+    def write(self, record: UsageRecord) -> None: ...
+
+
+class MemorySink:
+    """Keeps records in a list (thread-safe append). ``records`` is a snapshot copy."""
+
+    def __init__(self) -> None:
+        self._records: list[UsageRecord] = []
+        self._lock = threading.Lock()
+
+    def write(self, record: UsageRecord) -> None:
+        """Append one record."""
+        with self._lock:
+            self._records.append(record)
+
+    @property
+    def records(self) -> list[UsageRecord]:
+        """A copy of every record written so far, in write order."""
+        with self._lock:
+            return list(self._records)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._records)
+
+
+class JsonlSink:
+    """Append-only JSONL usage log, one :class:`UsageRecord` per line.
+
+    Args:
+        path: the log file (created if missing, parent directories too).
+        fsync: ``os.fsync`` after every line (durable, slower).
+
+    Use as a context manager or call :meth:`close`. Safe to share between threads and across
+    ``fork``; several processes may open the same path.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._pid = -1
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def _open(self) -> int:
+        if self._fd is None or self._pid != os.getpid():
+            # After fork the inherited fd shares the parent's open file description (and its
+            # flock): open our own. The inherited descriptor is left to the parent.
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                               0o644)
+            self._pid = os.getpid()
+        return self._fd
+
+    def write(self, record: UsageRecord) -> None:
+        """Append one record as one whole line.
+
+        Raises:
+            OSError: the file cannot be opened or written.
+        """
+        self.write_line(record.model_dump_json(exclude_defaults=True))
+
+    def write_many(self, records: Iterable[UsageRecord]) -> None:
+        """Append several records in one locked write (each still a whole line)."""
+        lines = [r.model_dump_json(exclude_defaults=True) for r in records]
+        if lines:
+            self.write_line("\n".join(lines))
+
+    def write_line(self, text: str) -> None:
+        """Append ``text`` plus a newline under the locks, with one ``os.write`` when possible."""
+        data = (text + "\n").encode("utf-8")
+        with self._lock:
+            fd = self._open()
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                view = memoryview(data)
+                while view:  # a regular file takes it in one go; loop only on a short write
+                    written = os.write(fd, view)
+                    view = view[written:]
+                if self.fsync:
+                    os.fsync(fd)
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        """Close this process's descriptor (a later write re-opens it)."""
+        with self._lock:
+            if self._fd is not None and self._pid == os.getpid():
+                os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> JsonlSink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[UsageRecord]:
+    """Yield the records of a JSONL usage log; blank lines are skipped.
+
+    Raises:
+        InputError: the file cannot be read (``file`` = path), or a line is not JSON or not a
+            usage record (``file`` = ``"path:line"``, reason says what is wrong).
+    """
+    name = str(path)
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(name, exc.strerror or str(exc)) from exc
+    with fh:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    data = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{name}:{lineno}", f"not JSON ({exc.msg})") from exc
+                if not isinstance(data, dict):
+                    raise InputError(f"{name}:{lineno}", "expected a JSON object")
+                try:
+                    yield UsageRecord.model_validate(data)
+                except ValidationError as exc:
+                    err = exc.errors()[0]
+                    where = ".".join(str(p) for p in err["loc"]) or "record"
+                    raise InputError(
+                        f"{name}:{lineno}", f"not a usage record ({where}: {err['msg']})"
+                    ) from exc
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{name}:{lineno + 1}", "not UTF-8 text") from exc
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[UsageRecord]:
+    """Every record of a JSONL usage log, in file order (see :func:`iter_jsonl` for errors)."""
+    return list(iter_jsonl(path))

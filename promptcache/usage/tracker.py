@@ -1,0 +1,632 @@
+"""UsageTracker: hit rate, cost and savings by label, model and session, plus cache alarms.
+
+Aggregation rules (the ones peers get wrong, reference/peer-tools.md section 3):
+
+* **Hit rate is a ratio of sums**: ``sum(cache_read) / sum(total_input)`` over a group, never a
+  mean of per-request rates, always in [0, 1]. It is ``None`` when any record in the group has
+  an unknown read or input count (e.g. vLLM without ``--enable-prompt-tokens-details``): a
+  partial number would be silently wrong. ``requests_unknown`` says how many records were
+  unknown. The request-level hit rate (share of requests that read anything, case BR-24) is
+  reported next to it.
+* **Cost** is Decimal USD from :func:`promptcache.usage.billing.price_record`, with prices from
+  ``promptcache.catalog.get_prices`` (at the record's start time), per-model ``prices`` overrides
+  or one ``default_prices`` table for everything, and the catalog's prompt-length tier rules.
+  A group's cost is ``None`` when any record's cost is unknown.
+
+Diagnostics, each emitted as a :class:`UsageEvent` (returned by :meth:`UsageTracker.add`, kept in
+:attr:`UsageTracker.events`, passed to ``on_event``):
+
+* ``zero_hit_alarm``: after ``warmup`` requests of one (model, label) whose prefix is cacheable
+  (``record.cacheable``, or inferred: a cache write was reported, or the model caches
+  automatically and the prompt reaches the catalog minimum), no token was read. Also calls
+  ``on_alarm`` and ``warnings.warn(ZeroHitWarning)``; once per (model, label).
+* ``collapse``: within a session, a request reads 0 after the previous one read or wrote a
+  prefix; ``data["cause"]`` is ``ttl_expired`` / ``prefix_changed`` / ``unknown``
+  (:func:`promptcache.usage.classify.classify_collapse`).
+* ``prefix_regression`` (case BR-18): within a session and the TTL, ``read[n] <
+  read[n-1] + creation[n-1]``.
+* ``concurrent_cold_writes`` (case BR-21): two or more requests wrote the same prefix (same
+  ``prefix_hash``, or when absent the same model and write size) and read nothing, each sent
+  before the previous write became readable (its ``first_token``, else ``end``). Groups with
+  their redundant writes and wasted USD are in :meth:`UsageTracker.cold_write_groups`.
+* ``usage_anomaly``: the record carries parse flags (a streamed counter decreased, parts exceed
+  the total...).
+
+TTL used by the session checks: ``ttl=`` when given; else 1 h when the previous request wrote
+1 h entries; else the record's ``cache_write_ttl`` or the model's catalog ``default_ttl``; else
+``default_ttl_seconds`` (300 s: the lower bound of OpenAI's 5-10 min in-memory retention, O2).
+
+Thread- and asyncio-safe: state changes happen under one ``threading.Lock`` with no awaits
+inside; :meth:`UsageTracker.aadd` runs sink I/O in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any, Literal
+
+from promptcache._errors import PromptCacheError
+from promptcache.usage.billing import Cost, PriceTable, TierLike, price_record, utc
+from promptcache.usage.classify import (
+    check_append_only,
+    classify_collapse,
+    ttl_seconds,
+)
+from promptcache.usage.parse import parse_usage
+from promptcache.usage.record import UsageRecord
+from promptcache.usage.sinks import Sink
+
+__all__ = [
+    "ColdWriteGroup",
+    "EventKind",
+    "UsageEvent",
+    "UsageSummary",
+    "UsageTracker",
+    "ZeroHitWarning",
+]
+
+EventKind = Literal[
+    "zero_hit_alarm", "collapse", "prefix_regression", "concurrent_cold_writes",
+    "usage_anomaly", "unpriced",
+]
+
+
+class ZeroHitWarning(UserWarning):
+    """Warned when cacheable traffic reads nothing from the cache after the warm-up."""
+
+
+@dataclass(frozen=True)
+class UsageEvent:
+    """One diagnostic from the tracker.
+
+    Attributes:
+        kind: see the module docstring.
+        message: one human sentence.
+        record: the record that triggered it.
+        data: numbers behind it (``cause``, ``gap_seconds``, ``expected_min_read``...).
+    """
+
+    kind: EventKind
+    message: str
+    record: UsageRecord
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UsageSummary:
+    """Aggregate of a group of records (tokens, USD).
+
+    Token sums add the known values; ``requests_unknown`` counts records whose read or total
+    input is unknown, and makes ``hit_rate`` ``None``. Costs are ``None`` when any record's
+    cost is unknown.
+    """
+
+    key: tuple[str | None, ...]
+    requests: int
+    requests_unknown: int
+    requests_with_read: int
+    uncached_input: int
+    cache_read: int
+    cache_write: int
+    cache_write_5m: int
+    cache_write_1h: int
+    output: int
+    reasoning: int
+    total_input: int
+    cost: Decimal | None
+    input_cost: Decimal | None
+    uncached_input_cost: Decimal | None
+    first_start: float | None
+    last_end: float | None
+
+    @property
+    def hit_rate(self) -> float | None:
+        """``sum(cache_read) / sum(total_input)`` in [0, 1]; ``None`` when unknown or empty."""
+        if self.requests_unknown or self.total_input == 0:
+            return None
+        return self.cache_read / self.total_input
+
+    @property
+    def request_hit_rate(self) -> float | None:
+        """Share of requests (with known usage) that read at least one cached token."""
+        known = self.requests - self.requests_unknown
+        return None if known == 0 else self.requests_with_read / known
+
+    @property
+    def savings(self) -> Decimal | None:
+        """Input cost without caching minus actual input cost (USD); negative = caching lost."""
+        if self.uncached_input_cost is None or self.input_cost is None:
+            return None
+        return self.uncached_input_cost - self.input_cost
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict (Decimals as strings, derived rates included)."""
+        def dec(x: Decimal | None) -> str | None:
+            return None if x is None else str(x)
+
+        return {
+            "key": list(self.key),
+            "requests": self.requests,
+            "requests_unknown": self.requests_unknown,
+            "hit_rate": self.hit_rate,
+            "request_hit_rate": self.request_hit_rate,
+            "uncached_input": self.uncached_input,
+            "cache_read": self.cache_read,
+            "cache_write": self.cache_write,
+            "cache_write_5m": self.cache_write_5m,
+            "cache_write_1h": self.cache_write_1h,
+            "output": self.output,
+            "reasoning": self.reasoning,
+            "total_input": self.total_input,
+            "cost_usd": dec(self.cost),
+            "input_cost_usd": dec(self.input_cost),
+            "uncached_input_cost_usd": dec(self.uncached_input_cost),
+            "savings_usd": dec(self.savings),
+        }
+
+
+class _Acc:
+    """Mutable accumulator behind a :class:`UsageSummary`."""
+
+    __slots__ = (
+        "cache_read", "cache_write", "cache_write_1h", "cache_write_5m", "cost", "first_start",
+        "input_cost", "last_end", "output", "reasoning", "requests", "requests_unknown",
+        "requests_with_read", "total_input", "uncached_input", "uncached_input_cost",
+    )
+
+    def __init__(self) -> None:
+        self.requests = self.requests_unknown = self.requests_with_read = 0
+        self.uncached_input = self.cache_read = self.cache_write = 0
+        self.cache_write_5m = self.cache_write_1h = self.output = self.reasoning = 0
+        self.total_input = 0
+        self.cost: Decimal | None = Decimal(0)
+        self.input_cost: Decimal | None = Decimal(0)
+        self.uncached_input_cost: Decimal | None = Decimal(0)
+        self.first_start: float | None = None
+        self.last_end: float | None = None
+
+    def add(self, rec: UsageRecord, cost: Cost | None) -> None:
+        self.requests += 1
+        total = rec.total_input
+        if total is None or rec.cache_read is None:
+            self.requests_unknown += 1
+        else:
+            self.total_input += total
+            if rec.cache_read > 0:
+                self.requests_with_read += 1
+        self.uncached_input += rec.uncached_input or 0
+        self.cache_read += rec.cache_read or 0
+        self.cache_write += rec.writes or 0
+        self.cache_write_5m += rec.cache_write_5m or 0
+        self.cache_write_1h += rec.cache_write_1h or 0
+        self.output += rec.output or 0
+        self.reasoning += rec.reasoning or 0
+        self.cost = _plus(self.cost, None if cost is None else cost.total)
+        self.input_cost = _plus(self.input_cost, None if cost is None else cost.input)
+        self.uncached_input_cost = _plus(
+            self.uncached_input_cost, None if cost is None else cost.uncached_input_cost
+        )
+        if rec.start is not None:
+            self.first_start = rec.start if self.first_start is None else min(self.first_start,
+                                                                              rec.start)
+        end = rec.end if rec.end is not None else rec.start
+        if end is not None:
+            self.last_end = end if self.last_end is None else max(self.last_end, end)
+
+    def snapshot(self, key: tuple[str | None, ...]) -> UsageSummary:
+        return UsageSummary(
+            key=key, requests=self.requests, requests_unknown=self.requests_unknown,
+            requests_with_read=self.requests_with_read, uncached_input=self.uncached_input,
+            cache_read=self.cache_read, cache_write=self.cache_write,
+            cache_write_5m=self.cache_write_5m, cache_write_1h=self.cache_write_1h,
+            output=self.output, reasoning=self.reasoning, total_input=self.total_input,
+            cost=self.cost, input_cost=self.input_cost,
+            uncached_input_cost=self.uncached_input_cost, first_start=self.first_start,
+            last_end=self.last_end,
+        )
+
+
+def _plus(a: Decimal | None, b: Decimal | None) -> Decimal | None:
+    return None if a is None or b is None else a + b
+
+
+@dataclass
+class ColdWriteGroup:
+    """Requests that each wrote the same cold prefix concurrently (case BR-21).
+
+    Attributes:
+        model: model id.
+        key: the prefix fingerprint, or ``"writes=<N>"`` when no ``prefix_hash`` was given.
+        records: the cold writes, in arrival order.
+        wasted_usd: what the redundant writes cost beyond reading the same tokens (USD;
+            ``None`` when unpriced).
+    """
+
+    model: str | None
+    key: str
+    records: list[UsageRecord]
+    wasted_usd: Decimal | None = Decimal(0)
+
+    @property
+    def writes(self) -> int:
+        """How many requests wrote the prefix."""
+        return len(self.records)
+
+    @property
+    def redundant_writes(self) -> int:
+        """Writes beyond the first one."""
+        return len(self.records) - 1
+
+    @property
+    def redundant_write_tokens(self) -> int:
+        """Tokens written by the redundant writes."""
+        return sum(r.writes or 0 for r in self.records[1:])
+
+
+@dataclass
+class _Session:
+    last: UsageRecord
+    ttl: float
+
+
+@lru_cache(maxsize=512)
+def _policy(model: str | None) -> Any:
+    if model is None:
+        return None
+    from promptcache.catalog import get_policy  # local: catalog loads TOML on first use
+
+    try:
+        return get_policy(model)
+    except PromptCacheError:
+        return None
+
+
+class UsageTracker:
+    """Aggregates usage records by label, model and session; prices them; raises alarms.
+
+    Args:
+        prices: per-model price overrides (model id -> ``ModelPrices``), checked before the
+            catalog.
+        default_prices: one price table for every record without an override (cases, private
+            deployments); when absent, ``promptcache.catalog.get_prices`` is used.
+        batch: force the batch discount on/off; ``None``: per record (``service_tier``).
+        sinks: where every added record is written (``JsonlSink``, ``MemorySink``).
+        keep_records: keep the records in memory (:attr:`records`).
+        warmup: cacheable requests per (model, label) before the zero-hit alarm may fire.
+        on_alarm: called with the ``zero_hit_alarm`` event.
+        on_event: called with every event.
+        ttl: TTL in seconds for the session checks (default: per record, see module doc).
+        default_ttl_seconds: fallback TTL when neither the record nor the catalog has one.
+        default_write_ttl: TTL assumed when writes are not split by TTL ("5m").
+    """
+
+    def __init__(
+        self,
+        *,
+        prices: Mapping[str, PriceTable] | None = None,
+        default_prices: PriceTable | None = None,
+        batch: bool | None = None,
+        sinks: Sequence[Sink] = (),
+        keep_records: bool = True,
+        warmup: int = 5,
+        on_alarm: Callable[[UsageEvent], None] | None = None,
+        on_event: Callable[[UsageEvent], None] | None = None,
+        ttl: float | None = None,
+        default_ttl_seconds: float = 300.0,
+        default_write_ttl: str = "5m",
+    ) -> None:
+        if warmup < 1:
+            raise ValueError("warmup must be >= 1")
+        self._overrides = dict(prices or {})
+        self._default_prices = default_prices
+        self._batch = batch
+        self._sinks = list(sinks)
+        self._keep = keep_records
+        self._warmup = warmup
+        self._on_alarm = on_alarm
+        self._on_event = on_event
+        self._ttl = ttl
+        self._default_ttl = default_ttl_seconds
+        self._default_write_ttl = default_write_ttl
+        self._lock = threading.Lock()
+        self._records: list[UsageRecord] = []
+        self._costs: list[Cost | None] = []
+        self._events: list[UsageEvent] = []
+        self._total = _Acc()
+        self._groups: dict[str, defaultdict[tuple[str | None, ...], _Acc]] = {
+            name: defaultdict(_Acc) for name in ("label", "model", "session", "label_model")
+        }
+        self._sessions: dict[str, _Session] = {}
+        self._warm: dict[tuple[str | None, str | None], list[int]] = {}
+        self._alarmed: set[tuple[str | None, str | None]] = set()
+        self._cold: dict[tuple[str | None, str], list[ColdWriteGroup]] = {}
+        self._price_cache: dict[tuple[str, str], PriceTable | None] = {}
+
+    # ------------------------------------------------------------------ pricing
+
+    def prices_for(self, record: UsageRecord) -> PriceTable | None:
+        """The price table used for ``record`` (override, default, catalog) or ``None``."""
+        model = record.model
+        if model is not None and model in self._overrides:
+            return self._overrides[model]
+        if model is not None:
+            pol = _policy(model)
+            if pol is not None and pol.model_id in self._overrides:
+                return self._overrides[pol.model_id]
+        if self._default_prices is not None:
+            return self._default_prices
+        if model is None:
+            return None
+        when = utc(record.start)
+        key = (model, "" if when is None else when.date().isoformat())
+        if key not in self._price_cache:
+            try:
+                from promptcache.catalog import get_prices
+
+                self._price_cache[key] = get_prices(model, at=when)
+            except (ImportError, PromptCacheError):
+                self._price_cache[key] = None
+        return self._price_cache[key]
+
+    def cost_of(self, record: UsageRecord) -> Cost | None:
+        """Price one record (without adding it); ``None`` when no price table is known."""
+        table = self.prices_for(record)
+        if table is None:
+            return None
+        pol = _policy(record.model)
+        rules: tuple[TierLike, ...] = tuple(pol.tier_rules) if pol is not None else ()
+        return price_record(record, table, tier_rules=rules, batch=self._batch,
+                            default_write_ttl=self._default_write_ttl)
+
+    # ------------------------------------------------------------------ adding
+
+    def add(self, record: UsageRecord) -> tuple[UsageEvent, ...]:
+        """Add one record: aggregate, price, check, write to the sinks.
+
+        Returns:
+            the events this record raised (also kept in :attr:`events`).
+        """
+        events = self._ingest(record)
+        for sink in self._sinks:
+            sink.write(record)
+        self._dispatch(events)
+        return events
+
+    async def aadd(self, record: UsageRecord) -> tuple[UsageEvent, ...]:
+        """:meth:`add` for asyncio code: sink writes run in a worker thread."""
+        events = self._ingest(record)
+        for sink in self._sinks:
+            await asyncio.to_thread(sink.write, record)
+        self._dispatch(events)
+        return events
+
+    def add_response(self, obj: Any, *, provider: str | None = None,
+                     **fields: Any) -> UsageRecord:
+        """Parse a response with :func:`promptcache.usage.parse.parse_usage` and add it."""
+        record = parse_usage(obj, provider=provider, **fields)
+        self.add(record)
+        return record
+
+    def _ingest(self, record: UsageRecord) -> tuple[UsageEvent, ...]:
+        cost = self.cost_of(record)
+        cacheable = self._is_cacheable(record)
+        with self._lock:
+            events: list[UsageEvent] = []
+            if self._keep:
+                self._records.append(record)
+                self._costs.append(cost)
+            self._total.add(record, cost)
+            g = self._groups
+            g["label"][(record.label,)].add(record, cost)
+            g["model"][(record.model,)].add(record, cost)
+            g["label_model"][(record.label, record.model)].add(record, cost)
+            if record.session is not None:
+                g["session"][(record.session,)].add(record, cost)
+            if cost is None:
+                events.append(UsageEvent("unpriced", f"no prices for model {record.model!r}",
+                                         record))
+            if record.flags:
+                events.append(UsageEvent("usage_anomaly", "usage flags: " + ", ".join(
+                    record.flags), record, {"flags": record.flags}))
+            events.extend(self._check_session(record))
+            events.extend(self._check_cold_write(record, cost))
+            alarm = self._check_zero_hits(record, cacheable)
+            if alarm is not None:
+                events.append(alarm)
+            self._events.extend(events)
+        return tuple(events)
+
+    def _dispatch(self, events: tuple[UsageEvent, ...]) -> None:
+        for event in events:
+            if event.kind == "zero_hit_alarm":
+                warnings.warn(event.message, ZeroHitWarning, stacklevel=3)
+                if self._on_alarm is not None:
+                    self._on_alarm(event)
+            if self._on_event is not None:
+                self._on_event(event)
+
+    # ------------------------------------------------------------------ checks
+
+    def _is_cacheable(self, rec: UsageRecord) -> bool:
+        if rec.cacheable is not None:
+            return rec.cacheable
+        if rec.writes or rec.cache_read:
+            return True
+        pol = _policy(rec.model)
+        total = rec.total_input
+        if pol is not None and pol.automatic_caching and total is not None:
+            return bool(total >= pol.min_cacheable_tokens)
+        return False
+
+    def _check_zero_hits(self, rec: UsageRecord, cacheable: bool) -> UsageEvent | None:
+        if not cacheable or rec.cache_read is None:
+            return None
+        key = (rec.model, rec.label)
+        if key in self._alarmed:
+            return None
+        state = self._warm.setdefault(key, [0, 0])
+        state[0] += 1
+        state[1] += rec.cache_read
+        if state[0] >= self._warmup and state[1] == 0:
+            self._alarmed.add(key)
+            return UsageEvent(
+                "zero_hit_alarm",
+                f"zero cache hits after {state[0]} cacheable requests "
+                f"(model {rec.model!r}, label {rec.label!r}): check for a volatile prefix, "
+                "a breakpoint after per-request content, or parallel cold writes",
+                rec, {"requests": state[0], "model": rec.model, "label": rec.label},
+            )
+        return None
+
+    def _ttl_for(self, rec: UsageRecord) -> float:
+        if self._ttl is not None:
+            return self._ttl
+        if rec.cache_write_1h:
+            return 3600.0
+        if rec.cache_write_ttl is not None:
+            return ttl_seconds(rec.cache_write_ttl)
+        pol = _policy(rec.model)
+        if pol is not None and pol.default_ttl:
+            try:
+                return ttl_seconds(pol.default_ttl)
+            except ValueError:
+                pass
+        return self._default_ttl
+
+    def _check_session(self, rec: UsageRecord) -> list[UsageEvent]:
+        if rec.session is None:
+            return []
+        prev_state = self._sessions.get(rec.session)
+        ttl_rec = self._ttl_for(rec)  # once a session wrote 1h entries, they outlive 5m gaps
+        new_ttl = ttl_rec if prev_state is None else max(prev_state.ttl, ttl_rec)
+        self._sessions[rec.session] = _Session(rec, new_ttl)
+        if prev_state is None:
+            return []
+        prev = prev_state.last
+        gap = None if prev.start is None or rec.start is None else rec.start - prev.start
+        data: dict[str, Any] = {"session": rec.session, "gap_seconds": gap,
+                                "ttl_seconds": prev_state.ttl}
+        if rec.cache_read == 0 and ((prev.cache_read or 0) > 0 or (prev.writes or 0) > 0):
+            cause = classify_collapse(prev, rec, prev_state.ttl)
+            return [UsageEvent(
+                "collapse", f"session {rec.session!r}: cache reads dropped to 0 ({cause})",
+                rec, {**data, "cause": cause, "previous_read": prev.cache_read},
+            )]
+        if gap is not None and gap > prev_state.ttl:
+            return []
+        reg = check_append_only(prev, rec)
+        if reg is None:
+            return []
+        return [UsageEvent(
+            "prefix_regression",
+            f"session {rec.session!r}: read {reg.observed_read} tokens, expected at least "
+            f"{reg.expected_min_read} (read[n-1] + creation[n-1]); shortfall {reg.shortfall}",
+            rec, {**data, "expected_min_read": reg.expected_min_read,
+                  "observed_read": reg.observed_read, "shortfall": reg.shortfall},
+        )]
+
+    def _check_cold_write(self, rec: UsageRecord, cost: Cost | None) -> list[UsageEvent]:
+        writes = rec.writes
+        if not writes or rec.cache_read != 0:
+            return []
+        key = rec.prefix_hash if rec.prefix_hash is not None else f"writes={writes}"
+        groups = self._cold.setdefault((rec.model, key), [])
+        for group in groups:
+            if any(_overlaps(other, rec) for other in group.records):
+                group.records.append(rec)
+                group.wasted_usd = _plus(group.wasted_usd, self._wasted(rec, cost))
+                if group.writes == 2:
+                    return [UsageEvent(
+                        "concurrent_cold_writes",
+                        f"{group.writes} requests wrote the same cold prefix concurrently "
+                        "(send one, wait for its first token, then the rest)",
+                        rec, {"key": key, "group": group},
+                    )]
+                return []
+        groups.append(ColdWriteGroup(rec.model, key, [rec]))
+        if len(groups) > 64:
+            del groups[0]
+        return []
+
+    def _wasted(self, rec: UsageRecord, cost: Cost | None) -> Decimal | None:
+        """Write cost of ``rec`` minus what reading the same tokens would have cost (USD)."""
+        if cost is None or cost.cache_write is None:
+            return None
+        as_read = rec.model_copy(update={
+            "cache_read": rec.writes, "cache_write": 0, "cache_write_5m": None,
+            "cache_write_1h": None,
+        })
+        read_cost = self.cost_of(as_read)
+        if read_cost is None or read_cost.cache_read is None:
+            return None
+        return cost.cache_write - read_cost.cache_read
+
+    # ------------------------------------------------------------------ results
+
+    def summary(self) -> UsageSummary:
+        """Totals over every record."""
+        with self._lock:
+            return self._total.snapshot(("total",))
+
+    def _by(self, name: str) -> dict[tuple[str | None, ...], UsageSummary]:
+        with self._lock:
+            return {key: acc.snapshot(key) for key, acc in self._groups[name].items()}
+
+    def by_label(self) -> dict[str | None, UsageSummary]:
+        """Summaries keyed by label."""
+        return {k[0]: v for k, v in self._by("label").items()}
+
+    def by_model(self) -> dict[str | None, UsageSummary]:
+        """Summaries keyed by model."""
+        return {k[0]: v for k, v in self._by("model").items()}
+
+    def by_session(self) -> dict[str | None, UsageSummary]:
+        """Summaries keyed by session (records without a session are left out)."""
+        return {k[0]: v for k, v in self._by("session").items()}
+
+    def by_label_model(self) -> dict[tuple[str | None, str | None], UsageSummary]:
+        """Summaries keyed by (label, model)."""
+        return {(k[0], k[1]): v for k, v in self._by("label_model").items()}
+
+    @property
+    def records(self) -> list[UsageRecord]:
+        """Every record added (empty with ``keep_records=False``)."""
+        with self._lock:
+            return list(self._records)
+
+    @property
+    def costs(self) -> list[Cost | None]:
+        """The cost of each record in :attr:`records` (same order)."""
+        with self._lock:
+            return list(self._costs)
+
+    @property
+    def events(self) -> list[UsageEvent]:
+        """Every event raised so far, in order."""
+        with self._lock:
+            return list(self._events)
+
+    def cold_write_groups(self) -> list[ColdWriteGroup]:
+        """Groups of concurrent cold writes with at least two writes."""
+        with self._lock:
+            return [g for groups in self._cold.values() for g in groups if g.writes >= 2]
+
+
+def _overlaps(one: UsageRecord, other: UsageRecord) -> bool:
+    """Whether the later-started of two requests was sent before the earlier one's write was
+    readable (its first token, else its end; with neither, only equal start times overlap)."""
+    if one.start is None or other.start is None:
+        return False
+    first, second = (one, other) if one.start <= other.start else (other, one)
+    assert first.start is not None and second.start is not None
+    ready = first.first_token if first.first_token is not None else first.end
+    if ready is None:
+        return second.start == first.start
+    return second.start < ready
