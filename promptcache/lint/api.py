@@ -1,0 +1,264 @@
+"""The linter's public functions: :func:`lint_request` (one payload, in-process; the SDK
+wrapper calls it on every request) and :func:`lint_paths` (files, folders, globs, stdin).
+
+Bad input never raises out of :func:`lint_paths`: each unreadable or unparsable file becomes
+one :class:`~promptcache._errors.InputError` in :attr:`LintResult.errors` (file + reason) and
+the other files are still linted.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from promptcache._errors import InputError
+from promptcache.lint.config import LintConfig, matches
+from promptcache.lint.engine import RequestContext, Rule, run_rules
+from promptcache.lint.facts import facts_for
+from promptcache.lint.finding import Finding
+from promptcache.lint.rules import all_rules
+from promptcache.lint.sources import LoadOptions, source_for, source_for_content, suffixes
+from promptcache.lint.sources.base import Document
+from promptcache.prefix import render
+
+__all__ = ["LintResult", "lint_paths", "lint_request", "lint_text"]
+
+_SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
+_DEFAULT_RULES: list[Rule] | None = None
+
+
+@dataclass
+class LintResult:
+    """The outcome of :func:`lint_paths`.
+
+    Attributes:
+        findings: every finding that survived selection, suppression, severity floor and
+            baseline, sorted by file, line, column.
+        errors: one :class:`InputError` per file that could not be linted.
+        files: the files linted (in order).
+        skipped: file -> why it held nothing to lint (a JSON file that is not a request).
+    """
+
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        """2 when any input failed, else 1 when there are findings, else 0."""
+        if self.errors:
+            return 2
+        return 1 if self.findings else 0
+
+
+def _default_rules() -> list[Rule]:
+    global _DEFAULT_RULES
+    if _DEFAULT_RULES is None:
+        _DEFAULT_RULES = [r() for r in all_rules() if r.status == "stable"]
+    return _DEFAULT_RULES
+
+
+def lint_request(payload: Mapping[str, Any], *, model: str | None = None,
+                 provider: str | None = None, previous: Mapping[str, Any] | None = None,
+                 rules: Sequence[str] | None = None) -> list[Finding]:
+    """Lint one request payload as it is about to be sent.
+
+    Args:
+        payload: the request body (Anthropic Messages, OpenAI Chat Completions or Responses;
+            shape detected unless ``provider`` is given).
+        model: overrides ``payload["model"]`` (catalog facts, token counts).
+        provider: ``"anthropic"``, ``"openai-chat"``, ``"openai-responses"`` or None.
+        previous: the request sent before this one in the same conversation; enables the
+            lookback rule (PC302).
+        rules: selectors (codes, prefixes, names, groups); None runs every stable rule.
+
+    Returns:
+        Findings; ``file`` is ``"<request>"`` and ``line``/``col`` are 1 (use ``path``).
+
+    Raises:
+        promptcache._errors.InvalidRequestError: the payload is malformed.
+    """
+    view = render(payload, provider, model=model)
+    ctx = RequestContext(view, payload, facts_for(view.provider, model or view.model))
+    if previous is not None:
+        pview = render(previous, provider or view.provider, model=model)
+        ctx.previous = RequestContext(pview, previous, ctx.facts)
+    if rules is None:
+        selected = _default_rules()
+    else:
+        selected = [r() for r in all_rules() if any(matches(r, s) for s in rules)]
+    out: list[Finding] = []
+    for rule in selected:
+        if "request" in rule.inputs:
+            out.extend(rule.check_request(ctx))
+    return out
+
+
+# ------------------------------------------------------------------------ files
+def _expand(paths: Iterable[str], config: LintConfig,
+            errors: list[InputError]) -> Iterator[str]:
+    known = suffixes()
+    seen: set[str] = set()
+    for raw in paths:
+        if raw == "-":
+            yield raw
+            continue
+        if any(ch in raw for ch in "*?[") and not os.path.exists(raw):
+            matched = sorted(glob.glob(raw, recursive=True))
+            if not matched:
+                errors.append(InputError(raw, "no file matches this pattern"))
+            candidates: Iterable[str] = matched
+        else:
+            candidates = [raw]
+        for path in candidates:
+            if os.path.isdir(path):
+                for root, dirs, files in os.walk(path):
+                    dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                                     and d not in _SKIP_DIRS
+                                     and not config.excluded(os.path.join(root, d)))
+                    for name in sorted(files):
+                        full = os.path.join(root, name)
+                        if os.path.splitext(name)[1].lower() in known and \
+                                not config.excluded(full) and full not in seen:
+                            seen.add(full)
+                            yield full
+            elif os.path.exists(path):
+                if path not in seen:
+                    seen.add(path)
+                    yield path
+            elif not any(ch in raw for ch in "*?["):
+                errors.append(InputError(path, "no such file or directory"))
+
+
+def _read(path: str, config: LintConfig) -> str:
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    if size > config.max_file_size:
+        raise InputError(path, f"file too large ({size:,} bytes; the limit is "
+                               f"{config.max_file_size:,}; raise max-file-size to lint it)")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    return decode(path, data, config)
+
+
+def decode(file: str, data: bytes, config: LintConfig | None = None) -> str:
+    """Bytes -> text, refusing binary, oversized and non-UTF-8 input with an :class:`InputError`."""
+    limit = (config or LintConfig()).max_file_size
+    if len(data) > limit:
+        raise InputError(file, f"input too large ({len(data):,} bytes; the limit is {limit:,})")
+    if b"\x00" in data[:8192]:
+        raise InputError(file, "binary file (contains NUL bytes)")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(file, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
+                               f"{exc.start})") from None
+    return text
+
+
+def _load(file: str, text: str, config: LintConfig) -> Document:
+    source = source_for(file) if file != "-" else source_for_content(text)
+    if source is None:
+        source = source_for_content(text)
+    options = LoadOptions(model=config.model, provider=config.provider)
+    try:
+        return source.load(file, text, options)
+    except InputError:
+        raise
+    except RecursionError:
+        raise InputError(file, "input nested too deeply") from None
+    except Exception as exc:  # a parser bug must not hide the other files' results
+        raise InputError(file, f"internal error while reading ({type(exc).__name__}: {exc})"
+                         ) from None
+
+
+def _keep(f: Finding, doc: Document, config: LintConfig, ignored: list[str]) -> bool:
+    if f.severity.rank < config.min_severity.rank:
+        return False
+    for line in {f.line, f.details.get("sink_line")}:
+        if isinstance(line, int) and line in doc.suppressions:
+            codes = doc.suppressions[line]
+            if codes is None or f.code in codes:
+                return False
+    if ignored:
+        from promptcache.lint.rules import get_rule
+
+        rule = get_rule(f.code)
+        if any(matches(rule, s) for s in ignored):
+            return False
+    return not (config.baseline and f.fingerprint in config.baseline)
+
+
+def lint_text(text: str, file: str, config: LintConfig | None = None) -> list[Finding]:
+    """Lint already-decoded text as if it were ``file`` (suffix picks the input kind).
+
+    Raises:
+        InputError: the text cannot be parsed.
+    """
+    config = config or LintConfig()
+    doc = _load(file, text, config)
+    rules = [r() for r in config.rules()]
+    findings = run_rules(doc.contexts, rules)
+    ignored = config.ignored_in(file)
+    return [f for f in findings if _keep(f, doc, config, ignored)]
+
+
+def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
+               stdin: str | bytes | None = None, stdin_name: str = "-") -> LintResult:
+    """Lint files, folders (walked for known suffixes) and globs; ``"-"`` reads ``stdin``.
+
+    Args:
+        paths: file names, folder names, glob patterns, or ``"-"``.
+        config: selection and options (defaults: every stable rule).
+        stdin: the text for ``"-"`` (the CLI passes ``sys.stdin``'s bytes).
+        stdin_name: a file name whose suffix picks the input kind for stdin (``"-"``:
+            guess from content).
+
+    Returns:
+        A :class:`LintResult`. Never raises for bad input.
+    """
+    config = config or LintConfig()
+    result = LintResult()
+    rules = [r() for r in config.rules()]
+    for file in _expand(paths, config, result.errors):
+        try:
+            if file == "-":
+                raw = stdin if stdin is not None else ""
+                data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+                text = decode("-", data, config)
+                doc = _load(stdin_name, text, config)
+                doc.file = "-"
+            else:
+                text = _read(file, config)
+                doc = _load(file, text, config)
+            findings = run_rules(doc.contexts, rules)
+        except InputError as exc:
+            result.errors.append(exc)
+            continue
+        except RecursionError:
+            result.errors.append(InputError(file, "input nested too deeply"))
+            continue
+        except Exception as exc:  # one bad file must not stop the run
+            result.errors.append(InputError(file, f"internal error ({type(exc).__name__}: "
+                                                  f"{exc})"))
+            continue
+        result.files.append(file)
+        if doc.skipped:
+            result.skipped[file] = doc.skipped
+        ignored = config.ignored_in(file)
+        for f in findings:
+            if file == "-" and f.file != "-":
+                f = f.with_location("-", f.line, f.col)
+            if _keep(f, doc, config, ignored):
+                result.findings.append(f)
+    result.findings.sort(key=lambda f: (f.file, f.line, f.col, f.code))
+    return result

@@ -1,0 +1,196 @@
+"""Lint configuration: rule selection, per-file ignores, severity floor, baseline.
+
+Read from ``[tool.promptcache]`` (or ``[tool.promptcache.lint]``) in the nearest
+``pyproject.toml`` and overridden by CLI options::
+
+    [tool.promptcache]
+    select = ["PC1", "PC3"]          # codes, code prefixes, dotted names, groups, or "ALL"
+    extend-select = ["PC202"]        # add preview rules to the default set
+    ignore = ["PC401"]
+    per-file-ignores = { "prompts/legacy/*.j2" = ["PC104"] }
+    model = "claude-sonnet-4-5"
+    min-severity = "warning"
+    exclude = ["tests/fixtures/*"]
+    max-file-size = 26214400         # bytes
+
+Selection follows ruff: ``select`` replaces the default set (every stable rule),
+``extend-select`` adds to it, ``ignore`` removes; a selector matches a code exactly, a code
+prefix (``PC1``), a rule's dotted name, or one of its groups.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any
+
+from promptcache.lint.engine import Rule
+from promptcache.lint.finding import Severity
+from promptcache.lint.rules import all_rules
+
+__all__ = ["DEFAULT_MAX_FILE_SIZE", "LintConfig", "find_pyproject", "matches"]
+
+#: Files larger than this are refused (an input error), to keep a CI run bounded. Bytes.
+DEFAULT_MAX_FILE_SIZE = 25 * 1024 * 1024
+
+
+def matches(rule: type[Rule], selector: str) -> bool:
+    """Whether ``selector`` (code, code prefix, dotted name, group, ``ALL``) picks ``rule``."""
+    s = selector.strip()
+    if not s:
+        return False
+    if s.upper() == "ALL":
+        return True
+    if s.upper().startswith("PC") and rule.code.startswith(s.upper()):
+        return True
+    return s == rule.name or s in rule.groups or rule.name.startswith(s + ".")
+
+
+@dataclass
+class LintConfig:
+    """Everything that shapes one lint run.
+
+    Attributes:
+        select: selectors replacing the default set (None: every stable rule).
+        extend_select: selectors added to the set.
+        ignore: selectors removed from the set.
+        per_file_ignores: glob -> selectors ignored in files matching the glob.
+        model: model id used when a request / template names none (or to override it).
+        provider: force a request shape (None: detect).
+        min_severity: findings below it are dropped.
+        baseline: fingerprints of findings to hide (``--baseline``).
+        exclude: globs of paths skipped when walking folders.
+        max_file_size: larger files are an input error, in bytes.
+    """
+
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    model: str | None = None
+    provider: str | None = None
+    min_severity: Severity = Severity.INFO
+    baseline: frozenset[str] = frozenset()
+    exclude: tuple[str, ...] = ()
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+
+    def rules(self) -> list[type[Rule]]:
+        """The selected rule classes, in code order."""
+        out = []
+        for rule in all_rules():
+            if self.select is None:
+                chosen = rule.status == "stable"
+            else:
+                chosen = any(matches(rule, s) for s in self.select)
+            if any(matches(rule, s) for s in self.extend_select):
+                chosen = True
+            if any(matches(rule, s) for s in self.ignore):
+                chosen = False
+            if chosen and rule.status != "deprecated":
+                out.append(rule)
+        return out
+
+    def ignored_in(self, file: str) -> list[str]:
+        """Selectors ignored for ``file`` by ``per_file_ignores``."""
+        out: list[str] = []
+        path = PurePath(file).as_posix()
+        name = PurePath(file).name
+        for pattern, selectors in self.per_file_ignores.items():
+            if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(name, pattern) or \
+                    fnmatch.fnmatch(path, "*/" + pattern.lstrip("/")):
+                out.extend(selectors)
+        return out
+
+    def excluded(self, path: str) -> bool:
+        """Whether a path matches an ``exclude`` glob."""
+        posix = PurePath(path).as_posix()
+        return any(fnmatch.fnmatch(posix, p) or fnmatch.fnmatch(PurePath(path).name, p)
+                   for p in self.exclude)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], *, source: str = "pyproject.toml"
+                     ) -> LintConfig:
+        """Build a config from a ``[tool.promptcache]`` table.
+
+        Raises:
+            ValueError: a key has the wrong type or an unknown severity (names the key).
+        """
+        table = dict(data)
+        lint = table.get("lint")
+        if isinstance(lint, Mapping):
+            table.update(lint)
+
+        def strs(key: str) -> tuple[str, ...] | None:
+            value = table.get(key, table.get(key.replace("-", "_")))
+            if value is None:
+                return None
+            if isinstance(value, str):
+                return (value,)
+            if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
+                return tuple(value)
+            raise ValueError(f"{source}: [tool.promptcache] {key} must be a list of strings")
+
+        pfi_raw = table.get("per-file-ignores", table.get("per_file_ignores", {}))
+        if not isinstance(pfi_raw, Mapping):
+            raise ValueError(f"{source}: [tool.promptcache] per-file-ignores must be a table")
+        pfi: dict[str, tuple[str, ...]] = {}
+        for pattern, codes in pfi_raw.items():
+            if isinstance(codes, str):
+                codes = [codes]
+            if not isinstance(codes, Sequence) or not all(isinstance(c, str) for c in codes):
+                raise ValueError(f"{source}: per-file-ignores[{pattern!r}] must be a list of codes")
+            pfi[str(pattern)] = tuple(codes)
+        sev = table.get("min-severity", table.get("min_severity"))
+        model = table.get("model")
+        size = table.get("max-file-size", table.get("max_file_size", DEFAULT_MAX_FILE_SIZE))
+        if model is not None and not isinstance(model, str):
+            raise ValueError(f"{source}: [tool.promptcache] model must be a string")
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+            raise ValueError(f"{source}: [tool.promptcache] max-file-size must be a positive int")
+        return cls(
+            select=strs("select"),
+            extend_select=strs("extend-select") or (),
+            ignore=strs("ignore") or (),
+            per_file_ignores=pfi,
+            model=model,
+            min_severity=Severity.parse(sev) if isinstance(sev, str) else Severity.INFO,
+            exclude=strs("exclude") or (),
+            max_file_size=size,
+        )
+
+    @classmethod
+    def from_pyproject(cls, path: Path) -> LintConfig:
+        """Read ``[tool.promptcache]`` from a ``pyproject.toml`` (defaults when absent).
+
+        Raises:
+            ValueError: the file is not valid TOML or the table is malformed.
+        """
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ValueError(f"{path}: cannot read configuration: {exc}") from None
+        tool = data.get("tool", {})
+        table = tool.get("promptcache") if isinstance(tool, Mapping) else None
+        if not isinstance(table, Mapping):
+            return cls()
+        return cls.from_mapping(table, source=str(path))
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start`` that has ``[tool.promptcache]``."""
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                text = candidate.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if "[tool.promptcache" in text:
+                return candidate
+    return None
+
+

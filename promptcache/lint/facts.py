@@ -1,0 +1,132 @@
+"""Provider cache facts the rules need, read from the catalog (never constants in rules).
+
+:func:`facts_for` asks :func:`promptcache.catalog.get_policy` for the request's model. When the
+model is absent or unknown, provider-wide facts are still known when every catalog entry of the
+provider agrees on them (every Anthropic model: 4 breakpoints, 20 lookback positions; every
+OpenAI model: 1,024-token minimum); a fact on which models disagree stays None (unknown), and a
+rule that needs it stays silent.
+
+One fact is not in the catalog: OpenAI's "about 15 requests per minute per prefix +
+prompt_cache_key" overflow point (https://developers.openai.com/api/docs/guides/prompt-caching.md,
+hosted-api-rules.md 2.1). It lives here, in one documented place, until the catalog carries it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["CacheFacts", "facts_for", "provider_family"]
+
+#: OpenAI: requests/min per prefix + prompt_cache_key above which requests overflow to other
+#: machines. Source: https://developers.openai.com/api/docs/guides/prompt-caching.md (O2) and
+#: https://learn.microsoft.com/azure/foundry/openai/how-to/prompt-caching (O4).
+OPENAI_KEY_OVERFLOW_RPM = 15.0
+
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class CacheFacts:
+    """The cache facts of one model (or of a provider when the model is unknown).
+
+    Attributes:
+        provider: ``"anthropic"`` or ``"openai"``.
+        model: the model id asked for (None when the request names none).
+        known_model: whether the catalog knows ``model``.
+        max_breakpoints: breakpoint slots per request (None: unknown).
+        lookback_positions: Anthropic lookback window in positions (None: none / unknown).
+        min_cacheable_tokens: the smallest cacheable prefix, in tokens (None: unknown).
+        longer_ttl_first: whether longer TTLs must precede shorter ones.
+        key_overflow_rpm: OpenAI requests/min per prefix+key before spill-over (None: n/a).
+    """
+
+    provider: str
+    model: str | None
+    known_model: bool
+    max_breakpoints: int | None
+    lookback_positions: int | None
+    min_cacheable_tokens: int | None
+    longer_ttl_first: bool
+    key_overflow_rpm: float | None
+
+
+def provider_family(provider: str) -> str:
+    """``"anthropic"`` or ``"openai"`` for a renderer provider name."""
+    return "anthropic" if provider == "anthropic" else "openai"
+
+
+def _get(policy: Any, name: str) -> Any:
+    return getattr(policy, name, None)
+
+
+@lru_cache(maxsize=8)
+def _provider_wide(family: str) -> dict[str, Any]:
+    """Facts on which every catalog model of ``family`` agrees."""
+    out: dict[str, Any] = {}
+    try:
+        from promptcache.catalog import get_policy, known_models
+    except ImportError:  # pragma: no cover - the catalog is part of the package
+        return out
+    values: dict[str, set[Any]] = {}
+    for model in known_models():
+        try:
+            policy = get_policy(model)
+        except Exception:
+            continue
+        if str(_get(policy, "provider")) != family:
+            continue
+        for name in ("max_breakpoints", "lookback_positions", "min_cacheable_tokens",
+                     "longer_ttl_first"):
+            values.setdefault(name, set()).add(_get(policy, name))
+    for name, seen in values.items():
+        if len(seen) == 1:
+            out[name] = next(iter(seen))
+    return out
+
+
+@lru_cache(maxsize=512)
+def _facts(family: str, model: str | None) -> CacheFacts:
+    policy: Any = None
+    if model:
+        try:
+            from promptcache.catalog import get_policy
+
+            policy = get_policy(model)
+        except Exception:  # UnknownModelError, or a catalog that cannot load
+            policy = None
+    if policy is not None and str(_get(policy, "provider")) == family:
+        src: dict[str, Any] = {n: _get(policy, n) for n in (
+            "max_breakpoints", "lookback_positions", "min_cacheable_tokens", "longer_ttl_first")}
+        known = True
+    else:
+        src = _provider_wide(family)
+        known = False
+    return CacheFacts(
+        provider=family,
+        model=model,
+        known_model=known,
+        max_breakpoints=src.get("max_breakpoints"),
+        lookback_positions=src.get("lookback_positions"),
+        min_cacheable_tokens=src.get("min_cacheable_tokens"),
+        longer_ttl_first=bool(src.get("longer_ttl_first", family == "anthropic")),
+        key_overflow_rpm=OPENAI_KEY_OVERFLOW_RPM if family == "openai" else None,
+    )
+
+
+def facts_for(provider: str, model: str | None) -> CacheFacts:
+    """The :class:`CacheFacts` for a request.
+
+    Args:
+        provider: renderer provider (``"anthropic"``, ``"openai-chat"``, ``"openai-responses"``)
+            or family (``"openai"``).
+        model: the model id, or None.
+
+    Returns:
+        Facts from the model's catalog policy; provider-wide facts when the model is missing
+        or unknown. Never raises.
+    """
+    with _LOCK:
+        return _facts(provider_family(provider), model)

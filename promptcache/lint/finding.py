@@ -1,0 +1,115 @@
+"""Lint findings: what a rule reports, where, and how bad it is.
+
+A :class:`Finding` is a flat, frozen record (like flake8's ``Violation``) that every output
+format reads. Location is always ``file:line:col`` (1-based); for request payloads ``path``
+also names the node inside the payload (``"system[0].text"``), and ``details`` carries the
+rule-specific facts (``granularity``, ``json_key``, ``tokens_invalidated``,
+``inside_cached_prefix``, ``breakpoint_path``, ``count``/``limit``, ...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+__all__ = ["Finding", "Severity"]
+
+
+class Severity(StrEnum):
+    """How bad a finding is. ``error``: the API rejects the request (HTTP 400) or caching is
+    certainly broken; ``warning``: a likely cache miss on every request; ``info``: worth knowing,
+    often intended (a date in the system prompt, no routing key)."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        """2 for error, 1 for warning, 0 for info (for ``--min-severity``)."""
+        return {"error": 2, "warning": 1, "info": 0}[self.value]
+
+    @classmethod
+    def parse(cls, value: str) -> Severity:
+        """``"error"`` / ``"warning"`` / ``"info"`` (case-insensitive).
+
+        Raises:
+            ValueError: any other string.
+        """
+        try:
+            return cls(value.strip().lower())
+        except ValueError:
+            raise ValueError(f"unknown severity {value!r}; use error, warning or info") from None
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem found by one rule.
+
+    Attributes:
+        code: the rule code (``"PC101"``).
+        name: the rule's dotted name (``"volatile.timestamp"``).
+        severity: :class:`Severity`.
+        message: one sentence; says how many tokens lose caching where that is known.
+        file: the input file (``"-"`` for stdin, ``"<request>"`` for :func:`lint_request`).
+        line: 1-based line of the offending text.
+        col: 1-based column (characters).
+        path: the node inside a request payload (``"messages[0].content[1]"``), or None for
+            templates and Python source.
+        fix: a one-line fix hint (the rule's ``fix_title`` or a more specific one).
+        details: rule-specific facts, JSON-serialisable (see each rule's doc).
+    """
+
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    file: str = "<request>"
+    line: int = 1
+    col: int = 1
+    path: str | None = None
+    fix: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def rule(self) -> str:
+        """Alias of :attr:`name` (the bug cases call it ``rule``)."""
+        return self.name
+
+    @property
+    def fingerprint(self) -> str:
+        """A line-independent identity for baselines: sha256 hex over code, file, payload path,
+        the matched text and the message with numbers removed (so token counts and line moves
+        do not make an old finding look new)."""
+        key = "\x00".join((
+            self.code, self.file, self.path or "", str(self.details.get("match", "")),
+            _DIGITS.sub("#", self.message),
+        ))
+        return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def with_location(self, file: str, line: int, col: int) -> Finding:
+        """A copy at another location."""
+        return replace(self, file=file, line=line, col=col)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (the ``--format json`` record)."""
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity.value,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+            "col": self.col,
+            "path": self.path,
+            "fix": self.fix,
+            "details": dict(self.details),
+            "fingerprint": self.fingerprint,
+        }

@@ -1,0 +1,32 @@
+"""JSON output: ``{"version", "findings": [...], "errors": [{"file", "reason"}], "files"}``.
+
+The same document is accepted back as a ``--baseline`` file.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from promptcache.lint.api import LintResult
+
+__all__ = ["emit"]
+
+
+def emit(result: LintResult, stream: IO[str]) -> None:
+    """Write the result as one JSON document."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ver = version("promptcache")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        ver = "0"
+    doc = {
+        "version": ver,
+        "findings": [f.to_dict() for f in result.findings],
+        "errors": [{"file": e.file, "reason": e.reason} for e in result.errors],
+        "files": result.files,
+    }
+    json.dump(doc, stream, indent=2, ensure_ascii=False, default=str)
+    stream.write("\n")

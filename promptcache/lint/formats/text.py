@@ -1,0 +1,31 @@
+"""Human-readable output: ``file:line:col: CODE [severity] message`` plus a fix hint line."""
+
+from __future__ import annotations
+
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from promptcache.lint.api import LintResult
+
+__all__ = ["emit"]
+
+
+def emit(result: LintResult, stream: IO[str]) -> None:
+    """Write findings (one per line, with an indented ``fix:`` hint) and a summary line."""
+    for f in result.findings:
+        where = f" ({f.path})" if f.path else ""
+        stream.write(f"{f.file}:{f.line}:{f.col}: {f.code} [{f.severity.value}] "
+                     f"{f.message}{where}\n")
+        if f.fix:
+            stream.write(f"    fix: {f.fix}\n")
+    n = len(result.findings)
+    if n:
+        counts = {s: sum(1 for f in result.findings if f.severity.value == s)
+                  for s in ("error", "warning", "info")}
+        parts = ", ".join(f"{v} {k}{'s' if v != 1 and k != 'info' else ''}"
+                          for k, v in counts.items() if v)
+        stream.write(f"Found {n} finding{'s' if n != 1 else ''} ({parts}) in "
+                     f"{len(result.files)} file{'s' if len(result.files) != 1 else ''}.\n")
+    elif not result.errors:
+        stream.write(f"All checks passed ({len(result.files)} "
+                     f"file{'s' if len(result.files) != 1 else ''}).\n")

@@ -1,0 +1,97 @@
+"""PC101 volatile.timestamp: a clock value inside the cached prefix."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from promptcache.lint.engine import PythonContext, RequestContext, Rule
+from promptcache.lint.finding import Finding, Severity
+from promptcache.lint.rules._common import volatile_hits
+
+__all__ = ["Rule_PC101"]
+
+
+class Rule_PC101(Rule):
+    """A timestamp or date inside the cached prefix.
+
+    ## What it does
+    Finds date-times, dates, clock times and epoch values in the parts of a request that are
+    rebuilt on every call (tools, system prompt, system/developer messages) when they lie
+    inside the cached prefix: before an Anthropic breakpoint (explicit or automatic), or
+    inside OpenAI's automatic prefix (everything before the newest message, from 1,024
+    tokens). In Python source it follows ``datetime.now()``, ``time.time()`` and friends into
+    ``system=`` / ``tools=`` / the first messages of an API call.
+
+    The value's granularity sets the severity: a value that changes every second, minute or
+    hour is a warning; a date (changes once a day) is info. Details: ``granularity``,
+    ``match``, ``char_offset``, ``json_key``, ``inside_cached_prefix``, ``breakpoint_path``,
+    ``tokens_invalidated``.
+
+    ## Why is this bad?
+    Caching is an exact prefix match. A clock value makes every request's prefix different
+    from the one before, so everything after it is written again (1.25x or 2x the input price
+    on Anthropic) and never read. This is the most common reported cause of a 0 % hit rate
+    (goose, pi, cherry-studio).
+
+    ## Example
+    ```json
+    {"system": [{"type": "text", "cache_control": {"type": "ephemeral"},
+      "text": "You are a coding agent.\\nCurrent date and time: 2025-05-04 14:03:27\\n..."}]}
+    ```
+
+    ## Use instead
+    ```json
+    {"system": [{"type": "text", "cache_control": {"type": "ephemeral"},
+      "text": "You are a coding agent.\\nCurrent date: 2025-05-04\\n..."}]}
+    ```
+    or send the clock in the newest user turn, after the last breakpoint.
+
+    ## Fix safety
+    No automatic fix. Coarsening the value changes what the model sees (it no longer knows
+    the time of day); moving it changes where it appears. Both are behaviour changes the
+    author must accept.
+
+    ## References
+    - https://platform.claude.com/docs/en/build-with-claude/prompt-caching (what invalidates)
+    - https://developers.openai.com/api/docs/guides/prompt-caching (static content first)
+    - https://github.com/aaif-goose/goose/pull/2434 (BR-01)
+    """
+
+    code = "PC101"
+    name = "volatile.timestamp"
+    summary = "Timestamp or date inside the cached prefix"
+    groups = ("all", "volatile")
+    severity = Severity.WARNING
+    message = "timestamp inside the cached prefix"
+    fix_title = "coarsen to the date, or move the clock into the newest user turn"
+    inputs = frozenset({"request", "python"})
+
+    def check_request(self, ctx: RequestContext) -> Iterator[Finding]:
+        for hit in volatile_hits(ctx):
+            m = hit.match
+            if m.kind != "timestamp":
+                continue
+            sev = Severity.INFO if m.granularity == "day" else Severity.WARNING
+            where = (f"before the breakpoint at {hit.breakpoint_path}" if hit.breakpoint_path
+                     else "inside the automatic cached prefix")
+            msg = (f"{m.granularity}-granularity timestamp {m.match!r} sits {where}: about "
+                   f"{hit.tokens_invalidated} tokens after it lose caching on every "
+                   f"{'day' if m.granularity == 'day' else 'request'}")
+            yield ctx.finding(self, msg, path=hit.path, offset=m.start, severity=sev,
+                              match=m.match, granularity=m.granularity, subkind=m.subkind,
+                              char_offset=m.start, json_key=m.json_key,
+                              inside_cached_prefix=True, breakpoint_path=hit.breakpoint_path,
+                              tokens_invalidated=hit.tokens_invalidated)
+
+    def check_python(self, ctx: PythonContext) -> Iterator[Finding]:
+        for flow in ctx.flows:
+            vol = flow.volatility
+            if vol.kind != "timestamp" or flow.sink == "prompt_cache_key=":
+                continue
+            gran = vol.granularity or "second"
+            if gran in ("month", "year", "week"):
+                continue
+            msg = (f"{gran}-granularity clock value {vol.origin!r} flows into {flow.sink} of "
+                   f"{flow.call}() (line {flow.sink_line}): the cached prefix changes every "
+                   f"{'day' if gran == 'day' else 'request'}")
+            yield ctx.finding(self, flow, msg, severity=vol.severity, inside_cached_prefix=True)

@@ -1,0 +1,62 @@
+"""PC401 openai.below-minimum: an OpenAI prompt under the automatic-caching minimum."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from promptcache.lint.engine import RequestContext, Rule
+from promptcache.lint.finding import Finding, Severity
+
+__all__ = ["Rule_PC401"]
+
+
+class Rule_PC401(Rule):
+    """An OpenAI prompt shorter than the automatic-caching minimum (1,024 tokens).
+
+    ## What it does
+    Reports an OpenAI Chat Completions or Responses request whose whole prompt is shorter
+    than the model's minimum cacheable prefix from the catalog (1,024 tokens for every
+    current model). Counts are exact (tiktoken ids). Details: ``prompt_tokens``,
+    ``model_minimum``.
+
+    ## Why is this bad?
+    Nothing is cached below the minimum, so ``cached_tokens`` stays 0 — often misread as a
+    caching bug. It matters when the prompt is expected to be reused (a long shared system
+    prompt that is shorter than you think).
+
+    ## Example
+    A 600-token system prompt sent thousands of times a day: never cached.
+
+    ## Use instead
+    Nothing to fix when the prompt is genuinely short; otherwise move shared reference
+    material (examples, documents) into the system prompt so the shared prefix reaches the
+    minimum.
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - https://developers.openai.com/api/docs/guides/prompt-caching (1,024-token minimum)
+    """
+
+    code = "PC401"
+    name = "openai.below-minimum"
+    summary = "OpenAI prompt under the 1,024-token caching minimum"
+    groups = ("all", "openai")
+    severity = Severity.INFO
+    message = "prompt below OpenAI's minimum cacheable length"
+    fix_title = "nothing is cached below the minimum; grow the shared prefix if it is reused"
+    inputs = frozenset({"request"})
+    aggregate_in_logs = True
+
+    def check_request(self, ctx: RequestContext) -> Iterator[Finding]:
+        minimum = ctx.facts.min_cacheable_tokens
+        view = ctx.view
+        if view.provider == "anthropic" or minimum is None or not view.segments:
+            return
+        if view.total_tokens >= minimum:
+            return
+        msg = (f"the prompt is {view.total_tokens} tokens, below the {minimum}-token minimum "
+               "for automatic caching: nothing is cached")
+        yield ctx.finding(self, msg, path=None, prompt_tokens=view.total_tokens,
+                          model_minimum=minimum)

@@ -1,0 +1,76 @@
+"""PC402 openai.cache-key-missing: no prompt_cache_key on a cacheable OpenAI request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from promptcache.lint.engine import LogContext, RequestContext, Rule
+from promptcache.lint.finding import Finding, Severity
+
+__all__ = ["Rule_PC402"]
+
+
+def _cacheable_openai(ctx: RequestContext) -> bool:
+    minimum = ctx.facts.min_cacheable_tokens
+    return (ctx.view.provider != "anthropic" and minimum is not None
+            and ctx.view.total_tokens >= minimum)
+
+
+class Rule_PC402(Rule):
+    """A cacheable OpenAI request without a ``prompt_cache_key``.
+
+    ## What it does
+    Reports an OpenAI request of at least the minimum cacheable length that sends no
+    ``prompt_cache_key``. In a log it reports once for the file with the share of requests
+    that lack the key. Details: ``requests_without_key``, ``requests``.
+
+    ## Why is this bad?
+    OpenAI routes a request by a hash of its first tokens, combined with the key. Without a
+    key, identical prefixes are spread across machines and hit only when they happen to land
+    on the same one: byte-stable prompts show bimodal hits (mosoo-agent-driver #82: 3 of 16).
+
+    ## Example
+    ```json
+    {"model": "gpt-5", "messages": ["<12,400 tokens, identical prefix>"]}
+    ```
+
+    ## Use instead
+    ```json
+    {"model": "gpt-5", "prompt_cache_key": "support-agent-v3", "messages": ["..."]}
+    ```
+    A key per prompt family (or per conversation) that stays the same across requests.
+
+    ## Fix safety
+    Safe: the key is a routing hint and does not change the response.
+
+    ## References
+    - https://developers.openai.com/api/docs/guides/prompt-caching (prompt_cache_key)
+    - https://github.com/langgenius/mosoo-agent-driver/issues/82 (BR-24)
+    """
+
+    code = "PC402"
+    name = "openai.cache-key-missing"
+    summary = "OpenAI request without prompt_cache_key"
+    groups = ("all", "openai")
+    severity = Severity.INFO
+    message = "cacheable OpenAI request without prompt_cache_key"
+    fix_title = "send a stable prompt_cache_key per prompt family"
+    inputs = frozenset({"request", "log"})
+    aggregate_in_logs = True
+
+    def check_request(self, ctx: RequestContext) -> Iterator[Finding]:
+        if _cacheable_openai(ctx) and not ctx.payload.get("prompt_cache_key"):
+            msg = (f"{ctx.view.total_tokens}-token prompt without prompt_cache_key: identical "
+                   "prefixes may be routed to different machines and miss")
+            yield ctx.finding(self, msg, path=None)
+
+    def check_log(self, ctx: LogContext) -> Iterator[Finding]:
+        cacheable = [e for e in ctx.entries if _cacheable_openai(e)]
+        missing = [e for e in cacheable if not e.payload.get("prompt_cache_key")]
+        if not missing:
+            return
+        first = missing[0]
+        msg = (f"{len(missing)} of {len(cacheable)} cacheable requests carry no "
+               "prompt_cache_key: identical prefixes may be routed to different machines")
+        yield first.finding(self, msg, path=None, requests_without_key=len(missing),
+                            requests=len(cacheable))

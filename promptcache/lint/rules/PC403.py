@@ -1,0 +1,83 @@
+"""PC403 openai.cache-key-unstable: a prompt_cache_key that changes on every request."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+from promptcache.lint.engine import LogContext, PythonContext, RequestContext, Rule
+from promptcache.lint.finding import Finding, Severity
+
+__all__ = ["Rule_PC403", "prefix_group"]
+
+
+def prefix_group(ctx: RequestContext) -> str:
+    """A hash naming the request's shared prefix: tools + system tiers (or the first segment)."""
+    hashes = ctx.view.prefix_hashes()
+    if not hashes:
+        return ""
+    stable = [s.index for s in ctx.view.segments if s.tier in ("tools", "system")]
+    return hashes[stable[-1]] if stable else hashes[0]
+
+
+class Rule_PC403(Rule):
+    """``prompt_cache_key`` differs on every request that shares a prefix.
+
+    ## What it does
+    In a log, groups requests by their shared prefix (tools + system) and reports a group of
+    three or more requests where every request carries a different key. In Python source,
+    reports ``prompt_cache_key=`` fed from ``uuid4()``, a clock or a random value. Details:
+    ``requests``, ``distinct_keys``.
+
+    ## Why is this bad?
+    The key steers routing: a fresh key per request sends identical prefixes to different
+    machines on purpose, so nothing is reused (a gateway that used a new UUID per request got
+    0 % hits).
+
+    ## Example
+    ```python
+    client.responses.create(prompt_cache_key=str(uuid.uuid4()), ...)
+    ```
+
+    ## Use instead
+    ```python
+    client.responses.create(prompt_cache_key=f"agent-v3-{conversation_id}", ...)
+    ```
+
+    ## Fix safety
+    Safe: the key is only a routing hint.
+
+    ## References
+    - https://developers.openai.com/api/docs/guides/prompt-caching
+    - https://github.com/langgenius/mosoo-agent-driver/issues/82 (BR-24)
+    """
+
+    code = "PC403"
+    name = "openai.cache-key-unstable"
+    summary = "prompt_cache_key differs on every request"
+    groups = ("all", "openai")
+    severity = Severity.WARNING
+    message = "prompt_cache_key differs on every request that shares a prefix"
+    fix_title = "derive the key from the prompt family or conversation, not per request"
+    inputs = frozenset({"log", "python"})
+
+    def check_log(self, ctx: LogContext) -> Iterator[Finding]:
+        groups: dict[str, list[RequestContext]] = defaultdict(list)
+        for e in ctx.entries:
+            if e.view.provider != "anthropic" and e.payload.get("prompt_cache_key"):
+                groups[prefix_group(e)].append(e)
+        for entries in groups.values():
+            keys = [str(e.payload.get("prompt_cache_key")) for e in entries]
+            if len(entries) >= 3 and len(set(keys)) == len(keys):
+                msg = (f"prompt_cache_key differs on every one of {len(entries)} requests that "
+                       "share a prefix: each is routed to a fresh machine")
+                yield entries[1].finding(self, msg, path="prompt_cache_key",
+                                         requests=len(entries), distinct_keys=len(set(keys)))
+
+    def check_python(self, ctx: PythonContext) -> Iterator[Finding]:
+        for flow in ctx.flows:
+            if flow.sink == "prompt_cache_key=" and flow.volatility.kind in ("id", "random",
+                                                                            "timestamp"):
+                msg = (f"prompt_cache_key of {flow.call}() (line {flow.sink_line}) comes from "
+                       f"{flow.volatility.origin!r}: a new key per request defeats routing")
+                yield ctx.finding(self, flow, msg)

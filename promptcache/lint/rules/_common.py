@@ -1,0 +1,146 @@
+"""Analyses several rules share, memoised per request in ``RequestContext.scratch``.
+
+* :func:`volatile_hits` — volatile literals (:func:`~promptcache.lint.volatile.scan_text`) in
+  the parts of a request that are regenerated on every call (tools, system, system/developer
+  messages) and that lie inside the cached prefix, with the tokens they invalidate.
+* :func:`divergence` — where a request first differs from the one before it (logs).
+
+Why only tools / system / system-role messages: a value inside an earlier user or assistant
+turn is history; it is sent byte-identical on every later request, so it does not break the
+prefix. The newest turn comes after the last breakpoint of a well-formed request anyway.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from promptcache.lint.engine import RequestContext, text_path
+from promptcache.lint.volatile import VolatileMatch, scan_text
+from promptcache.prefix import Segment
+from promptcache.tokens import get_counter
+
+__all__ = ["Divergence", "VolatileHit", "divergence", "key_order_path", "volatile_hits"]
+
+
+@dataclass(frozen=True, slots=True)
+class VolatileHit:
+    """A volatile literal inside the cached prefix of one request."""
+
+    segment: Segment
+    match: VolatileMatch
+    path: str
+    tokens_invalidated: int
+    breakpoint_path: str | None
+
+
+def _regenerated(seg: Segment) -> bool:
+    return seg.tier in ("tools", "system") or seg.role in ("system", "developer")
+
+
+def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
+    """Volatile literals inside the cached prefix of ``ctx`` (memoised)."""
+    memo = ctx.scratch.get("volatile")
+    if memo is not None:
+        return memo  # type: ignore[no-any-return]
+    hits: list[VolatileHit] = []
+    end = ctx.cached_end
+    if end is not None:
+        end_token = ctx.cached_end_token
+        counter = get_counter(ctx.view.model)
+        for seg in ctx.view.segments[:end + 1]:
+            if not seg.text or not _regenerated(seg):
+                continue
+            for m in scan_text(seg.text):
+                before = counter.count(seg.text[:m.start]) if m.start else 0
+                invalidated = max(0, end_token - (seg.start_token + before))
+                bp = ctx.covering_breakpoint(seg) if ctx.view.provider == "anthropic" else None
+                hits.append(VolatileHit(seg, m, text_path(seg), invalidated,
+                                        bp.path if bp is not None else None))
+    ctx.scratch["volatile"] = hits
+    return hits
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    """The first segment where a request differs from the previous one.
+
+    Attributes:
+        index: segment index in the current request.
+        segment: that segment of the current request.
+        previous: the segment at the same index in the previous request.
+        char_offset: first differing character of the two texts (None when no text).
+        common_tokens: tokens of the shared text before the difference (same block).
+    """
+
+    index: int
+    segment: Segment
+    previous: Segment
+    char_offset: int | None
+    common_tokens: int
+
+
+def divergence(ctx: RequestContext) -> Divergence | None:
+    """Where ``ctx`` first differs from ``ctx.previous`` at the same position; None when one
+    request is a prefix of the other (a conversation growing) or there is no previous one."""
+    if "divergence" in ctx.scratch:
+        return ctx.scratch["divergence"]  # type: ignore[no-any-return]
+    result: Divergence | None = None
+    prev = ctx.previous
+    if prev is not None and prev.view.provider == ctx.view.provider:
+        for a, b in zip(prev.view.segments, ctx.view.segments, strict=False):
+            if a.fingerprint != b.fingerprint:
+                offset: int | None = None
+                common = 0
+                if a.text is not None and b.text is not None:
+                    offset = _common_prefix(a.text, b.text)
+                    common = get_counter(ctx.view.model).count(b.text[:offset]) if offset else 0
+                result = Divergence(b.index, b, a, offset, common)
+                break
+    ctx.scratch["divergence"] = result
+    return result
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    step = 256
+    while i < n and a[i:i + step] == b[i:i + step]:
+        i += step
+    i = min(i, n)
+    while i > 0 and a[:i] != b[:i]:
+        i -= 1
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def key_order_path(a: Any, b: Any, path: str) -> str | None:
+    """The first JSON path where ``a`` and ``b`` hold the same keys in a different order."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if list(a) != list(b) and set(a) == set(b):
+            return path or "<root>"
+        for key in a:
+            if key in b:
+                sub = key_order_path(a[key], b[key], f"{path}.{key}" if path else str(key))
+                if sub is not None:
+                    return sub
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            sub = key_order_path(x, y, f"{path}[{i}]")
+            if sub is not None:
+                return sub
+    return None
+
+
+def same_canonical(a: Segment, b: Segment) -> tuple[Any, Any] | None:
+    """The parsed nodes of two segments when they are equal up to key order, else None."""
+    try:
+        x = json.loads(a.data)
+        y = json.loads(b.data)
+    except ValueError:
+        return None
+    if x == y:
+        return x, y
+    return None

@@ -1,0 +1,532 @@
+"""Python source: follow volatile values into the cached prefix of LLM API calls (AST taint).
+
+Sources (what varies between requests): ``datetime.now/utcnow/today``, ``date.today``,
+``time.time/time_ns/localtime/gmtime/ctime/asctime/strftime``, ``uuid.uuid1/4/6/7``,
+``random.*``, ``secrets.*``, ``os.getpid``, ``os.urandom``; iteration over a ``set`` (string
+hashing is salted per process, so set order changes between runs); ``json.dumps`` of a
+runtime value without ``sort_keys=True`` (key order follows however the dict was built).
+
+Propagation, within a module, sequentially through each function body: assignments (also
+tuple targets, ``self.x``, ``d[k] = v``, ``x += ...``, ``.append/.extend/.insert/.update``),
+f-strings, ``.format``, ``%``, ``+``, ``str.join``, containers, comprehensions, method calls on
+a tainted receiver, calls that take a tainted argument, and calls of module-level functions and
+methods whose return value is tainted (summaries, two rounds). ``sorted()`` removes set-order
+taint. ``.strftime(fmt)`` / ``.date()`` / ``.replace(second=0, ...)`` set the granularity.
+
+Sinks (the cached prefix): the ``system=``, ``tools=``, ``instructions=``,
+``prompt_cache_key=`` arguments and the first / system / developer elements of ``messages=`` /
+``input=`` (list literals, or names built from them) of ``*.messages.create/stream``,
+``*.chat.completions.create/parse``, ``*.responses.create/stream/parse``,
+``litellm.completion/acompletion``, and promptcache's ``PromptBuilder`` stable sections
+(``.system()``, ``.tools()``, ``.add_system()``, ``.add_tools()``, ``.stable()``).
+
+It is a heuristic, intraprocedural-plus-summaries analysis (no aliasing, no cross-module
+flow); its output is a list of :class:`~promptcache.lint.engine.Flow` objects the rules
+report on.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from promptcache._errors import InputError
+from promptcache.lint.engine import Flow, PythonContext, Volatility
+from promptcache.lint.sources.base import Document, LoadOptions, parse_suppressions
+from promptcache.lint.volatile import granularity_of_strftime
+
+__all__ = ["SOURCE", "PythonSource", "analyze"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Taint:
+    vol: Volatility
+    line: int
+    col: int
+
+
+Taints = frozenset[_Taint]
+_EMPTY: Taints = frozenset()
+
+_SOURCES: dict[str, tuple[str, str | None]] = {
+    "datetime.datetime.now": ("timestamp", "microsecond"),
+    "datetime.datetime.utcnow": ("timestamp", "microsecond"),
+    "datetime.datetime.today": ("timestamp", "microsecond"),
+    "datetime.date.today": ("timestamp", "day"),
+    "time.time": ("timestamp", "microsecond"),
+    "time.time_ns": ("timestamp", "microsecond"),
+    "time.localtime": ("timestamp", "second"),
+    "time.gmtime": ("timestamp", "second"),
+    "time.ctime": ("timestamp", "second"),
+    "time.asctime": ("timestamp", "second"),
+    "uuid.uuid1": ("id", None),
+    "uuid.uuid4": ("id", None),
+    "uuid.uuid6": ("id", None),
+    "uuid.uuid7": ("id", None),
+    "os.getpid": ("random", None),
+    "os.urandom": ("random", None),
+    "arrow.now": ("timestamp", "second"),
+    "arrow.utcnow": ("timestamp", "second"),
+    "pendulum.now": ("timestamp", "second"),
+    "ulid.new": ("id", None),
+    "ulid.ULID": ("id", None),
+    "nanoid.generate": ("id", None),
+    "shortuuid.uuid": ("id", None),
+}
+_RANDOM_MODULES = ("random.", "secrets.", "numpy.random.")
+_SINK_SUFFIXES = ("messages.create", "messages.stream", "completions.create", "completions.parse",
+                  "responses.create", "responses.stream", "responses.parse")
+_SINK_FUNCS = frozenset({"litellm.completion", "litellm.acompletion"})
+_BUILDER_METHODS = frozenset({"system", "tools", "add_system", "add_tools", "add_tool", "stable"})
+_PREFIX_KWARGS = ("system", "tools", "instructions", "prompt_cache_key")
+_LIST_KWARGS = ("messages", "input")
+_PASS_THROUGH_METHODS = frozenset({"isoformat", "astimezone", "ctime", "timestamp", "strip",
+                                   "lstrip", "rstrip", "upper", "lower", "title", "encode",
+                                   "decode", "hex", "format", "join", "replace", "split"})
+
+
+def _retag(taints: Iterable[_Taint], granularity: str | None) -> Taints:
+    out = set()
+    for t in taints:
+        if t.vol.kind == "timestamp" and granularity is not None:
+            out.add(_Taint(Volatility("timestamp", granularity, t.vol.origin), t.line, t.col))
+        else:
+            out.add(t)
+    return frozenset(out)
+
+
+def _origin(node: ast.AST) -> str:
+    try:
+        text = ast.unparse(node)
+    except Exception:  # pragma: no cover - unparse of odd trees
+        text = type(node).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    elif isinstance(node, ast.Call):
+        inner = _dotted(node.func)
+        if inner is None:
+            return None
+        parts.append(inner + "()")
+    else:
+        return None
+    return ".".join(reversed(parts))
+
+
+@dataclass
+class _Module:
+    aliases: dict[str, str] = field(default_factory=dict)
+    summaries: dict[str, Taints] = field(default_factory=dict)
+    globals: dict[str, Taints] = field(default_factory=dict)
+    flows: dict[tuple[int, int, str, int], Flow] = field(default_factory=dict)
+
+
+class _Scope:
+    """Walks one function body (or the module body) with its own environment."""
+
+    def __init__(self, mod: _Module, *, record: bool, is_module: bool = False) -> None:
+        self.mod = mod
+        self.env: dict[str, Taints] = {}
+        self.lists: dict[str, list[ast.expr]] = {}
+        self.returns: set[_Taint] = set()
+        self.record = record
+        self.is_module = is_module
+
+    # ---------------------------------------------------------------- names
+    def resolve(self, func: ast.expr) -> str | None:
+        dotted = _dotted(func)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        full = self.mod.aliases.get(head)
+        if full is not None:
+            return f"{full}.{rest}" if rest else full
+        return dotted
+
+    def lookup(self, name: str) -> Taints:
+        got = self.env.get(name)
+        if got is not None:
+            return got
+        return self.mod.globals.get(name, _EMPTY)
+
+    # ---------------------------------------------------------------- expressions
+    def taint(self, node: ast.expr | None) -> Taints:
+        if node is None:
+            return _EMPTY
+        if isinstance(node, ast.Name):
+            return self.lookup(node.id)
+        if isinstance(node, ast.Call):
+            return self._call(node)
+        if isinstance(node, ast.Attribute):
+            dotted = _dotted(node)
+            if dotted is not None and dotted in self.env:
+                return self.env[dotted]
+            base = self.taint(node.value)
+            if node.attr in ("year", "month"):
+                return frozenset(t for t in base if t.vol.kind != "timestamp")
+            if node.attr in ("day", "weekday"):
+                return _retag(base, "day")
+            return base
+        if isinstance(node, ast.JoinedStr):
+            return self._union(v for v in node.values)
+        if isinstance(node, ast.FormattedValue):
+            return self.taint(node.value)
+        if isinstance(node, ast.BinOp):
+            return self.taint(node.left) | self.taint(node.right)
+        if isinstance(node, ast.BoolOp):
+            return self._union(node.values)
+        if isinstance(node, ast.IfExp):
+            return self.taint(node.body) | self.taint(node.orelse)
+        if isinstance(node, ast.Dict):
+            return self._union([v for v in node.values] + [k for k in node.keys if k is not None])
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return self._union(node.elts)
+        if isinstance(node, ast.Set):
+            inner = self._union(node.elts)
+            if len(node.elts) > 1:
+                inner |= {self._new(node, "set-order", None, "a set literal")}
+            return inner
+        if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            out = self.taint(node.elt) | self._union(g.iter for g in node.generators)
+            if isinstance(node, ast.SetComp):
+                out |= {self._new(node, "set-order", None, "a set comprehension")}
+            return out
+        if isinstance(node, ast.DictComp):
+            return (self.taint(node.key) | self.taint(node.value)
+                    | self._union(g.iter for g in node.generators))
+        if isinstance(node, (ast.Subscript, ast.Starred, ast.Await)):
+            return self.taint(node.value)
+        if isinstance(node, ast.NamedExpr):
+            t = self.taint(node.value)
+            self.env[node.target.id] = t
+            return t
+        return _EMPTY
+
+    def _union(self, nodes: Iterable[ast.expr | None]) -> Taints:
+        out: set[_Taint] = set()
+        for n in nodes:
+            out |= self.taint(n)
+        return frozenset(out)
+
+    def _new(self, node: ast.AST, kind: str, gran: str | None, origin: str) -> _Taint:
+        return _Taint(Volatility(kind, gran, origin), getattr(node, "lineno", 1),
+                      getattr(node, "col_offset", 0) + 1)
+
+    def _call(self, node: ast.Call) -> Taints:
+        func = node.func
+        name = self.resolve(func)
+        args_taint = self._union([*node.args, *(k.value for k in node.keywords)])
+        if name is not None:
+            if name in _SOURCES:
+                kind, gran = _SOURCES[name]
+                if name == "time.strftime" and node.args:
+                    pass
+                return args_taint | {self._new(node, kind, gran, _origin(node))}
+            if name == "time.strftime":
+                fmt = node.args[0] if node.args else None
+                gran = (granularity_of_strftime(fmt.value)
+                        if isinstance(fmt, ast.Constant) and isinstance(fmt.value, str) else None)
+                return args_taint | {self._new(node, "timestamp", gran or "second", _origin(node))}
+            if name.startswith(_RANDOM_MODULES) and not name.endswith(("seed", "Random",
+                                                                     "SystemRandom")):
+                return args_taint | {self._new(node, "random", None, _origin(node))}
+            if name == "json.dumps":
+                sort = any(k.arg == "sort_keys" and not (isinstance(k.value, ast.Constant)
+                                                         and not k.value.value)
+                           for k in node.keywords)
+                arg0 = node.args[0] if node.args else None
+                literal = isinstance(arg0, (ast.Dict, ast.List, ast.Constant, ast.Tuple))
+                if not sort and arg0 is not None and not literal:
+                    return args_taint | {self._new(node, "key-order", None, _origin(node))}
+                return args_taint
+            if name == "sorted":
+                return frozenset(t for t in args_taint if t.vol.kind != "set-order")
+            if name in ("len", "isinstance", "bool", "hash", "id", "type", "print", "min",
+                        "max", "sum", "any", "all", "abs", "round", "int", "float"):
+                return _EMPTY
+            if name in ("set", "frozenset") and node.args:
+                return args_taint | {self._new(node, "set-order", None, _origin(node))}
+            summary = self.mod.summaries.get(name)
+            if summary is None and name.startswith(("self.", "cls.")):
+                summary = self.mod.summaries.get(name.split(".", 1)[1])
+            if summary is not None:
+                return summary | args_taint
+        if isinstance(func, ast.Attribute):
+            recv = self.taint(func.value)
+            attr = func.attr
+            if attr == "strftime" and node.args:
+                fmt = node.args[0]
+                if isinstance(fmt, ast.Constant) and isinstance(fmt.value, str):
+                    return _retag(recv, granularity_of_strftime(fmt.value)) | args_taint
+                return recv | args_taint
+            if attr == "date" and not node.args:
+                return _retag(recv, "day")
+            if attr == "replace" and node.keywords:
+                zeroed = {k.arg for k in node.keywords
+                          if isinstance(k.value, ast.Constant) and k.value.value == 0}
+                gran = None
+                for unit, coarse in (("microsecond", "second"), ("second", "minute"),
+                                     ("minute", "hour"), ("hour", "day")):
+                    if unit in zeroed:
+                        gran = coarse
+                return (_retag(recv, gran) if gran else recv) | args_taint
+            if attr in ("keys", "values", "items", "copy", "get", "pop"):
+                return recv
+            return recv | args_taint
+        return args_taint
+
+    # ---------------------------------------------------------------- statements
+    def run(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            self.stmt(stmt)
+
+    def assign(self, target: ast.expr, value: Taints, value_node: ast.expr | None) -> None:
+        if isinstance(target, ast.Name):
+            self.env[target.id] = value
+            if isinstance(value_node, ast.List):
+                self.lists[target.id] = list(value_node.elts)
+            else:
+                self.lists.pop(target.id, None)
+        elif isinstance(target, ast.Attribute):
+            dotted = _dotted(target)
+            if dotted is not None:
+                self.env[dotted] = value
+                if isinstance(value_node, ast.List):
+                    self.lists[dotted] = list(value_node.elts)
+        elif isinstance(target, ast.Subscript):
+            base = _dotted(target.value)
+            if base is not None:
+                self.env[base] = self.lookup(base) | value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                self.assign(elt, value, None)
+        elif isinstance(target, ast.Starred):
+            self.assign(target.value, value, None)
+
+    def stmt(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return
+        self.sinks(stmt)
+        if isinstance(stmt, ast.Assign):
+            t = self.taint(stmt.value)
+            for target in stmt.targets:
+                self.assign(target, t, stmt.value)
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            self.assign(stmt.target, self.taint(stmt.value), stmt.value)
+        elif isinstance(stmt, ast.AugAssign):
+            t = self.taint(stmt.value)
+            base = _dotted(stmt.target) if not isinstance(stmt.target, ast.Subscript) else \
+                _dotted(stmt.target.value)
+            if base is not None:
+                self.env[base] = self.lookup(base) | t
+                if isinstance(stmt.value, ast.List) and base in self.lists:
+                    self.lists[base].extend(stmt.value.elts)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            self._mutating_call(stmt.value)
+        elif isinstance(stmt, ast.Return):
+            self.returns |= self.taint(stmt.value)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            t = self.taint(stmt.iter)
+            if self._is_set(stmt.iter):
+                t = t | {self._new(stmt.iter, "set-order", None, f"iteration over {_origin(stmt.iter)}")}
+            self.assign(stmt.target, t, None)
+            self.run(stmt.body)
+            self.run(stmt.orelse)
+        elif isinstance(stmt, ast.While):
+            self.run(stmt.body)
+            self.run(stmt.orelse)
+        elif isinstance(stmt, ast.If):
+            self.run(stmt.body)
+            self.run(stmt.orelse)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    self.assign(item.optional_vars, self.taint(item.context_expr), None)
+            self.run(stmt.body)
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            self.run(stmt.body)  # type: ignore[attr-defined]
+            for handler in stmt.handlers:  # type: ignore[attr-defined]
+                self.run(handler.body)
+            self.run(stmt.orelse)  # type: ignore[attr-defined]
+            self.run(stmt.finalbody)  # type: ignore[attr-defined]
+        elif isinstance(stmt, ast.Match):
+            for case in stmt.cases:
+                self.run(case.body)
+
+    def _is_set(self, node: ast.expr) -> bool:
+        if isinstance(node, (ast.Set, ast.SetComp)):
+            return True
+        if isinstance(node, ast.Call) and self.resolve(node.func) in ("set", "frozenset"):
+            return True
+        return any(t.vol.kind == "set-order" for t in self.taint(node))
+
+    def _mutating_call(self, call: ast.Call) -> None:
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return
+        base = _dotted(func.value)
+        if base is None:
+            return
+        attr = func.attr
+        if attr in ("append", "extend", "insert", "update", "add", "appendleft", "setdefault"):
+            t = self._union([*call.args, *(k.value for k in call.keywords)])
+            if t:
+                self.env[base] = self.lookup(base) | t
+            if base in self.lists:
+                if attr == "append" and call.args:
+                    self.lists[base].append(call.args[0])
+                elif attr == "insert" and len(call.args) == 2:
+                    idx = call.args[0]
+                    if isinstance(idx, ast.Constant) and idx.value == 0:
+                        self.lists[base].insert(0, call.args[1])
+                    else:
+                        self.lists[base].append(call.args[1])
+                elif attr == "extend" and call.args and isinstance(call.args[0], ast.List):
+                    self.lists[base].extend(call.args[0].elts)
+            elif attr == "append" and call.args and base not in self.env:
+                self.lists[base] = [call.args[0]]
+
+    # ---------------------------------------------------------------- sinks
+    def _calls_in(self, stmt: ast.stmt) -> Iterator[ast.Call]:
+        todo: list[ast.AST] = [stmt]
+        while todo:
+            node = todo.pop()
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                      ast.Lambda, ast.stmt)):
+                    continue
+                if isinstance(child, ast.Call):
+                    yield child
+                todo.append(child)
+
+    def sinks(self, stmt: ast.stmt) -> None:
+        if not self.record:
+            return
+        for call in self._calls_in(stmt):
+            dotted = _dotted(call.func) or ""
+            resolved = self.resolve(call.func) or dotted
+            is_api = (dotted.endswith(_SINK_SUFFIXES) or resolved in _SINK_FUNCS)
+            is_builder = (isinstance(call.func, ast.Attribute)
+                          and call.func.attr in _BUILDER_METHODS
+                          and "builder" in dotted.lower())
+            if not (is_api or is_builder):
+                continue
+            label = dotted if len(dotted) <= 60 else "..." + dotted[-57:]
+            if is_builder:
+                for arg in [*call.args, *(k.value for k in call.keywords)]:
+                    self._emit(self.taint(arg), f"{call.func.attr}()",  # type: ignore[attr-defined]
+                               label, arg)
+                continue
+            for kw in call.keywords:
+                if kw.arg in _PREFIX_KWARGS:
+                    self._emit(self.taint(kw.value), f"{kw.arg}=", label, kw.value)
+                elif kw.arg in _LIST_KWARGS:
+                    elts = self._elements(kw.value)
+                    if elts is None:
+                        continue
+                    for i, elt in enumerate(elts):
+                        role = _role_of(elt)
+                        if role in ("system", "developer") or (i == 0 and len(elts) >= 2):
+                            self._emit(self.taint(elt), f"{kw.arg}[{i}]", label, elt)
+
+    def _elements(self, node: ast.expr) -> list[ast.expr] | None:
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return list(node.elts)
+        dotted = _dotted(node)
+        if dotted is not None and dotted in self.lists:
+            return self.lists[dotted]
+        return None
+
+    def _emit(self, taints: Taints, sink: str, call: str, node: ast.expr) -> None:
+        sink_line = getattr(node, "lineno", 1)
+        for t in taints:
+            key = (t.line, t.col, sink, sink_line)
+            if key not in self.mod.flows:
+                self.mod.flows[key] = Flow(t.vol, t.line, t.col, sink, call, sink_line)
+
+
+def _role_of(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Dict):
+        for k, v in zip(node.keys, node.values, strict=False):
+            if isinstance(k, ast.Constant) and k.value == "role" and isinstance(v, ast.Constant):
+                return str(v.value)
+    if isinstance(node, ast.Call):
+        for kw in node.keywords:
+            if kw.arg == "role" and isinstance(kw.value, ast.Constant):
+                return str(kw.value.value)
+    return None
+
+
+def _functions(tree: ast.AST) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node.name, node
+
+
+def _aliases(tree: ast.Module) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    out[a.asname] = a.name
+                else:
+                    out[a.name.split(".")[0]] = a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                out[a.asname or a.name] = f"{node.module}.{a.name}"
+    return out
+
+
+def analyze(tree: ast.Module) -> list[Flow]:
+    """Every flow of a volatile value into a cached-prefix argument in ``tree``."""
+    mod = _Module(aliases=_aliases(tree))
+    funcs = list(_functions(tree))
+    for round_ in range(3):
+        record = round_ == 2
+        module_scope = _Scope(mod, record=record, is_module=True)
+        module_scope.run(tree.body)
+        mod.globals = dict(module_scope.env)
+        summaries: dict[str, Taints] = {}
+        for name, fn in funcs:
+            scope = _Scope(mod, record=record)
+            scope.run(fn.body)
+            if scope.returns:
+                summaries[name] = summaries.get(name, _EMPTY) | frozenset(scope.returns)
+        mod.summaries = summaries
+    return sorted(mod.flows.values(), key=lambda f: (f.line, f.col, f.sink_line, f.sink))
+
+
+class PythonSource:
+    """``.py`` files."""
+
+    name = "python"
+    suffixes: tuple[str, ...] = (".py", ".pyi")
+
+    def load(self, file: str, text: str, options: LoadOptions) -> Document:
+        """See :class:`promptcache.lint.sources.base.Source`."""
+        try:
+            tree = ast.parse(text, filename=file)
+        except SyntaxError as exc:
+            raise InputError(file, f"Python syntax error at line {exc.lineno}: {exc.msg}") from None
+        except (ValueError, RecursionError, MemoryError) as exc:
+            raise InputError(file, f"cannot parse Python: {type(exc).__name__}") from None
+        doc = Document(file, suppressions=parse_suppressions(text))
+        try:
+            flows = analyze(tree)
+        except RecursionError:
+            raise InputError(file, "Python source nested too deeply to analyse") from None
+        if flows:
+            doc.contexts.append(PythonContext(file, flows))
+        return doc
+
+
+SOURCE = PythonSource()

@@ -1,0 +1,253 @@
+"""Recognisers for values that change between requests.
+
+Two families:
+
+* :func:`scan_text` finds volatile *literals* in rendered text (request payloads): ISO and
+  RFC 2822 date-times, dates, clock times, epoch seconds/milliseconds (timestamps, with their
+  granularity), UUIDs, ULIDs, prefixed request ids (``req_...``) and hex nonces (ids). Dates,
+  clock times, epochs and hex strings are ambiguous (a release date in a document is stable),
+  so they count only next to a word that names a clock or an id (``Current date:``,
+  ``request id``); full date-times with a time of day, UUIDs and ULIDs always count.
+* :func:`classify_name` says whether a template variable / Python name is volatile by its
+  name (``current_date`` -> timestamp, day; ``request_id`` -> id; ``nonce`` -> random).
+
+Granularity: the smallest unit the value shows (``2025-05-04 14:03:27`` -> second); rules map
+day (and coarser) to info and finer to warning, per the goose report behind BR-01.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = ["VolatileMatch", "classify_name", "granularity_of_strftime", "scan_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class VolatileMatch:
+    """One volatile literal in a text.
+
+    Attributes:
+        kind: ``"timestamp"`` or ``"id"``.
+        subkind: ``"datetime"``, ``"date"``, ``"time"``, ``"epoch"``, ``"uuid"``, ``"ulid"``,
+            ``"prefixed-id"``, ``"hex"``.
+        granularity: timestamps only (``"millisecond"`` ... ``"day"``).
+        start, end: character offsets in the text.
+        match: the matched text.
+        json_key: the JSON / YAML key the value sits under, if any (``"message_id"``).
+    """
+
+    kind: str
+    subkind: str
+    granularity: str | None
+    start: int
+    end: int
+    match: str
+    json_key: str | None
+
+
+_MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+          r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
+_WDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]{0,6}"
+
+_DATETIME = re.compile(
+    r"(?<![\d.])\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])[T ]"
+    r"(?:[01]\d|2[0-3]):[0-5]\d(?P<sec>:[0-5]\d(?P<frac>[.,]\d{1,9})?)?"
+    r"(?:Z|[+-]\d{2}:?\d{2}|\s?(?:UTC|GMT))?(?![\d:])"
+)
+_RFC2822 = re.compile(
+    rf"(?:{_WDAY},?\s+)?\d{{1,2}}\s+{_MONTH}\s+\d{{4}}\s+(?:[01]?\d|2[0-3]):[0-5]\d"
+    r"(?P<sec>:[0-5]\d)?(?:\s*(?:GMT|UTC|[+-]\d{4}))?"
+)
+_DATE = re.compile(
+    r"(?<![\d./-])(?:\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+    r"|\d{4}/(?:0[1-9]|1[0-2])/(?:0[1-9]|[12]\d|3[01])"
+    r"|(?:0?[1-9]|1[0-2])/(?:0?[1-9]|[12]\d|3[01])/\d{4})(?![\d./-])"
+    rf"|(?:{_WDAY},?\s+)?{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
+    rf"|(?:{_WDAY},?\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}\.?,?\s+\d{{4}}"
+)
+_TIME = re.compile(
+    r"(?<![\d:.])(?:[01]?\d|2[0-3]):[0-5]\d(?P<sec>:[0-5]\d(?:\.\d{1,9})?)?"
+    r"(?:\s?[AaPp]\.?[Mm]\.?)?(?![\d:])"
+)
+_EPOCH = re.compile(r"(?<![\d.])(?P<ms>1[5-9]\d{11}|1[5-9]\d{8})(?:\.\d+)?(?![\d.])")
+_UUID = re.compile(
+    r"(?<![0-9A-Fa-f-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+    r"[0-9a-fA-F]{12}(?![0-9A-Fa-f-])"
+)
+_ULID = re.compile(r"(?<![0-9A-Za-z])[0-7][0-9A-HJKMNP-TV-Z]{25}(?![0-9A-Za-z])")
+_PREFIXED = re.compile(
+    r"(?<![0-9A-Za-z_])(?:req|request|msg|chatcmpl|resp|run|trace|sess|evt|call|corr)[_-]"
+    r"[A-Za-z0-9]{12,}(?![0-9A-Za-z])"
+)
+_HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{16,64}(?![0-9A-Za-z])")
+
+_CLOCK_WORDS = re.compile(
+    r"(?i)(?:date|time|today|now|current|timestamp|clock|as of|updated|generated|created|"
+    r"started|sent|received|\bat\b|\bon\b|\bts\b|epoch|utc|gmt|local)"
+)
+_ID_WORDS = re.compile(
+    r"(?i)(?:\bid\b|_id\b|\bids?\b|nonce|request|trace|session|correlation|\brun\b|uuid|guid|"
+    r"message|token|span|idempotency)"
+)
+_KEY_BEFORE = re.compile(r"""["']?([A-Za-z_][\w.-]{0,63})["']?\s*[:=]\s*["']?\s*$""")
+
+
+def _context(text: str, start: int, width: int = 48) -> str:
+    return text[max(0, start - width):start]
+
+
+def _json_key(text: str, start: int) -> str | None:
+    m = _KEY_BEFORE.search(text, max(0, start - 80), start)
+    return m.group(1) if m else None
+
+
+def _has_letters_and_digits(s: str) -> bool:
+    return any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
+
+
+def scan_text(text: str) -> list[VolatileMatch]:
+    """Every volatile literal in ``text``, in order of position, without overlaps.
+
+    Returns:
+        :class:`VolatileMatch` objects; empty for text without any. Linear in ``len(text)``.
+    """
+    if not text:
+        return []
+    found: list[VolatileMatch] = []
+    taken: list[tuple[int, int]] = []
+
+    def free(s: int, e: int) -> bool:
+        return all(e <= a or s >= b for a, b in taken)
+
+    def add(kind: str, sub: str, gran: str | None, m: re.Match[str]) -> None:
+        s, e = m.span()
+        if not free(s, e):
+            return
+        taken.append((s, e))
+        found.append(VolatileMatch(kind, sub, gran, s, e, m.group(0), _json_key(text, s)))
+
+    has_digit = any(c.isdigit() for c in text)
+    if has_digit and "-" in text:
+        for m in _UUID.finditer(text):
+            if set(m.group(0).replace("-", "")) <= {"0"}:
+                continue
+            add("id", "uuid", None, m)
+        for m in _DATETIME.finditer(text):
+            frac = m.group("frac")
+            if frac:
+                gran = "millisecond" if len(frac) - 1 <= 3 else "microsecond"
+            elif m.group("sec"):
+                gran = "second"
+            else:
+                gran = "minute"
+            add("timestamp", "datetime", gran, m)
+    if not has_digit:
+        return found
+    for m in _RFC2822.finditer(text):
+        add("timestamp", "datetime", "second" if m.group("sec") else "minute", m)
+    for m in _ULID.finditer(text):
+        if _has_letters_and_digits(m.group(0)) and sum(c.isdigit() for c in m.group(0)) >= 3:
+            add("id", "ulid", None, m)
+    for m in _PREFIXED.finditer(text):
+        if _has_letters_and_digits(m.group(0).split("_", 1)[-1]):
+            add("id", "prefixed-id", None, m)
+    for m in _DATE.finditer(text):
+        if _CLOCK_WORDS.search(_context(text, m.start())):
+            add("timestamp", "date", "day", m)
+    for m in _TIME.finditer(text):
+        if _CLOCK_WORDS.search(_context(text, m.start(), 32)):
+            add("timestamp", "time", "second" if m.group("sec") else "minute", m)
+    for m in _EPOCH.finditer(text):
+        if _CLOCK_WORDS.search(_context(text, m.start(), 32)):
+            add("timestamp", "epoch", "millisecond" if len(m.group("ms")) == 13 else "second", m)
+    for m in _HEX.finditer(text):
+        value = m.group(0)
+        if _has_letters_and_digits(value) and _ID_WORDS.search(_context(text, m.start(), 32)):
+            add("id", "hex", None, m)
+    found.sort(key=lambda v: v.start)
+    return found
+
+
+# --------------------------------------------------------------------------- names
+_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+_DAY_WORDS = frozenset({"date", "today", "day", "weekday", "todays"})
+_TIME_WORDS = frozenset({"time", "datetime", "now", "timestamp", "utcnow", "clock", "ts",
+                         "localtime", "currenttime", "currentdate", "currentdatetime"})
+_ID_LAST = frozenset({"uuid", "guid", "ulid", "nonce"})
+_ID_NAMES = frozenset({
+    ("request", "id"), ("req", "id"), ("message", "id"), ("msg", "id"), ("trace", "id"),
+    ("span", "id"), ("run", "id"), ("session", "id"), ("conversation", "id"),
+    ("thread", "id"), ("correlation", "id"), ("call", "id"), ("interaction", "id"),
+    ("idempotency", "key"), ("chat", "id"), ("turn", "id"),
+})
+_RANDOM_WORDS = frozenset({"random", "rand", "shuffle", "shuffled", "salt", "jitter"})
+_NOT_CLOCK_AFTER = frozenset({"limit", "limits", "out", "outs", "zone", "zones", "format",
+                              "budget", "step", "steps", "window", "range", "unit", "units",
+                              "taken", "spent", "elapsed", "delta", "cutoff", "series"})
+
+
+def _tokens(name: str) -> list[str]:
+    return [t.lower() for t in _SPLIT.split(name) if t]
+
+
+def classify_name(name: str) -> tuple[str, str | None] | None:
+    """Classify a variable / attribute name by what it suggests.
+
+    Returns:
+        ``("timestamp", granularity)``, ``("id", None)``, ``("random", None)`` or None.
+
+    >>> classify_name("current_date")
+    ('timestamp', 'day')
+    >>> classify_name("request_id")
+    ('id', None)
+    >>> classify_name("time_limit") is None
+    True
+    """
+    toks = _tokens(name)
+    if not toks:
+        return None
+    last = toks[-1]
+    if last in _ID_LAST or (len(toks) >= 2 and (toks[-2], last) in _ID_NAMES):
+        return ("id", None)
+    if any(t in _RANDOM_WORDS for t in toks):
+        return ("random", None)
+    if last in _NOT_CLOCK_AFTER:
+        return None
+    joined = "".join(toks)
+    if last in _TIME_WORDS or joined in _TIME_WORDS or (last == "at" and len(toks) >= 2):
+        if "date" in toks and last != "time":
+            return ("timestamp", "day") if last == "date" else ("timestamp", "second")
+        return ("timestamp", "second")
+    if last in _DAY_WORDS or "today" in toks:
+        return ("timestamp", "day")
+    return None
+
+
+_STRFTIME_UNITS = (
+    ("f", "microsecond"), ("S", "second"), ("s", "second"), ("T", "second"), ("X", "second"),
+    ("c", "second"), ("r", "second"), ("M", "minute"), ("R", "minute"), ("H", "hour"),
+    ("I", "hour"), ("p", "hour"), ("d", "day"), ("j", "day"), ("x", "day"), ("D", "day"),
+    ("F", "day"), ("A", "day"), ("a", "day"), ("e", "day"), ("U", "week"), ("W", "week"),
+    ("V", "week"), ("m", "month"), ("B", "month"), ("b", "month"), ("Y", "year"),
+    ("y", "year"),
+)
+
+
+def granularity_of_strftime(fmt: str) -> str | None:
+    """The finest unit a ``strftime`` format shows (``"%Y-%m-%d"`` -> ``"day"``).
+
+    Returns:
+        ``"microsecond"`` ... ``"year"``, or None when the format has no directive.
+    """
+    directives = set(re.findall(r"%[-#_0^]?([A-Za-z])", fmt))
+    for code, unit in _STRFTIME_UNITS:
+        if code in directives:
+            return unit
+    return None
+
+
+def iter_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line) pairs."""
+    yield from enumerate(text.splitlines(), 1)
