@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from promptcache.lint.engine import RequestContext, Rule
 from promptcache.lint.finding import Finding, Severity
+from promptcache.lint.rules._common import content_key
 
 __all__ = ["Rule_PC302"]
 
@@ -60,7 +61,7 @@ class Rule_PC302(Rule):
         cur_segs = ctx.view.segments
         shared = 0
         for a, b in zip(prev.view.segments, cur_segs, strict=False):
-            if a.fingerprint != b.fingerprint:
+            if a.fingerprint != b.fingerprint and content_key(a) != content_key(b):
                 break
             shared += 1
         written = [b for b in prev.view.breakpoints() if b.index < shared]
