@@ -1,0 +1,329 @@
+"""Parsing usage from real SDK objects (anthropic 2.x, openai 3.x) and provider dicts.
+
+Streaming tests drive the real SDK clients over an ``httpx2.MockTransport`` (both SDKs use
+httpx2) that replays a server-sent-event body, so the events we parse are exactly what the SDK
+yields.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+from anthropic.types import Message
+from openai.types.chat import ChatCompletion
+from openai.types.responses import Response, ResponseCompletedEvent
+
+from promptcache._errors import InvalidRequestError
+from promptcache.usage import (
+    StreamUsage,
+    UsageRecord,
+    detect_provider,
+    parse_stream,
+    parse_usage,
+)
+
+ANTHROPIC_USAGE = {
+    "input_tokens": 50, "cache_read_input_tokens": 2400, "cache_creation_input_tokens": 1120,
+    "cache_creation": {"ephemeral_5m_input_tokens": 1000, "ephemeral_1h_input_tokens": 120},
+    "output_tokens": 310, "output_tokens_details": {"thinking_tokens": 200},
+}
+
+
+def _message(usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn",
+            "stop_sequence": None, "usage": usage or ANTHROPIC_USAGE}
+
+
+def _sse(events: list[tuple[str | None, dict[str, Any] | str]]) -> bytes:
+    out = []
+    for name, data in events:
+        body = data if isinstance(data, str) else json.dumps(data)
+        out.append((f"event: {name}\n" if name else "") + f"data: {body}\n\n")
+    return "".join(out).encode()
+
+
+def _client_transport(body: bytes) -> httpx2.MockTransport:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    return httpx2.MockTransport(handler)
+
+
+# ------------------------------------------------------------------------------- Anthropic
+
+
+def test_anthropic_message_object_and_dict_agree() -> None:
+    obj = Message.model_validate(_message())
+    rec = parse_usage(obj, label="chat", session="s")
+    assert rec == parse_usage(_message(), label="chat", session="s")
+    assert rec.provider == "anthropic" and rec.model == "claude-sonnet-4-5"
+    assert rec.request_id == "msg_01"
+    assert (rec.uncached_input, rec.cache_read, rec.cache_write) == (50, 2400, 1120)
+    assert (rec.cache_write_5m, rec.cache_write_1h) == (1000, 120)
+    assert rec.output == 310 and rec.reasoning == 200
+    assert rec.total_input == 50 + 2400 + 1120
+    assert rec.input_total is None  # Anthropic reports no inclusive total
+    # the bare Usage object parses the same counts
+    bare = parse_usage(obj.usage)
+    assert bare.cache_write_1h == 120 and bare.model is None
+
+
+def test_anthropic_missing_cache_fields_are_unknown_not_zero() -> None:
+    rec = parse_usage(Message.model_validate(_message({"input_tokens": 10, "output_tokens": 1})))
+    assert rec.cache_read is None and rec.cache_write is None
+    assert rec.total_input is None and rec.hit_rate is None
+
+
+def test_anthropic_split_that_disagrees_with_total_is_flagged_and_dropped() -> None:
+    usage = {**ANTHROPIC_USAGE, "cache_creation_input_tokens": 999}
+    rec = parse_usage(_message(usage))
+    assert "cache_write_split_mismatch" in rec.flags
+    assert rec.cache_write == 999 and rec.cache_write_5m is None and rec.cache_write_1h is None
+
+
+def _anthropic_stream_body(start_usage: dict[str, Any], delta_usage: dict[str, Any]) -> bytes:
+    msg = {**_message(start_usage), "content": [], "stop_reason": None}
+    return _sse([
+        ("message_start", {"type": "message_start", "message": msg}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("ping", {"type": "ping"}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": "hi"}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn",
+                                                              "stop_sequence": None},
+                           "usage": delta_usage}),
+        ("message_stop", {"type": "message_stop"}),
+    ])
+
+
+def test_anthropic_stream_through_the_sdk_equals_the_non_streamed_record() -> None:
+    start = {**ANTHROPIC_USAGE, "output_tokens": 1}
+    start.pop("output_tokens_details")
+    delta = {"output_tokens": 310, "input_tokens": 50, "cache_read_input_tokens": 2400,
+             "cache_creation_input_tokens": 1120,
+             "output_tokens_details": {"thinking_tokens": 200}}
+    client = anthropic.Anthropic(api_key="test", base_url="http://test",
+                                 http_client=httpx2.Client(transport=_client_transport(
+                                     _anthropic_stream_body(start, delta))))
+    stream = client.messages.create(model="claude-opus-5", max_tokens=10, stream=True,
+                                    messages=[{"role": "user", "content": "hi"}])
+    acc = StreamUsage(label="chat")
+    kinds = []
+    for event in stream:
+        kinds.append(event.type)
+        acc.feed(event)
+    assert kinds[0] == "message_start" and "content_block_delta" in kinds
+    streamed = acc.record()
+    assert streamed == parse_usage(Message.model_validate(_message()), label="chat")
+    assert streamed.cache_write_5m == 1000  # the TTL split comes from message_start only
+
+
+def test_anthropic_stream_without_usage_raises() -> None:
+    with pytest.raises(InvalidRequestError, match="no streamed event carried usage"):
+        parse_stream([{"type": "ping"}, {"type": "message_stop"}])
+
+
+# ------------------------------------------------------------------------------- OpenAI chat
+
+
+def _chat(usage: dict[str, Any] | None, model: str = "gpt-5.6-sol") -> dict[str, Any]:
+    return {"id": "chatcmpl-9", "object": "chat.completion", "created": 1, "model": model,
+            "choices": [], "usage": usage, "service_tier": "default"}
+
+
+def test_openai_chat_completion_with_cache_writes() -> None:
+    usage = {"prompt_tokens": 5000, "completion_tokens": 40, "total_tokens": 5040,
+             "prompt_tokens_details": {"cached_tokens": 3072, "cache_write_tokens": 1800},
+             "completion_tokens_details": {"reasoning_tokens": 12}}
+    rec = parse_usage(ChatCompletion.model_validate(_chat(usage)))
+    assert rec.provider == "openai" and rec.model == "gpt-5.6-sol"
+    assert rec.cache_read == 3072 and rec.cache_write == 1800 and rec.cache_write_ttl == "30m"
+    assert rec.uncached_input == 5000 - 3072 - 1800  # prompt_tokens includes both
+    assert rec.total_input == rec.input_total == 5000
+    assert rec.reasoning == 12 and rec.output == 40
+    assert rec.service_tier == "default"
+
+
+def test_openai_parts_exceeding_prompt_tokens_clamp_and_flag() -> None:
+    usage = {"prompt_tokens": 100, "completion_tokens": 1, "total_tokens": 101,
+             "prompt_tokens_details": {"cached_tokens": 90, "cache_write_tokens": 20}}
+    rec = parse_usage(_chat(usage))
+    assert rec.uncached_input == 0 and "input_parts_exceed_total" in rec.flags
+
+
+def test_vllm_missing_cached_tokens_is_unknown() -> None:
+    usage = {"prompt_tokens": 3000, "completion_tokens": 10, "total_tokens": 3010}
+    rec = parse_usage(ChatCompletion.model_validate(_chat(usage, "Qwen/Qwen3-8B")),
+                      provider="vllm")
+    assert rec.provider == "vllm"
+    assert rec.cache_read is None and rec.uncached_input is None
+    assert rec.input_total == 3000 and rec.total_input is None and rec.hit_rate is None
+    with_details = parse_usage(_chat({**usage, "prompt_tokens_details": {"cached_tokens": 2048}}),
+                               provider="vllm")
+    assert with_details.hit_rate == pytest.approx(2048 / 3000)
+
+
+def test_openai_chat_stream_with_include_usage_through_the_sdk() -> None:
+    base = {"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1,
+            "model": "gpt-4o"}
+    usage = {"prompt_tokens": 2006, "completion_tokens": 2, "total_tokens": 2008,
+             "prompt_tokens_details": {"cached_tokens": 1920}}
+    body = _sse([
+        (None, {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                     "finish_reason": None}], "usage": None}),
+        (None, {**base, "choices": [{"index": 0, "delta": {"content": "ok"},
+                                     "finish_reason": "stop"}], "usage": None}),
+        (None, {**base, "choices": [], "usage": usage}),
+        (None, "[DONE]"),
+    ])
+    client = openai.OpenAI(api_key="test", base_url="http://test/v1",
+                           http_client=httpx2.Client(transport=_client_transport(body)))
+    stream = client.chat.completions.create(model="gpt-4o", stream=True,
+                                            stream_options={"include_usage": True},
+                                            messages=[{"role": "user", "content": "hi"}])
+    streamed = parse_stream(stream, label="x")
+    plain = parse_usage(_chat(usage, "gpt-4o"), label="x")
+    assert streamed.model_dump(exclude={"service_tier"}) == plain.model_dump(
+        exclude={"service_tier"})
+    assert streamed.cache_read == 1920 and streamed.uncached_input == 86
+
+
+def test_openai_chat_stream_without_include_usage_raises() -> None:
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o",
+             "choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}],
+             "usage": None}
+    acc = StreamUsage()
+    acc.feed(chunk)
+    assert not acc.seen_usage
+    with pytest.raises(InvalidRequestError, match="include_usage"):
+        acc.record()
+
+
+# --------------------------------------------------------------------------- OpenAI Responses
+
+
+def _response(usage: dict[str, Any]) -> dict[str, Any]:
+    return {"id": "resp_1", "object": "response", "created_at": 1.0, "model": "gpt-6-sol",
+            "output": [], "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+            "status": "completed", "usage": usage}
+
+
+RESP_USAGE = {
+    "input_tokens": 9000, "output_tokens": 300, "total_tokens": 9300,
+    "input_tokens_details": {"cached_tokens": 6144, "cache_write_tokens": 2000,
+                             "cache_write_tokens_details": {"ttl_30m_tokens": 0,
+                                                            "ttl_12h_tokens": 2000}},
+    "output_tokens_details": {"reasoning_tokens": 100},
+}
+
+
+def test_openai_responses_object_and_completed_event() -> None:
+    obj = Response.model_validate(_response(RESP_USAGE))
+    rec = parse_usage(obj)
+    assert rec.provider == "openai-responses" and rec.request_id == "resp_1"
+    assert (rec.uncached_input, rec.cache_read, rec.cache_write) == (856, 6144, 2000)
+    assert rec.cache_write_ttl == "12h" and rec.reasoning == 100
+    event = ResponseCompletedEvent.model_validate(
+        {"type": "response.completed", "sequence_number": 7, "response": _response(RESP_USAGE)})
+    created = {"type": "response.created", "sequence_number": 0,
+               "response": {**_response(RESP_USAGE), "usage": None, "status": "in_progress"}}
+    delta = {"type": "response.output_text.delta", "sequence_number": 3, "delta": "x",
+             "item_id": "i", "output_index": 0, "content_index": 0}
+    assert parse_stream([created, delta, event]) == rec
+    assert detect_provider(event) == "openai-responses"
+    assert detect_provider(obj.usage) == "openai-responses"
+
+
+# ------------------------------------------------------------------------ other providers
+
+
+def test_deepseek_hit_and_miss() -> None:
+    resp = {"id": "d1", "model": "deepseek-chat", "object": "chat.completion",
+            "usage": {"prompt_tokens": 1500, "completion_tokens": 20, "total_tokens": 1520,
+                      "prompt_cache_hit_tokens": 1280, "prompt_cache_miss_tokens": 220}}
+    rec = parse_usage(resp)
+    assert rec.provider == "deepseek"
+    assert (rec.uncached_input, rec.cache_read, rec.total_input) == (220, 1280, 1500)
+    assert rec.cache_write is None  # no write category
+    bad = parse_usage({"prompt_tokens": 10, "prompt_cache_hit_tokens": 8,
+                       "prompt_cache_miss_tokens": 8})
+    assert "input_parts_exceed_total" in bad.flags
+
+
+def test_bedrock_converse_and_stream_metadata() -> None:
+    usage = {"inputTokens": 30, "outputTokens": 200, "totalTokens": 5230,
+             "cacheReadInputTokens": 4000, "cacheWriteInputTokens": 1000,
+             "cacheDetails": [{"ttl": "1h", "inputTokens": 600}, {"ttl": "5m", "inputTokens": 400}]}
+    resp = {"output": {"message": {"role": "assistant", "content": []}}, "stopReason": "end_turn",
+            "usage": usage, "metrics": {"latencyMs": 900},
+            "ResponseMetadata": {"RequestId": "req-7"}}
+    rec = parse_usage(resp, model="anthropic.claude-sonnet-4-5-20250929-v1:0")
+    assert rec.provider == "bedrock" and rec.request_id == "req-7"
+    assert (rec.uncached_input, rec.cache_read, rec.cache_write) == (30, 4000, 1000)
+    assert (rec.cache_write_5m, rec.cache_write_1h) == (400, 600)
+    assert rec.total_input == 5030
+    streamed = parse_stream([{"messageStart": {"role": "assistant"}},
+                             {"contentBlockDelta": {"delta": {"text": "x"}}},
+                             {"metadata": {"usage": usage, "metrics": {"latencyMs": 9}}}],
+                            model="anthropic.claude-sonnet-4-5-20250929-v1:0")
+    assert streamed.model_dump(exclude={"request_id"}) == rec.model_dump(exclude={"request_id"})
+    no_split = parse_usage({"inputTokens": 1, "outputTokens": 1, "cacheWriteInputTokens": 7})
+    assert no_split.cache_write == 7 and no_split.cache_write_5m is None
+
+
+def test_gemini_snake_and_camel_case() -> None:
+    snake = {"model_version": "gemini-2.5-flash", "response_id": "g1",
+             "usage_metadata": {"prompt_token_count": 5000, "cached_content_token_count": 4096,
+                                "candidates_token_count": 50, "thoughts_token_count": 25}}
+    camel = {"modelVersion": "gemini-2.5-flash", "responseId": "g1",
+             "usageMetadata": {"promptTokenCount": 5000, "cachedContentTokenCount": 4096,
+                               "candidatesTokenCount": 50, "thoughtsTokenCount": 25}}
+    a, b = parse_usage(snake), parse_usage(camel)
+    assert a == b
+    assert a.provider == "gemini" and a.model == "gemini-2.5-flash"
+    assert (a.uncached_input, a.cache_read, a.total_input) == (904, 4096, 5000)
+    assert a.output == 75 and a.reasoning == 25
+    # proto3 JSON omits zero counters: an absent cachedContentTokenCount is 0
+    miss = parse_usage({"usageMetadata": {"promptTokenCount": 3000, "candidatesTokenCount": 5}})
+    assert miss.cache_read == 0 and miss.hit_rate == 0.0
+
+
+# ----------------------------------------------------------------------------- errors, misc
+
+
+@pytest.mark.parametrize("bad", [
+    {"id": "x", "choices": []},
+    {"usage": {"prompt_tokens": -1}},
+    {"usage": {"input_tokens": "many", "output_tokens": 1}},
+    {"usage": {"prompt_tokens": 1.5}},
+])
+def test_bad_usage_raises_named_error(bad: dict[str, Any]) -> None:
+    with pytest.raises(InvalidRequestError):
+        parse_usage(bad)
+
+
+def test_unknown_provider_and_unreadable_object() -> None:
+    with pytest.raises(InvalidRequestError, match="unknown provider format"):
+        parse_usage({"prompt_tokens": 1}, provider="mistral")
+    with pytest.raises(InvalidRequestError, match="cannot read usage"):
+        parse_usage(42)
+
+
+def test_record_invariants() -> None:
+    with pytest.raises(ValueError, match="cache_write_5m"):
+        UsageRecord(provider="anthropic", cache_write=10, cache_write_5m=5, cache_write_1h=4)
+    with pytest.raises(ValueError):
+        UsageRecord(provider="anthropic", cache_read=-1)
+    with pytest.raises(ValueError, match="exceed"):
+        UsageRecord.from_inclusive_total("x", 100, cache_read=90, cache_write=20)
+    rec = UsageRecord(provider="anthropic", uncached_input=0, cache_read=0, cache_write=0)
+    assert rec.total_input == 0 and rec.hit_rate is None  # 0/0 is unknown, not 0
+    assert UsageRecord.model_validate_json(rec.model_dump_json()) == rec

@@ -1,0 +1,228 @@
+"""UsageTracker: grouping, ratio-of-sums, thread/asyncio safety, alarms and diagnoses."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import warnings
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from promptcache.usage import (
+    JsonlSink,
+    MemorySink,
+    UsageEvent,
+    UsageRecord,
+    UsageTracker,
+    ZeroHitWarning,
+    explicit_prices,
+    otel_attributes,
+    read_jsonl,
+    set_span_usage,
+)
+
+PRICES = explicit_prices(input=3, output=15, cache_read=0.3, cache_write_5m=3.75,
+                         cache_write_1h=6)
+
+
+def rec(read: int = 0, write: int = 0, uncached: int = 10, out: int = 5, *,
+        w1h: int = 0, **kw: Any) -> UsageRecord:
+    fields: dict[str, Any] = {"provider": "anthropic", "model": "claude-sonnet-4-5",
+                              "uncached_input": uncached, "cache_read": read,
+                              "cache_write": write + w1h, "cache_write_5m": write,
+                              "cache_write_1h": w1h, "output": out, **kw}
+    return UsageRecord.model_validate(fields)
+
+
+def test_groups_by_label_model_session_with_exact_sums() -> None:
+    t = UsageTracker(default_prices=PRICES)
+    t.add(rec(0, 1000, label="a", session="s1"))
+    t.add(rec(1000, 0, label="a", session="s1"))
+    t.add(rec(500, 0, label="b", model="claude-opus-5", session="s2"))
+    by_label = t.by_label()
+    assert by_label["a"].requests == 2 and by_label["b"].requests == 1
+    assert by_label["a"].hit_rate == pytest.approx(1000 / (10 + 1000 + 10 + 1000))
+    assert set(t.by_model()) == {"claude-sonnet-4-5", "claude-opus-5"}
+    assert t.by_session()["s2"].cache_read == 500
+    assert set(t.by_label_model()) == {("a", "claude-sonnet-4-5"), ("b", "claude-opus-5")}
+    total = t.summary()
+    assert total.requests == 3 and total.cache_read == 1500 and total.cache_write == 1000
+    expected = sum((c.total for c in t.costs if c is not None), Decimal(0))
+    assert total.cost == expected
+    assert total.cost == (30 * 3 + 1500 * Decimal("0.3") + 1000 * Decimal("3.75") + 15 * 15) / (
+        Decimal(10) ** 6)
+    assert total.request_hit_rate == pytest.approx(2 / 3)
+    assert total.as_dict()["cost_usd"] == str(total.cost)
+
+
+def test_unknown_usage_makes_group_hit_rate_and_cost_unknown() -> None:
+    t = UsageTracker(default_prices=PRICES)
+    t.add(rec(100, 0, label="x"))
+    t.add(UsageRecord(provider="vllm", model="qwen", input_total=3000, output=5, label="x"))
+    s = t.by_label()["x"]
+    assert s.requests_unknown == 1 and s.hit_rate is None and s.cost is None
+    assert s.request_hit_rate == 1.0  # over the one known request
+
+
+def test_catalog_prices_are_used_and_unknown_models_are_unpriced() -> None:
+    t = UsageTracker()
+    events = t.add(rec(1000, 0, model="claude-sonnet-4-5"))
+    assert not events
+    assert t.summary().cost == (10 * 3 + 1000 * Decimal("0.3") + 5 * 15) / Decimal(10) ** 6
+    events = t.add(rec(1000, 0, model="no-such-model-x"))
+    assert [e.kind for e in events] == ["unpriced"]
+    assert t.summary().cost is None
+
+
+def test_price_override_per_model() -> None:
+    cheap = explicit_prices(input=1, output=1, cache_read=0.1, cache_write_5m=1.25)
+    t = UsageTracker(prices={"claude-sonnet-4-5": cheap})
+    t.add(rec(1000, 0, model="claude-sonnet-4-5-20250929"))  # dated snapshot resolves
+    assert t.summary().cost == (10 + 100 + 5) / Decimal(10) ** 6
+
+
+def test_thread_safe_aggregation_is_exact() -> None:
+    t = UsageTracker(default_prices=PRICES, keep_records=False)
+    mem = MemorySink()
+    t2 = UsageTracker(default_prices=PRICES, sinks=[mem], keep_records=False)
+    n_threads, per = 16, 500
+
+    def work(i: int) -> None:
+        for j in range(per):
+            r = rec(j % 7, 3, 1, 2, label=f"l{i % 4}")
+            t.add(r)
+            t2.add(r)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(n_threads)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    s = t.summary()
+    assert s.requests == n_threads * per
+    assert s.cache_read == n_threads * sum(j % 7 for j in range(per))
+    assert s.cache_write == 3 * n_threads * per
+    assert sum(v.requests for v in t.by_label().values()) == n_threads * per
+    assert len(mem) == n_threads * per and t2.summary() == s
+
+
+async def test_asyncio_add_with_jsonl_sink(tmp_path: Path) -> None:
+    path = tmp_path / "usage.jsonl"
+    with JsonlSink(path) as sink:
+        t = UsageTracker(default_prices=PRICES, sinks=[sink])
+        await asyncio.gather(*(t.aadd(rec(i, 0, request_id=f"r{i}")) for i in range(200)))
+    s = t.summary()
+    assert s.requests == 200 and s.cache_read == sum(range(200))
+    back = read_jsonl(path)
+    assert sorted(r.request_id or "" for r in back) == sorted(f"r{i}" for i in range(200))
+
+
+def test_zero_hit_alarm_fires_once_after_warmup_with_callback_and_warning() -> None:
+    seen: list[UsageEvent] = []
+    t = UsageTracker(default_prices=PRICES, warmup=3, on_alarm=seen.append)
+    with pytest.warns(ZeroHitWarning, match="zero cache hits after 3 cacheable requests"):
+        for _ in range(6):
+            t.add(rec(0, 8040, 500, label="agent"))  # BR-08 before the fix
+    assert len(seen) == 1 and seen[0].data["requests"] == 3
+    assert [e.kind for e in t.events].count("zero_hit_alarm") == 1
+
+
+def test_no_alarm_for_uncacheable_or_hitting_traffic() -> None:
+    t = UsageTracker(warmup=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(5):  # OpenAI prompt below the 1024-token minimum: not cacheable
+            t.add(UsageRecord(provider="openai", model="gpt-4o", uncached_input=900,
+                              cache_read=0, input_total=900, output=1))
+        for read in (0, 2048, 0, 0):  # cacheable and hitting
+            t.add(UsageRecord(provider="openai", model="gpt-4o", uncached_input=3000 - read,
+                              cache_read=read, input_total=3000, output=1, label="big"))
+    assert not [e for e in t.events if e.kind == "zero_hit_alarm"]
+    t.add(UsageRecord(provider="openai", model="gpt-4o", uncached_input=3000, cache_read=0,
+                      input_total=3000, output=1, label="cold", cacheable=True))
+    with pytest.warns(ZeroHitWarning):
+        t.add(UsageRecord(provider="openai", model="gpt-4o", uncached_input=3000, cache_read=0,
+                          input_total=3000, output=1, label="cold"))
+
+
+@pytest.mark.parametrize(("gap", "h1", "h2", "cause"), [
+    (400.0, "p", "p", "ttl_expired"),
+    (60.0, "p", "q", "prefix_changed"),
+    (60.0, "p", "p", "unknown"),
+    (60.0, None, None, "unknown"),
+])
+def test_collapse_classification(gap: float, h1: str | None, h2: str | None,
+                                 cause: str) -> None:
+    t = UsageTracker()
+    t.add(rec(0, 4000, start=0.0, session="s", prefix_hash=h1))
+    t.add(rec(4000, 0, start=30.0, session="s", prefix_hash=h1))
+    events = t.add(rec(0, 4000, start=30.0 + gap, session="s", prefix_hash=h2))
+    collapse = [e for e in events if e.kind == "collapse"]
+    assert len(collapse) == 1 and collapse[0].data["cause"] == cause
+    assert collapse[0].data["gap_seconds"] == gap
+
+
+def test_one_hour_entries_do_not_expire_after_five_minutes() -> None:
+    t = UsageTracker()
+    t.add(rec(0, 0, w1h=4000, start=0.0, session="s"))
+    events = t.add(rec(0, 0, w1h=4000, start=1200.0, session="s"))
+    assert [e.data["cause"] for e in events if e.kind == "collapse"] == ["unknown"]
+    t2 = UsageTracker()
+    t2.add(rec(0, 4000, start=0.0, session="s"))
+    events = t2.add(rec(0, 4000, start=1200.0, session="s"))
+    assert [e.data["cause"] for e in events if e.kind == "collapse"] == ["ttl_expired"]
+
+
+def test_regression_check_skips_gaps_beyond_ttl_and_other_sessions() -> None:
+    t = UsageTracker()
+    t.add(rec(30_000, 2_000, start=0.0, session="a"))
+    t.add(rec(10_000, 0, start=1_000.0, session="a"))  # TTL passed: not a regression
+    t.add(rec(10_000, 0, start=1_001.0, session="b"))  # first of its session
+    assert not [e for e in t.events if e.kind == "prefix_regression"]
+
+
+def test_cold_writes_need_overlap_and_same_prefix() -> None:
+    t = UsageTracker(warmup=100)
+    for i in range(3):  # sequential: each starts after the previous first token
+        t.add(rec(0, 5000, start=float(10 * i), first_token=10 * i + 1.0, prefix_hash="h"))
+    assert t.cold_write_groups() == []
+    t.add(rec(0, 5000, start=100.0, end=103.0, prefix_hash="h"))
+    t.add(rec(0, 5000, start=100.5, end=104.0, prefix_hash="other"))  # other prefix
+    t.add(rec(0, 5000, start=101.0, end=104.0, prefix_hash="h"))
+    groups = t.cold_write_groups()
+    assert len(groups) == 1 and groups[0].writes == 2 and groups[0].redundant_write_tokens == 5000
+
+
+class _Span:
+    def __init__(self) -> None:
+        self.attributes: dict[str, Any] = {}
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        self.attributes[key] = value
+
+
+def test_otel_attributes_use_semconv_names_and_inclusive_input() -> None:
+    r = rec(2400, 120, 50, 310)
+    attrs = otel_attributes(r)
+    assert attrs == {
+        "gen_ai.provider.name": "anthropic",
+        "gen_ai.response.model": "claude-sonnet-4-5",
+        "gen_ai.usage.input_tokens": 2570,
+        "gen_ai.usage.output_tokens": 310,
+        "gen_ai.usage.cache_read.input_tokens": 2400,
+        "gen_ai.usage.cache_creation.input_tokens": 120,
+    }
+    span = _Span()
+    assert set_span_usage(span, r) == attrs and span.attributes == attrs
+    unknown = otel_attributes(UsageRecord(provider="vllm", input_total=10, output=1))
+    assert "gen_ai.usage.cache_read.input_tokens" not in unknown
+    assert "gen_ai.usage.input_tokens" not in unknown
+
+
+def test_otel_helper_works_with_the_opentelemetry_api() -> None:
+    trace = pytest.importorskip("opentelemetry.trace")
+    span = trace.NonRecordingSpan(trace.INVALID_SPAN_CONTEXT)
+    assert set_span_usage(span, rec(1, 1))["gen_ai.usage.input_tokens"] == 12
