@@ -28,6 +28,7 @@ report on.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -75,8 +76,10 @@ _SOURCES: dict[str, tuple[str, str | None]] = {
     "shortuuid.uuid": ("id", None),
 }
 _RANDOM_MODULES = ("random.", "secrets.", "numpy.random.")
-_SINK_SUFFIXES = ("messages.create", "messages.stream", "completions.create", "completions.parse",
-                  "responses.create", "responses.stream", "responses.parse")
+_SINK_CALL = re.compile(r"(?:^|\.)(?:messages|completions|responses)"
+                        r"(?:\.with_raw_response|\.with_streaming_response)?"
+                        r"\.(?:create|stream|parse)$")
+_SYSTEM_MESSAGE_CLASSES = ("SystemMessage", "SystemMessageParam", "DeveloperMessage")
 _SINK_FUNCS = frozenset({"litellm.completion", "litellm.acompletion"})
 _BUILDER_METHODS = frozenset({"system", "tools", "add_system", "add_tools", "add_tool", "stable"})
 _PREFIX_KWARGS = ("system", "tools", "instructions", "prompt_cache_key")
@@ -395,7 +398,7 @@ class _Scope:
                 self.lists[base] = [call.args[0]]
 
     # ---------------------------------------------------------------- sinks
-    def _calls_in(self, stmt: ast.stmt) -> Iterator[ast.Call]:
+    def _calls_in(self, stmt: ast.stmt) -> Iterator[ast.Call | ast.Dict]:
         todo: list[ast.AST] = [stmt]
         while todo:
             node = todo.pop()
@@ -403,26 +406,51 @@ class _Scope:
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                                       ast.Lambda, ast.stmt)):
                     continue
-                if isinstance(child, ast.Call):
+                if isinstance(child, (ast.Call, ast.Dict)):
                     yield child
                 todo.append(child)
+
+    def _system_message(self, node: ast.Call | ast.Dict) -> None:
+        """A system / developer message under construction is the start of the prefix."""
+        if _role_of(node) not in ("system", "developer"):
+            return
+        content: ast.expr | None = None
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values, strict=False):
+                if isinstance(k, ast.Constant) and k.value in ("content", "text"):
+                    content = v
+        else:
+            for kw in node.keywords:
+                if kw.arg in ("content", "text"):
+                    content = kw.value
+        if content is not None:
+            self._emit(self.taint(content), "a system message", "a role=system message dict",
+                       content)
 
     def sinks(self, stmt: ast.stmt) -> None:
         if not self.record:
             return
         for call in self._calls_in(stmt):
+            self._system_message(call)
+            if isinstance(call, ast.Dict):
+                continue
             dotted = _dotted(call.func) or ""
+            if dotted.rsplit(".", 1)[-1] in _SYSTEM_MESSAGE_CLASSES:
+                for arg in [*call.args, *(k.value for k in call.keywords
+                                          if k.arg in ("content", "text"))]:
+                    self._emit(self.taint(arg), "a system message", dotted + "()", arg)
+                continue
             resolved = self.resolve(call.func) or dotted
-            is_api = (dotted.endswith(_SINK_SUFFIXES) or resolved in _SINK_FUNCS)
+            is_api = bool(_SINK_CALL.search(dotted)) or resolved in _SINK_FUNCS
             is_builder = (isinstance(call.func, ast.Attribute)
                           and call.func.attr in _BUILDER_METHODS
                           and "builder" in dotted.lower())
             if not (is_api or is_builder):
                 continue
-            label = dotted if len(dotted) <= 60 else "..." + dotted[-57:]
+            label = (dotted if len(dotted) <= 60 else "..." + dotted[-57:]) + "()"
             if is_builder:
                 for arg in [*call.args, *(k.value for k in call.keywords)]:
-                    self._emit(self.taint(arg), f"{call.func.attr}()",  # type: ignore[attr-defined]
+                    self._emit(self.taint(arg), f"{call.func.attr}()",  # type: ignore[union-attr]
                                label, arg)
                 continue
             for kw in call.keywords:
@@ -448,12 +476,12 @@ class _Scope:
     def _emit(self, taints: Taints, sink: str, call: str, node: ast.expr) -> None:
         sink_line = getattr(node, "lineno", 1)
         for t in taints:
-            key = (t.line, t.col, sink, sink_line)
+            key = (t.line, t.col, t.vol.kind, 0)  # one report per volatile origin
             if key not in self.mod.flows:
                 self.mod.flows[key] = Flow(t.vol, t.line, t.col, sink, call, sink_line)
 
 
-def _role_of(node: ast.expr) -> str | None:
+def _role_of(node: ast.AST) -> str | None:
     if isinstance(node, ast.Dict):
         for k, v in zip(node.keys, node.values, strict=False):
             if isinstance(k, ast.Constant) and k.value == "role" and isinstance(v, ast.Constant):

@@ -38,7 +38,7 @@ _TIME_KEYS = ("timestamp", "ts", "time", "sent_at", "created_at", "created", "st
 
 
 def _looks_like_request(obj: Mapping[str, Any]) -> bool:
-    if isinstance(obj.get("messages"), list):
+    if isinstance(obj.get("messages"), list) or ("messages" in obj and "model" in obj):
         return True
     if "system" in obj and ("model" in obj or "messages" in obj or "max_tokens" in obj):
         return True
