@@ -1,0 +1,343 @@
+"""Breakpoint planner: API limits, TTL order, lookback chain, reads, OpenAI options."""
+
+from __future__ import annotations
+
+import copy
+import json
+from itertools import pairwise
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from promptcache._errors import PlanError
+from promptcache.builder import PromptBuilder, Thinking, ToolCall, ToolResult, assistant, user
+from promptcache.catalog import get_policy
+from promptcache.planner import (
+    BreakpointPlan,
+    ReuseModel,
+    WrittenEntry,
+    apply_plan,
+    auto_cache,
+    plan_breakpoints,
+    prefix_digests,
+    prompt_cache_key,
+)
+from promptcache.prefix import PrefixView, render
+from tests.cases import filler
+
+CLAUDE = "claude-sonnet-4-5"
+LOOKBACK = 20
+RANK = {"1h": 1, "5m": 0}
+
+
+# ------------------------------------------------------------------ invariants
+def check_plan(view: PrefixView, plan: BreakpointPlan, previous: BreakpointPlan | None) -> None:
+    """The rules every Anthropic plan must satisfy."""
+    assert plan.marker_count <= 4
+    ttls = [b.ttl for b in plan.breakpoints]
+    assert all(RANK[str(a)] >= RANK[str(b)] for a, b in pairwise(ttls)), ttls
+    for b in plan.breakpoints:
+        seg = view.segments[b.segment_index]
+        assert seg.kind not in ("thinking", "redacted_thinking")
+        assert seg.kind != "text" or (seg.text or "").strip()
+        assert seg.end_token >= get_policy(CLAUDE).min_cacheable_tokens or b.source != "planner"
+    # chain: every planner breakpoint after the first lies within 20 positions after an
+    # earlier breakpoint of this request or an entry the previous request wrote (still valid)
+    digests = prefix_digests(view)
+    anchors = []
+    if previous is not None:
+        anchors = [e for e in previous.written()
+                   if e.segment_index < len(view.segments)
+                   and digests[e.segment_index] == e.prefix_digest]
+    bps = plan.breakpoints
+    for k, b in enumerate(bps):
+        if k == 0 or b.source != "planner":
+            continue
+        ok = any(0 <= b.position - a.position <= LOOKBACK for a in bps[:k]) or any(
+            e.segment_index <= b.segment_index and 0 <= b.position - e.position <= LOOKBACK
+            for e in anchors)
+        assert ok, (k, [x.position for x in bps], [e.position for e in anchors])
+
+
+# ------------------------------------------------------------------ random conversations
+@st.composite
+def conversations(draw: st.DrawFn) -> dict[str, Any]:
+    n_turns = draw(st.integers(1, 60))
+    turns = []
+    call = 0
+    for t in range(n_turns):
+        rounds = []
+        for _ in range(draw(st.integers(0, 3))):
+            k = draw(st.integers(1, 6))
+            think = draw(st.booleans())
+            calls = []
+            for _ in range(k):
+                call += 1
+                calls.append(call)
+            rounds.append((think, calls, draw(st.integers(5, 300))))
+        turns.append({"user": draw(st.integers(3, 400)), "rounds": rounds,
+                      "answer": draw(st.integers(3, 200)), "salt": t})
+    return {"system": draw(st.integers(200, 3000)), "tools": draw(st.integers(0, 6)),
+            "turns": turns, "stable_ttl": draw(st.sampled_from([None, "1h"]))}
+
+
+def _turn_messages(turn: dict[str, Any]) -> list[Any]:
+    msgs: list[Any] = []
+    for think, calls, size in turn["rounds"]:
+        parts: list[Any] = []
+        if think:
+            parts.append(Thinking("reasoning " + str(calls[0]), "sig"))
+        parts.extend(ToolCall(f"c{c}", "search", {"q": f"query {c}"}) for c in calls)
+        msgs.append(assistant(*parts))
+        msgs.append(user(*[ToolResult(f"c{c}", filler(size, f"r{c}")) for c in calls]))
+    msgs.append(assistant(filler(turn["answer"], f"a{turn['salt']}")))
+    return msgs
+
+
+def _builder(conv: dict[str, Any], upto: int) -> PromptBuilder:
+    b = PromptBuilder(CLAUDE, stable_ttl=conv["stable_ttl"])
+    if conv["tools"]:
+        b.tools([{"name": f"tool_{i}", "description": filler(40, f"t{i}"),
+                  "input_schema": {"type": "object"}} for i in range(conv["tools"])])
+    b.system(filler(conv["system"], "system"))
+    history: list[Any] = []
+    for t in conv["turns"][:upto]:
+        history.append(user(filler(t["user"], f"u{t['salt']}")))
+        history.extend(_turn_messages(t))
+    if history:
+        b.history(*history)
+    nxt = conv["turns"][upto]
+    b.turn(filler(nxt["user"], f"u{nxt['salt']}"))
+    return b
+
+
+@settings(max_examples=25)
+@given(conversations())
+def test_single_request_plans_obey_every_rule(conv: dict[str, Any]) -> None:
+    b = _builder(conv, len(conv["turns"]) - 1)
+    out = b.to_anthropic()
+    plan = b.last_plan
+    assert plan is not None
+    view = render(out)
+    check_plan(view, plan, None)
+    # the payload carries exactly the plan's markers
+    assert [s.path for s in view.breakpoints()] == plan.paths
+    assert [s.breakpoint.ttl for s in view.breakpoints() if s.breakpoint] == \
+        [b.ttl for b in plan.breakpoints]
+
+
+@settings(max_examples=8)
+@given(conversations())
+def test_conversation_sequence_reads_the_previous_entry_every_turn(conv: dict[str, Any]) -> None:
+    previous: BreakpointPlan | None = None
+    prev_top = 0
+    step = max(1, len(conv["turns"]) // 12)  # at most ~12 requests per example (speed)
+    for upto in range(0, len(conv["turns"]), step):
+        b = _builder(conv, upto)
+        b.previous = previous
+        out = b.to_anthropic()
+        plan = b.last_plan
+        assert plan is not None
+        view = render(out)
+        check_plan(view, plan, previous)
+        if previous is not None and prev_top:
+            # the longest entry the previous request wrote is read (the lookback reaches it)
+            assert plan.read_tokens == prev_top
+        written = [w.prefix_tokens for w in plan.written()
+                   if w.prefix_tokens >= get_policy(CLAUDE).min_cacheable_tokens]
+        prev_top = max(written, default=0)
+        previous = plan
+
+
+def test_appending_more_than_the_lookback_adds_lagging_breakpoints() -> None:
+    conv = {"system": 1500, "tools": 0, "stable_ttl": None,
+            "turns": [{"user": 20, "rounds": [], "answer": 20, "salt": 0},
+                      {"user": 20, "rounds": [(False, [1], 10), (False, [2], 10),
+                                              (False, [3], 10), (False, [4], 10),
+                                              (False, [5], 10), (False, [6], 10),
+                                              (False, [7], 10), (False, [8], 10),
+                                              (False, [9], 10), (False, [10], 10),
+                                              (False, [11], 10), (False, [12], 10),
+                                              (False, [13], 10), (False, [14], 10),
+                                              (False, [15], 10), (False, [16], 10)],
+                       "answer": 20, "salt": 1},
+                      {"user": 20, "rounds": [], "answer": 20, "salt": 2}]}
+    first = _builder(conv, 1)
+    first.to_anthropic()
+    p1 = first.last_plan
+    assert p1 is not None
+    second = _builder(conv, 2)
+    second.previous = p1
+    out = second.to_anthropic()
+    p2 = second.last_plan
+    assert p2 is not None
+    view = render(out)
+    check_plan(view, p2, p1)
+    end1 = max(p1.positions)
+    assert max(p2.positions) - end1 > LOOKBACK  # the turn appended > 20 positions
+    assert any(b.role == "lagging" for b in p2.breakpoints)
+    assert p2.read_tokens == max(w.prefix_tokens for w in p1.written())
+
+
+def test_cold_long_conversation_keeps_the_chain_and_the_end() -> None:
+    turns = [{"user": 30, "rounds": [], "answer": 30, "salt": i} for i in range(60)]
+    b = _builder({"system": 1500, "tools": 3, "stable_ttl": None, "turns": turns}, 59)
+    out = b.to_anthropic()
+    plan = b.last_plan
+    assert plan is not None
+    check_plan(render(out), plan, None)
+    last = render(out).segments[-1]
+    assert plan.breakpoints[-1].segment_index == last.index  # the new turn is written
+    skipped = [d for d in plan.decisions if d.role == "system-end" and not d.placed]
+    assert skipped  # system end too far from the end for the chain on a cold request
+
+
+# ------------------------------------------------------------------ limits and repairs
+def _payload(n_sys: int = 1500, **extra: Any) -> dict[str, Any]:
+    return {"model": CLAUDE, "max_tokens": 100,
+            "system": [{"type": "text", "text": filler(n_sys, "s")}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "hello"}]}],
+            **extra}
+
+
+def test_under_the_minimum_nothing_is_marked() -> None:
+    out = auto_cache(_payload(200))
+    assert "cache_control" not in json.dumps(out)
+    view = render(_payload(200))
+    plan = plan_breakpoints(view, get_policy(CLAUDE))
+    assert plan.breakpoints == ()
+    assert any("minimum" in d.reason for d in plan.decisions)
+    # a 4,096-token model skips a 3,000-token prefix that a 1,024-token model caches
+    p3000 = _payload(3000)
+    assert "cache_control" in json.dumps(auto_cache(p3000))
+    p3000["model"] = "claude-opus-4-5"
+    assert "cache_control" not in json.dumps(auto_cache(p3000))
+
+
+def test_automatic_slot_is_counted() -> None:
+    payload = _payload(1500, cache_control={"type": "ephemeral"})
+    view = render(payload)
+    plan = plan_breakpoints(view, get_policy(CLAUDE))
+    assert plan.marker_count <= 4
+    assert any(b.source == "automatic" for b in plan.breakpoints)
+    # the planner does not put a second marker on the block the automatic one covers
+    auto = view.automatic_index
+    assert sum(1 for b in plan.breakpoints if b.segment_index == auto) == 1
+
+
+def test_user_ttl_order_is_repaired() -> None:
+    payload = _payload(1500)
+    payload["system"][0]["cache_control"] = {"type": "ephemeral"}
+    payload["messages"][0]["content"][0]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+    out = auto_cache(payload)
+    ttls = [s.breakpoint.ttl for s in render(out).breakpoints() if s.breakpoint]
+    assert ttls == ["1h", "1h"]
+    assert payload["system"][0]["cache_control"] == {"type": "ephemeral"}  # input untouched
+
+
+def test_marker_on_thinking_block_is_moved() -> None:
+    payload = _payload(1500)
+    payload["messages"] = [
+        {"role": "user", "content": "question"},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "partial"},
+            {"type": "thinking", "thinking": "t", "signature": "s",
+             "cache_control": {"type": "ephemeral"}}]},
+        {"role": "user", "content": "next"},
+    ]
+    out = auto_cache(payload)
+    view = render(out)
+    assert all(s.kind != "thinking" for s in view.breakpoints())
+    assert view.find("messages[1].content[0]").breakpoint is not None
+
+
+def test_bad_ttl_options_are_plan_errors() -> None:
+    view = render(_payload())
+    with pytest.raises(PlanError):
+        plan_breakpoints(view, get_policy(CLAUDE), ttl="30m")
+    with pytest.raises(PlanError):
+        plan_breakpoints(view, get_policy(CLAUDE), ttl="1h", stable_ttl="5m")
+    with pytest.raises(PlanError):
+        plan_breakpoints(view, get_policy("gpt-4o"))
+
+
+def test_stale_previous_entries_are_ignored() -> None:
+    a = render(_payload(1500))
+    plan_a = plan_breakpoints(a, get_policy(CLAUDE))
+    changed = _payload(1500)
+    changed["system"][0]["text"] = filler(1500, "other")
+    b = render(changed)
+    plan_b = plan_breakpoints(b, get_policy(CLAUDE), previous=plan_a)
+    assert plan_b.read_tokens == 0
+    assert any("no longer a prefix" in d.reason for d in plan_b.decisions)
+    entries = [WrittenEntry(0, 0, a.segments[0].end_token, prefix_digests(a)[0])]
+    assert plan_breakpoints(a, get_policy(CLAUDE), previous=entries).read_tokens == \
+        a.segments[0].end_token
+
+
+def test_reuse_model_changes_the_plan_when_slots_are_short() -> None:
+    payload = _payload(1500)
+    payload["messages"] = [{"role": "user", "content": filler(1500, "m0")},
+                           {"role": "assistant", "content": "ok"},
+                           {"role": "user", "content": "next"}]
+    view = render(payload)
+    one_slot = get_policy(CLAUDE).model_copy(update={"max_breakpoints": 1})
+    cont = plan_breakpoints(view, one_slot, reuse=ReuseModel(continuation=1.0,
+                                                              new_conversation=0.0))
+    newc = plan_breakpoints(view, one_slot, reuse=ReuseModel(continuation=0.0,
+                                                              new_conversation=1.0))
+    assert cont.paths == ["messages[2].content"]
+    assert newc.paths == ["system[0]"]
+    # string content gets converted to a block to carry the marker
+    out = apply_plan(payload, cont)
+    assert out["messages"][2]["content"] == [{"type": "text", "text": "next",
+                                              "cache_control": {"type": "ephemeral"}}]
+    assert payload["messages"][2]["content"] == "next"
+
+
+def test_apply_plan_is_pure() -> None:
+    payload = _payload(1500)
+    before = copy.deepcopy(payload)
+    plan = plan_breakpoints(render(payload), get_policy(CLAUDE))
+    out = apply_plan(payload, plan)
+    assert payload == before and out != before
+
+
+# ------------------------------------------------------------------ OpenAI
+def _chat(model: str, **extra: Any) -> dict[str, Any]:
+    return {"model": model, "messages": [
+        {"role": "system", "content": filler(1500, "s")},
+        {"role": "user", "content": filler(1200, "u")},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "next question"}], **extra}
+
+
+def test_openai_key_and_breakpoints() -> None:
+    old = auto_cache(_chat("gpt-4o"))
+    assert old["prompt_cache_key"].startswith("pc-")
+    assert "prompt_cache_options" not in old and "prompt_cache_breakpoint" not in json.dumps(old)
+    new = auto_cache(_chat("gpt-5.6-sol"))
+    assert new["prompt_cache_options"] == {"mode": "implicit", "ttl": "30m"}
+    view = render(new)
+    explicit = [s for s in view.segments if s.breakpoint is not None]
+    assert 1 <= len(explicit) <= 3
+    assert explicit[0].path == "messages[0].content[0]"  # the system prompt's end
+    assert all(s.role != "assistant" for s in explicit)
+    # the caller's key and options are kept
+    kept = auto_cache(_chat("gpt-5.6-sol", prompt_cache_key="mine",
+                            prompt_cache_options={"mode": "explicit"}))
+    assert kept["prompt_cache_key"] == "mine"
+    assert kept["prompt_cache_options"] == {"mode": "explicit"}
+
+
+def test_prompt_cache_key_ignores_markers_and_the_dynamic_tail() -> None:
+    a = render(_chat("gpt-4o"))
+    marked = _chat("gpt-4o")
+    marked["messages"][0]["content"] = [{"type": "text", "text": filler(1500, "s"),
+                                         "prompt_cache_breakpoint": {"mode": "explicit"}}]
+    b = render(marked)
+    tail = _chat("gpt-4o")
+    tail["messages"][-1]["content"] = "a different question"
+    assert prompt_cache_key(a) == prompt_cache_key(b) == prompt_cache_key(render(tail))
