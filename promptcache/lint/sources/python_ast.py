@@ -449,9 +449,9 @@ class _Scope:
                 continue
             label = (dotted if len(dotted) <= 60 else "..." + dotted[-57:]) + "()"
             if is_builder:
+                method = call.func.attr if isinstance(call.func, ast.Attribute) else "builder"
                 for arg in [*call.args, *(k.value for k in call.keywords)]:
-                    self._emit(self.taint(arg), f"{call.func.attr}()",  # type: ignore[union-attr]
-                               label, arg)
+                    self._emit(self.taint(arg), f"{method}()", label, arg)
                 continue
             for kw in call.keywords:
                 if kw.arg in _PREFIX_KWARGS:
