@@ -40,25 +40,46 @@ def _system(words: int) -> str:
     return " ".join(f"rule{i}" for i in range(words))
 
 
-def _request(messages: list[dict[str, Any]], *, system_cc: dict[str, Any] | None = EPH,
-             top: dict[str, Any] | None = None, words: int = 1500) -> TemplatedPrompt:
+def _request(
+    messages: list[dict[str, Any]],
+    *,
+    system_cc: dict[str, Any] | None = EPH,
+    top: dict[str, Any] | None = None,
+    words: int = 1500,
+) -> TemplatedPrompt:
     block: dict[str, Any] = {"type": "text", "text": _system(words)}
     if system_cc is not None:
         block["cache_control"] = system_cc
-    payload: dict[str, Any] = {"model": "claude-sonnet-4-5", "max_tokens": 8,
-                               "system": [block], "messages": messages}
+    payload: dict[str, Any] = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 8,
+        "system": [block],
+        "messages": messages,
+    }
     if top is not None:
         payload["cache_control"] = top
     return apply_template(payload, "anthropic")
 
 
-def _run(prompt: TemplatedPrompt, ledger: CacheLedger, clock: ManualClock, *,
-         policy: Policy = Policy(), available: int = BIG) -> AnthropicUsageCounts:
+def _run(
+    prompt: TemplatedPrompt,
+    ledger: CacheLedger,
+    clock: ManualClock,
+    *,
+    policy: Policy = Policy(),
+    available: int = BIG,
+) -> AnthropicUsageCounts:
     bps = anthropic_breakpoints(prompt, policy)
-    plan = plan_reads_and_writes(prompt, bps, ledger, tenant_salt=b"t", now=clock.now(),
-                                 min_tokens=policy.min_cacheable_tokens,
-                                 lookback_positions=policy.lookback_positions,
-                                 available_tokens=available)
+    plan = plan_reads_and_writes(
+        prompt,
+        bps,
+        ledger,
+        tenant_salt=b"t",
+        now=clock.now(),
+        min_tokens=policy.min_cacheable_tokens,
+        lookback_positions=policy.lookback_positions,
+        available_tokens=available,
+    )
     commit_plan(plan, ledger)
     return AnthropicUsageCounts.from_plan(plan)
 
@@ -121,10 +142,18 @@ def _tool_turns(n: int) -> list[dict[str, Any]]:
     """n assistant tool_use / user tool_result pairs: 2 lookback positions each."""
     out: list[dict[str, Any]] = []
     for i in range(n):
-        out.append({"role": "assistant", "content": [
-            {"type": "tool_use", "id": f"t{i}", "name": "f", "input": {"i": i}}]})
-        out.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"t{i}", "content": f"r{i}"}]})
+        out.append(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": f"t{i}", "name": "f", "input": {"i": i}}],
+            }
+        )
+        out.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": f"r{i}"}],
+            }
+        )
     return out
 
 
@@ -150,8 +179,12 @@ def test_lookback_window_of_20_positions(turns: int, hit: bool) -> None:
 
 
 def test_tool_runs_collapse_into_one_position() -> None:
-    run = {"role": "assistant", "content": [
-        {"type": "tool_use", "id": f"t{i}", "name": "f", "input": {}} for i in range(30)]}
+    run = {
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": f"t{i}", "name": "f", "input": {}} for i in range(30)
+        ],
+    }
     p = _request([_user("go"), run, _user("ok", EPH)])
     positions = {s.segment.position for s in p.spans if s.segment.kind == "tool_use"}
     assert len(positions) == 1
@@ -211,7 +244,8 @@ def test_one_hour_after_five_minutes_is_a_400() -> None:
     assert err.value.status == 400
     assert err.value.message.startswith(
         "messages.0.content.0.cache_control.ttl: a ttl='1h' cache_control block must not come "
-        "after a ttl='5m' cache_control block.")
+        "after a ttl='5m' cache_control block."
+    )
 
 
 def test_automatic_ttl_conflict_and_same_ttl_noop() -> None:
@@ -221,18 +255,35 @@ def test_automatic_ttl_conflict_and_same_ttl_noop() -> None:
     assert len(bps) == 1
 
 
-@pytest.mark.parametrize(("reused", "prompt", "cached"), [
-    (0, 5000, 0), (1023, 5000, 0), (1024, 5000, 1024), (1151, 5000, 1024),
-    (1152, 5000, 1152), (2000, 1000, 0), (4999, 5000, 4992)])
+@pytest.mark.parametrize(
+    ("reused", "prompt", "cached"),
+    [
+        (0, 5000, 0),
+        (1023, 5000, 0),
+        (1024, 5000, 1024),
+        (1151, 5000, 1024),
+        (1152, 5000, 1152),
+        (2000, 1000, 0),
+        (4999, 5000, 4992),
+    ],
+)
 def test_openai_automatic_steps(reused: int, prompt: int, cached: int) -> None:
     assert openai_automatic_cached_tokens(reused, prompt) == cached
 
 
 def test_openai_56_implicit_and_explicit_breakpoints() -> None:
-    payload = {"model": "gpt-5.6-sol", "messages": [
-        {"role": "system", "content": [{"type": "text", "text": "sys",
-                                        "prompt_cache_breakpoint": {"mode": "explicit"}}]},
-        {"role": "user", "content": "hi"}]}
+    payload = {
+        "model": "gpt-5.6-sol",
+        "messages": [
+            {
+                "role": "system",
+                "content": [
+                    {"type": "text", "text": "sys", "prompt_cache_breakpoint": {"mode": "explicit"}}
+                ],
+            },
+            {"role": "user", "content": "hi"},
+        ],
+    }
     prompt = apply_template(payload, "openai-chat")
     bps = openai_breakpoints(prompt, prompt.view.params)
     assert [b.path for b in bps] == ["messages[0].content[0]", "messages[1].content"]
@@ -240,4 +291,5 @@ def test_openai_56_implicit_and_explicit_breakpoints() -> None:
     payload["prompt_cache_options"] = {"mode": "explicit"}
     prompt = apply_template(payload, "openai-chat")
     assert [b.path for b in openai_breakpoints(prompt, prompt.view.params)] == [
-        "messages[0].content[0]"]
+        "messages[0].content[0]"
+    ]

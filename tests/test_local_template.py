@@ -22,18 +22,34 @@ def _conversation() -> dict[str, Any]:
     return {
         "model": "claude-sonnet-4-5",
         "max_tokens": 16,
-        "tools": [{"name": "get_weather", "description": "Weather for a city.",
-                   "input_schema": {"type": "object",
-                                    "properties": {"city": {"type": "string"}}}}],
+        "tools": [
+            {
+                "name": "get_weather",
+                "description": "Weather for a city.",
+                "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+            }
+        ],
         "system": [{"type": "text", "text": "You are terse."}],
         "messages": [
             {"role": "user", "content": "Weather in Paris?"},
-            {"role": "assistant", "content": [
-                {"type": "text", "text": "Checking."},
-                {"type": "tool_use", "id": "tu_1", "name": "get_weather",
-                 "input": {"city": "Paris"}}]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "tu_1", "content": "18C, sunny"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Checking."},
+                    {
+                        "type": "tool_use",
+                        "id": "tu_1",
+                        "name": "get_weather",
+                        "input": {"city": "Paris"},
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "tu_1", "content": "18C, sunny"}
+                ],
+            },
         ],
     }
 
@@ -50,20 +66,28 @@ def test_spans_are_contiguous_and_end_with_generation_header() -> None:
     assert prompt.generation_start == prompt.spans[-1].end
     assert prompt.total_tokens > prompt.generation_start  # at least one token never cached
     assert [s.segment.path for s in prompt.spans] == [
-        "tools[0]", "system[0]", "messages[0].content", "messages[1].content[0]",
-        "messages[1].content[1]", "messages[2].content[0]"]
+        "tools[0]",
+        "system[0]",
+        "messages[0].content",
+        "messages[1].content[0]",
+        "messages[1].content[1]",
+        "messages[2].content[0]",
+    ]
 
 
 def test_appending_turns_never_changes_earlier_tokens() -> None:
     first = _conversation()
     second = copy.deepcopy(first)
-    second["messages"] += [{"role": "assistant", "content": "It is 18C."},
-                           {"role": "user", "content": [{"type": "text", "text": "And Rome?"}]}]
+    second["messages"] += [
+        {"role": "assistant", "content": "It is 18C."},
+        {"role": "user", "content": [{"type": "text", "text": "And Rome?"}]},
+    ]
     a = apply_template(first, "anthropic")
     b = apply_template(second, "anthropic")
     assert b.token_ids[: a.generation_start] == a.token_ids[: a.generation_start]
     assert [(s.start, s.end) for s in b.spans[: len(a.spans)]] == [
-        (s.start, s.end) for s in a.spans]
+        (s.start, s.end) for s in a.spans
+    ]
 
 
 def test_cache_markers_do_not_change_tokens() -> None:
@@ -73,7 +97,10 @@ def test_cache_markers_do_not_change_tokens() -> None:
     marked["system"][0]["cache_control"] = {"type": "ephemeral"}
     marked["messages"][2]["content"][0]["cache_control"] = {"type": "ephemeral"}
     marked["cache_control"] = {"type": "ephemeral"}
-    assert apply_template(marked, "anthropic").token_ids == apply_template(plain, "anthropic").token_ids
+    assert (
+        apply_template(marked, "anthropic").token_ids
+        == apply_template(plain, "anthropic").token_ids
+    )
 
 
 def test_segment_at_maps_tokens_back_to_blocks() -> None:
@@ -87,23 +114,34 @@ def test_segment_at_maps_tokens_back_to_blocks() -> None:
         prompt.segment_at(prompt.total_tokens)
     assert prompt.span_of("system[0]").segment.kind == "text"
     system = prompt.span_of("system[0]")
-    text = decode_tokens(list(prompt.token_ids[system.content_start:system.content_end]))
+    text = decode_tokens(list(prompt.token_ids[system.content_start : system.content_end]))
     assert text == "You are terse."
 
 
 def _image(data: bytes) -> dict[str, Any]:
-    return {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                        "data": base64.b64encode(data).decode()}}
+    return {
+        "type": "image",
+        "source": {
+            "type": "base64",
+            "media_type": "image/png",
+            "data": base64.b64encode(data).decode(),
+        },
+    }
 
 
 def test_images_are_hashed_into_the_prefix() -> None:
     def prompt_with(data: bytes) -> tuple[int, ...]:
-        payload = {"model": "claude-sonnet-4-5", "max_tokens": 1, "messages": [
-            {"role": "user", "content": [_image(data), {"type": "text", "text": "What is it?"}]}]}
+        payload = {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 1,
+            "messages": [
+                {"role": "user", "content": [_image(data), {"type": "text", "text": "What is it?"}]}
+            ],
+        }
         p = apply_template(payload, "anthropic")
         span = p.spans[0]
         assert span.content_end - span.content_start == IMAGE_TOKENS + len(encode_text("<|image|>"))
-        return p.token_ids[span.content_start:span.content_end]
+        return p.token_ids[span.content_start : span.content_end]
 
     one = prompt_with(b"\x89PNG first image bytes")
     assert one == prompt_with(b"\x89PNG first image bytes")
@@ -111,12 +149,20 @@ def test_images_are_hashed_into_the_prefix() -> None:
 
 
 def test_openai_chat_and_responses_shapes() -> None:
-    chat = apply_template({"model": "gpt-4o", "messages": [
-        {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]},
-        "openai-chat")
+    chat = apply_template(
+        {
+            "model": "gpt-4o",
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Hi"},
+            ],
+        },
+        "openai-chat",
+    )
     assert [s.segment.role for s in chat.spans] == ["system", "user"]
-    resp = apply_template({"model": "gpt-4o", "instructions": "Be brief.", "input": "Hi"},
-                          "openai-responses")
+    resp = apply_template(
+        {"model": "gpt-4o", "instructions": "Be brief.", "input": "Hi"}, "openai-responses"
+    )
     assert [s.segment.path for s in resp.spans] == ["instructions", "input"]
 
 

@@ -1,0 +1,403 @@
+"""Anthropic Messages API emulation: ``POST /v1/messages`` and ``/v1/messages/count_tokens``.
+
+Request: ``model``, ``max_tokens`` (0 = pre-warm), ``messages``, ``system`` (string or text
+blocks), ``tools``, ``tool_choice``, ``stop_sequences``, ``temperature``, ``stream``,
+``cache_control`` on any block kind the API allows plus the top-level (automatic) one; the
+renderer (:func:`promptcache.prefix.render`) validates shapes. Response objects parse with
+``anthropic.types.Message`` / ``MessageTokensCount`` / ``RawMessageStreamEvent``.
+
+Usage (hosted-api-rules.md 1.8; https://platform.claude.com/docs/en/build-with-claude/prompt-caching):
+``input_tokens`` counts tokens after the last cache read/write only; ``cache_creation`` splits
+writes by TTL. Streaming puts the input-side counts on ``message_start`` (with ``output_tokens``
+generated so far: message_start is sent once the prefill has run, like the real API) and
+**cumulative** counts on ``message_delta`` (no ``cache_creation`` there, as in
+``MessageDeltaUsage``).
+
+Pre-warm (``max_tokens: 0``): prefill only, writes at the breakpoints, ``content: []``,
+``stop_reason: "max_tokens"``; rejected with ``stream``, ``thinking.type: "enabled"``,
+``output_config.format`` or a forced ``tool_choice`` (hosted-api-rules.md 1.5).
+
+Deviation: the model is a local random/checkpoint model, so replies are text only (no
+``tool_use`` output blocks) and ``model`` is echoed as requested.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from promptcache._errors import InvalidRequestError
+from promptcache.catalog import CachePolicy
+from promptcache.local.accounting import (
+    AnthropicUsageCounts,
+    CachePlan,
+    PlannedBreakpoint,
+    anthropic_breakpoints,
+    plan_reads_and_writes,
+)
+from promptcache.local.app import (
+    BackendService,
+    GenerationOutcome,
+    api_key_of,
+    read_json,
+    sse,
+)
+from promptcache.local.errors import BackendAPIError
+from promptcache.local.template import (
+    TemplatedPrompt,
+    TokenDecoder,
+    apply_template,
+    decode_tokens,
+    encode_text,
+)
+
+__all__ = ["AnthropicRequest", "message_body", "model_info", "parse_request", "router"]
+
+_STOP_REASONS = {"max_tokens": "max_tokens", "stop": "stop_sequence", "eos": "end_turn"}
+
+
+def _bad(message: str) -> BackendAPIError:
+    return BackendAPIError(400, "invalid_request_error", message)
+
+
+def _dotted(path: str) -> str:
+    return path.replace("[", ".").replace("]", "")
+
+
+@dataclass(frozen=True, slots=True)
+class AnthropicRequest:
+    """The generation parameters of a validated Messages request.
+
+    Attributes:
+        model: the model id as requested.
+        max_tokens: output limit (0 = pre-warm).
+        stream: SSE response.
+        stop_sequences: strings that end generation.
+        temperature: sampling temperature (0 = greedy).
+        seed: sampling seed (``metadata`` is not a seed; a local-only ``seed`` key is honoured).
+    """
+
+    model: str
+    max_tokens: int
+    stream: bool
+    stop_sequences: tuple[str, ...]
+    temperature: float
+    seed: int | None
+
+
+def parse_request(body: dict[str, Any], *, count_only: bool = False) -> AnthropicRequest:
+    """Validate the non-segment fields of a Messages request.
+
+    Raises:
+        BackendAPIError: 400 with the API's style of message (``"max_tokens: Field required"``).
+    """
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise _bad("model: Field required")
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise _bad(
+            "messages: Field required"
+            if messages is None
+            else "messages: Input should be a valid list"
+        )
+    if not messages and not count_only:
+        raise _bad("messages: at least one message is required")
+    if count_only:
+        return AnthropicRequest(model, 0, False, (), 1.0, None)
+    max_tokens = body.get("max_tokens")
+    if max_tokens is None:
+        raise _bad("max_tokens: Field required")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        raise _bad("max_tokens: Input should be a valid integer")
+    if max_tokens < 0:
+        raise _bad("max_tokens: Input should be greater than or equal to 0")
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise _bad("stream: Input should be a valid boolean")
+    stops = body.get("stop_sequences") or []
+    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
+        raise _bad("stop_sequences: Input should be a list of non-empty strings")
+    temperature = body.get("temperature", 1.0)
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, (int, float))
+        or not (0.0 <= float(temperature) <= 1.0)
+    ):
+        raise _bad("temperature: Input should be a number between 0 and 1")
+    seed = body.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise _bad("seed: Input should be a valid integer")
+    if max_tokens == 0:
+        thinking = body.get("thinking")
+        choice = body.get("tool_choice")
+        output_config = body.get("output_config")
+        if stream:
+            raise _bad("max_tokens: 0 (pre-warming) cannot be combined with stream: true")
+        if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+            raise _bad("max_tokens: 0 (pre-warming) cannot be combined with thinking enabled")
+        if isinstance(output_config, dict) and output_config.get("format") is not None:
+            raise _bad("max_tokens: 0 (pre-warming) cannot be combined with output_config.format")
+        if isinstance(choice, dict) and choice.get("type") in ("tool", "any"):
+            raise _bad("max_tokens: 0 (pre-warming) cannot be combined with a forced tool_choice")
+    return AnthropicRequest(model, max_tokens, stream, tuple(stops), float(temperature), seed)
+
+
+def template(body: dict[str, Any], policy: CachePolicy) -> TemplatedPrompt:
+    """Render and encode a Messages request.
+
+    Raises:
+        BackendAPIError: 400 naming the path (``messages.2.content.0.text: must be a string``).
+    """
+    try:
+        return apply_template(body, "anthropic", model=policy.model_id)
+    except InvalidRequestError as exc:
+        where = _dotted(exc.path) if exc.path else "body"
+        raise _bad(f"{where}: {exc.reason}") from None
+
+
+def usage_body(counts: AnthropicUsageCounts, output_tokens: int) -> dict[str, Any]:
+    """``Usage`` JSON (``anthropic.types.Usage``)."""
+    return {
+        "input_tokens": counts.input_tokens,
+        "cache_creation_input_tokens": counts.cache_creation_input_tokens,
+        "cache_read_input_tokens": counts.cache_read_input_tokens,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": counts.ephemeral_5m_input_tokens,
+            "ephemeral_1h_input_tokens": counts.ephemeral_1h_input_tokens,
+        },
+        "output_tokens": output_tokens,
+        "service_tier": "standard",
+    }
+
+
+def _message_id() -> str:
+    return "msg_" + secrets.token_hex(12)
+
+
+def _stop_sequence(req: AnthropicRequest, result: Any) -> str | None:
+    """The stop sequence that ended generation (the engine strips it from ``output_ids``)."""
+    index = getattr(result, "stop_sequence", None)
+    if result.stop_reason != "stop" or index is None:
+        return None
+    return req.stop_sequences[int(index)]
+
+
+def message_body(
+    req: AnthropicRequest, message_id: str, outcome: GenerationOutcome
+) -> dict[str, Any]:
+    """The ``Message`` JSON of a finished generation."""
+    assert outcome.plan is not None
+    result = outcome.result
+    ids = list(result.output_ids)
+    text = decode_tokens(ids)
+    content = [{"type": "text", "text": text}] if req.max_tokens > 0 and ids else []
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": req.model,
+        "content": content,
+        "stop_reason": _STOP_REASONS.get(result.stop_reason, "end_turn"),
+        "stop_sequence": _stop_sequence(req, result),
+        "usage": usage_body(AnthropicUsageCounts.from_plan(outcome.plan), len(result.output_ids)),
+    }
+
+
+def model_info(model_id: str, created: int) -> dict[str, Any]:
+    """``ModelInfo`` JSON for /v1/models."""
+    return {
+        "type": "model",
+        "id": model_id,
+        "display_name": model_id,
+        "created_at": datetime.fromtimestamp(created, UTC).isoformat().replace("+00:00", "Z"),
+        "lifecycle": "active",
+    }
+
+
+async def _next(events: Any) -> tuple[str, Any]:
+    item: tuple[str, Any] = await anyio.to_thread.run_sync(events.get)
+    return item
+
+
+def router(service: BackendService) -> APIRouter:
+    """Routes bound to ``service``."""
+    api = APIRouter()
+
+    def prepare(
+        body: dict[str, Any], request: Request, req: AnthropicRequest
+    ) -> tuple[CachePolicy, TemplatedPrompt, bytes, Callable[[int, float], CachePlan]]:
+        policy = service.policy(req.model, "anthropic")
+        prompt = template(body, policy)
+        breakpoints: list[PlannedBreakpoint] = anthropic_breakpoints(prompt, policy)
+        salt = service.tenant_salt(api_key_of(request), policy.model_id)
+        ledger = service.anthropic_ledger
+
+        def planner(available: int, now: float) -> CachePlan:
+            return plan_reads_and_writes(
+                prompt,
+                breakpoints,
+                ledger,
+                tenant_salt=salt,
+                now=now,
+                min_tokens=policy.min_cacheable_tokens,
+                lookback_positions=policy.lookback_positions,
+                available_tokens=available,
+            )
+
+        return policy, prompt, salt, planner
+
+    @api.post("/v1/messages/count_tokens")
+    async def count_tokens(request: Request) -> JSONResponse:
+        body = await read_json(request, service.options.max_body_bytes)
+        req = parse_request(body, count_only=True)
+        policy = service.policy(req.model, "anthropic")
+        prompt = template(body, policy)
+        return JSONResponse({"input_tokens": prompt.total_tokens})
+
+    @api.post("/v1/messages")
+    async def messages(request: Request) -> Response:
+        body = await read_json(request, service.options.max_body_bytes)
+        req = parse_request(body)
+        policy, prompt, salt, planner = prepare(body, request, req)
+        stop_ids = [encode_text(s) for s in req.stop_sequences]
+        kwargs: dict[str, Any] = dict(
+            tenant_salt=salt,
+            planner=planner,
+            ledger=service.anthropic_ledger,
+            max_tokens=req.max_tokens,
+            stop_token_seqs=stop_ids,
+            temperature=req.temperature,
+            seed=req.seed,
+        )
+        message_id = _message_id()
+        if not req.stream:
+            outcome = await run_in_threadpool(lambda: service.generate(prompt, policy, **kwargs))
+            body_out = message_body(req, message_id, outcome)
+            usage = body_out["usage"]
+            service.record_usage(
+                prompt_tokens=prompt.total_tokens,
+                read=usage["cache_read_input_tokens"],
+                write=usage["cache_creation_input_tokens"],
+            )
+            return JSONResponse(body_out)
+
+        events = service.start_stream(prompt, policy, **kwargs)
+        plan: CachePlan | None = None
+        first: tuple[str, Any]
+        while True:  # wait for the prefill, so admission errors get a proper status
+            first = await _next(events)
+            if first[0] == "plan":
+                plan = first[1]
+                continue
+            if first[0] == "error":
+                raise first[1]
+            break
+        assert plan is not None
+        return StreamingResponse(
+            _stream(service, req, message_id, prompt, plan, first, events),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-cache", "request-id": message_id},
+        )
+
+    return api
+
+
+async def _stream(
+    service: BackendService,
+    req: AnthropicRequest,
+    message_id: str,
+    prompt: TemplatedPrompt,
+    plan: CachePlan,
+    first: tuple[str, Any],
+    events: Any,
+) -> AsyncIterator[bytes]:
+    counts = AnthropicUsageCounts.from_plan(plan)
+    produced = 1 if first[0] == "token" else 0
+    start_usage = usage_body(counts, produced)
+    yield sse(
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": req.model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": start_usage,
+            },
+        },
+    )
+    yield sse(
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    )
+    yield sse("ping", {"type": "ping"})
+    decoder = TokenDecoder()  # the engine calls on_token only for tokens past any stop match
+
+    def delta(text: str) -> bytes:
+        return sse(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": text},
+            },
+        )
+
+    item = first
+    while True:
+        kind, value = item
+        if kind == "token":
+            text = decoder.feed(int(value))
+            if text:
+                yield delta(text)
+        elif kind == "done":
+            outcome: GenerationOutcome = value
+            result = outcome.result
+            stop_seq = _stop_sequence(req, result)
+            tail = decoder.flush()
+            if tail:
+                yield delta(tail)
+            yield sse("content_block_stop", {"type": "content_block_stop", "index": 0})
+            yield sse(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {
+                        "stop_reason": _STOP_REASONS.get(result.stop_reason, "end_turn"),
+                        "stop_sequence": stop_seq,
+                    },
+                    "usage": {
+                        "input_tokens": counts.input_tokens,
+                        "cache_creation_input_tokens": counts.cache_creation_input_tokens,
+                        "cache_read_input_tokens": counts.cache_read_input_tokens,
+                        "output_tokens": len(result.output_ids),
+                    },
+                },
+            )
+            yield sse("message_stop", {"type": "message_stop"})
+            service.record_usage(
+                prompt_tokens=prompt.total_tokens,
+                read=counts.cache_read_input_tokens,
+                write=counts.cache_creation_input_tokens,
+            )
+            return
+        elif kind == "error":
+            exc = value
+            err_type = exc.error_type if isinstance(exc, BackendAPIError) else "api_error"
+            message = exc.message if isinstance(exc, BackendAPIError) else "Internal server error."
+            yield sse("error", {"type": "error", "error": {"type": err_type, "message": message}})
+            return
+        item = await _next(events)

@@ -1,0 +1,637 @@
+"""OpenAI API emulation: ``POST /v1/chat/completions`` and ``POST /v1/responses``.
+
+Responses parse with ``openai.types.chat.ChatCompletion`` / ``ChatCompletionChunk`` and
+``openai.types.responses.Response`` / ``ResponseStreamEvent``.
+
+Usage (hosted-api-rules.md 2.1-2.4; https://developers.openai.com/api/docs/guides/prompt-caching):
+
+* Models before GPT-5.6: caching is automatic; ``cached_tokens`` is the engine's physically
+  reused prefix rounded down to ``1024 + 128k`` (0 below 1,024), no write is reported (Chat:
+  ``cache_write_tokens`` absent; Responses: its required ``cache_write_tokens`` is 0, there is
+  no write fee). ``prompt_cache_options`` / ``prompt_cache_breakpoint`` -> 400.
+* GPT-5.6+ (catalog ``explicit_breakpoints``): entries at the implicit breakpoint (newest
+  message) and the latest explicit ``prompt_cache_breakpoint`` s, no lookback limit, TTL 30m;
+  ``cache_write_tokens`` reports what was written.
+* ``prompt_tokens`` / ``input_tokens`` include cached and written tokens.
+* Chat streaming with ``stream_options.include_usage``: every chunk carries ``usage: null`` and
+  one last chunk with ``choices: []`` carries the usage, before ``data: [DONE]``. Responses
+  streaming ends with ``response.completed`` whose ``response.usage`` is filled.
+* ``ServerOptions.openai_prompt_tokens_details=False`` leaves ``prompt_tokens_details`` out of
+  Chat usage, like vLLM without ``--enable-prompt-tokens-details``
+  (https://github.com/vllm-project/vllm/issues/16162): clients must read that as "unknown".
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from promptcache._errors import InvalidRequestError
+from promptcache.catalog import CachePolicy
+from promptcache.local.accounting import (
+    CachePlan,
+    openai_automatic_cached_tokens,
+    openai_breakpoints,
+    plan_reads_and_writes,
+)
+from promptcache.local.app import (
+    BackendService,
+    GenerationOutcome,
+    api_key_of,
+    read_json,
+    sse,
+)
+from promptcache.local.errors import BackendAPIError
+from promptcache.local.template import (
+    TemplatedPrompt,
+    TokenDecoder,
+    apply_template,
+    decode_tokens,
+    encode_text,
+)
+
+__all__ = ["OpenAIRequest", "OpenAIUsageCounts", "model_info", "router"]
+
+Shape = Literal["openai-chat", "openai-responses"]
+
+
+def _bad(message: str, param: str | None = None) -> BackendAPIError:
+    return BackendAPIError(400, "invalid_request_error", message, param=param)
+
+
+@dataclass(frozen=True, slots=True)
+class OpenAIRequest:
+    """Validated generation parameters of a Chat Completions or Responses request."""
+
+    model: str
+    max_tokens: int
+    stream: bool
+    include_usage: bool
+    stop: tuple[str, ...]
+    temperature: float
+    seed: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class OpenAIUsageCounts:
+    """Input-side usage of one OpenAI request (tokens).
+
+    Attributes:
+        prompt_tokens: the whole prompt (includes cached and written tokens).
+        cached_tokens: cache reads.
+        cache_write_tokens: tokens written (GPT-5.6+); None where the model has no writes.
+    """
+
+    prompt_tokens: int
+    cached_tokens: int
+    cache_write_tokens: int | None
+
+
+def _int(body: dict[str, Any], key: str, *, minimum: int) -> int | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _bad(f"Invalid '{key}': expected an integer >= {minimum}.", key)
+    return value
+
+
+def parse_request(body: dict[str, Any], shape: Shape, default_max_tokens: int) -> OpenAIRequest:
+    """Validate the non-segment fields.
+
+    Raises:
+        BackendAPIError: 400 (``param`` names the field).
+    """
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise _bad("Missing required parameter: 'model'.", "model")
+    if shape == "openai-chat":
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise _bad("Missing required parameter: 'messages'.", "messages")
+        max_tokens = _int(body, "max_completion_tokens", minimum=1)
+        if max_tokens is None:
+            max_tokens = _int(body, "max_tokens", minimum=1)
+        n = body.get("n", 1)
+        if n not in (1, None):
+            raise _bad("Invalid 'n': the local backend generates one choice.", "n")
+    else:
+        if body.get("input") is None and body.get("instructions") is None:
+            raise _bad("Missing required parameter: 'input'.", "input")
+        max_tokens = _int(body, "max_output_tokens", minimum=1)
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise _bad("Invalid 'stream': expected a boolean.", "stream")
+    options = body.get("stream_options")
+    include_usage = False
+    if options is not None:
+        if not isinstance(options, dict):
+            raise _bad("Invalid 'stream_options': expected an object.", "stream_options")
+        if not stream:
+            raise _bad(
+                "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                "stream_options",
+            )
+        include_usage = bool(options.get("include_usage", False))
+    stop_raw = body.get("stop")
+    stops: list[str]
+    if stop_raw is None:
+        stops = []
+    elif isinstance(stop_raw, str):
+        stops = [stop_raw]
+    elif isinstance(stop_raw, list) and all(isinstance(s, str) and s for s in stop_raw):
+        stops = list(stop_raw)
+    else:
+        raise _bad("Invalid 'stop': expected a string or an array of strings.", "stop")
+    if len(stops) > 4:
+        raise _bad("Invalid 'stop': at most 4 stop sequences.", "stop")
+    temperature = body.get("temperature", 1.0)
+    if temperature is None:
+        temperature = 1.0
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, (int, float))
+        or not (0.0 <= float(temperature) <= 2.0)
+    ):
+        raise _bad("Invalid 'temperature': expected a number between 0 and 2.", "temperature")
+    seed = _int(body, "seed", minimum=-(2**63))
+    return OpenAIRequest(
+        model,
+        max_tokens or default_max_tokens,
+        stream,
+        include_usage,
+        tuple(stops),
+        float(temperature),
+        seed,
+    )
+
+
+def _check_cache_params(body: dict[str, Any], prompt: TemplatedPrompt, policy: CachePolicy) -> None:
+    if not policy.prompt_cache_options:
+        if body.get("prompt_cache_options") is not None:
+            raise _bad(
+                f"Unsupported parameter: 'prompt_cache_options' is not supported with "
+                f"this model ({policy.model_id}).",
+                "prompt_cache_options",
+            )
+        for span in prompt.spans:
+            bp = span.segment.breakpoint
+            if bp is not None and bp.source == "openai-explicit":
+                raise _bad(
+                    f"Unsupported parameter: 'prompt_cache_breakpoint' is not supported "
+                    f"with this model ({policy.model_id}).",
+                    f"{span.segment.path}.prompt_cache_breakpoint",
+                )
+    retention = body.get("prompt_cache_retention")
+    if retention is not None and retention not in policy.prompt_cache_retention:
+        raise _bad(
+            f"Invalid 'prompt_cache_retention': {retention!r} is not supported with "
+            f"this model ({policy.model_id}).",
+            "prompt_cache_retention",
+        )
+
+
+def usage_counts(outcome: GenerationOutcome) -> OpenAIUsageCounts:
+    """The usage a finished OpenAI request reports."""
+    total = outcome.prompt.total_tokens
+    if outcome.plan is not None:
+        return OpenAIUsageCounts(total, outcome.plan.read_tokens, outcome.plan.write_tokens)
+    policy = outcome.policy
+    cached = openai_automatic_cached_tokens(
+        int(outcome.result.reused_tokens),
+        total,
+        min_tokens=policy.min_cacheable_tokens,
+        step_tokens=policy.cache_step_tokens,
+    )
+    return OpenAIUsageCounts(total, cached, None)
+
+
+def chat_usage(counts: OpenAIUsageCounts, output_tokens: int, *, details: bool) -> dict[str, Any]:
+    """``CompletionUsage`` JSON."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": counts.prompt_tokens,
+        "completion_tokens": output_tokens,
+        "total_tokens": counts.prompt_tokens + output_tokens,
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+    if details:
+        ptd: dict[str, Any] = {"cached_tokens": counts.cached_tokens, "audio_tokens": 0}
+        if counts.cache_write_tokens is not None:
+            ptd["cache_write_tokens"] = counts.cache_write_tokens
+        usage["prompt_tokens_details"] = ptd
+    return usage
+
+
+def responses_usage(counts: OpenAIUsageCounts, output_tokens: int) -> dict[str, Any]:
+    """``ResponseUsage`` JSON."""
+    details: dict[str, Any] = {
+        "cached_tokens": counts.cached_tokens,
+        "cache_write_tokens": counts.cache_write_tokens or 0,
+    }
+    if counts.cache_write_tokens is not None:
+        details["cache_write_tokens_details"] = {
+            "ttl_30m_tokens": counts.cache_write_tokens,
+            "ttl_12h_tokens": 0,
+        }
+    return {
+        "input_tokens": counts.prompt_tokens,
+        "input_tokens_details": details,
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": counts.prompt_tokens + output_tokens,
+    }
+
+
+def model_info(model_id: str, created: int) -> dict[str, Any]:
+    """``Model`` JSON for /v1/models."""
+    return {"id": model_id, "object": "model", "created": created, "owned_by": "promptcache"}
+
+
+def _finish_reason(stop_reason: str) -> str:
+    return "length" if stop_reason == "max_tokens" else "stop"
+
+
+async def _next(events: Any) -> tuple[str, Any]:
+    item: tuple[str, Any] = await anyio.to_thread.run_sync(events.get)
+    return item
+
+
+@dataclass(slots=True)
+class _Prepared:
+    req: OpenAIRequest
+    policy: CachePolicy
+    prompt: TemplatedPrompt
+    kwargs: dict[str, Any]
+    stop_ids: list[list[int]]
+
+
+def router(service: BackendService) -> APIRouter:
+    """Routes bound to ``service``."""
+    api = APIRouter()
+
+    def prepare(body: dict[str, Any], request: Request, shape: Shape) -> _Prepared:
+        req = parse_request(body, shape, service.options.default_max_tokens)
+        policy = service.policy(req.model, "openai")
+        try:
+            prompt = apply_template(body, shape, model=policy.model_id)
+        except InvalidRequestError as exc:
+            raise _bad(f"Invalid '{exc.path or 'body'}': {exc.reason}", exc.path or None) from None
+        _check_cache_params(body, prompt, policy)
+        salt = service.tenant_salt(api_key_of(request), policy.model_id)
+        planner: Callable[[int, float], CachePlan | None]
+        if policy.explicit_breakpoints:
+            breakpoints = openai_breakpoints(prompt, prompt.view.params)
+            ledger = service.openai_ledger
+
+            def planner(available: int, now: float) -> CachePlan | None:
+                return plan_reads_and_writes(
+                    prompt,
+                    breakpoints,
+                    ledger,
+                    tenant_salt=salt,
+                    now=now,
+                    min_tokens=policy.min_cacheable_tokens,
+                    lookback_positions=policy.lookback_positions,
+                    available_tokens=available,
+                )
+        else:
+
+            def planner(available: int, now: float) -> CachePlan | None:
+                return None
+
+        stop_ids = [encode_text(s) for s in req.stop]
+        kwargs: dict[str, Any] = dict(
+            tenant_salt=salt,
+            planner=planner,
+            ledger=service.openai_ledger,
+            max_tokens=req.max_tokens,
+            stop_token_seqs=stop_ids,
+            temperature=req.temperature,
+            seed=req.seed,
+        )
+        return _Prepared(req, policy, prompt, kwargs, stop_ids)
+
+    async def run(p: _Prepared) -> GenerationOutcome:
+        outcome = await run_in_threadpool(lambda: service.generate(p.prompt, p.policy, **p.kwargs))
+        counts = usage_counts(outcome)
+        service.record_usage(
+            prompt_tokens=counts.prompt_tokens,
+            read=counts.cached_tokens,
+            write=counts.cache_write_tokens,
+        )
+        return outcome
+
+    async def start(p: _Prepared) -> tuple[Any, tuple[str, Any]]:
+        events = service.start_stream(p.prompt, p.policy, **p.kwargs)
+        while True:
+            item = await _next(events)
+            if item[0] == "plan":
+                continue
+            if item[0] == "error":
+                raise item[1]
+            return events, item
+
+    @api.post("/v1/chat/completions")
+    async def chat(request: Request) -> Response:
+        body = await read_json(request, service.options.max_body_bytes)
+        p = prepare(body, request, "openai-chat")
+        cid = "chatcmpl-" + secrets.token_hex(12)
+        created = int(time.time())
+        details = service.options.openai_prompt_tokens_details
+        if not p.req.stream:
+            outcome = await run(p)
+            ids = list(outcome.result.output_ids)
+            return JSONResponse(
+                {
+                    "id": cid,
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": p.req.model,
+                    "system_fingerprint": "promptcache-local",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "finish_reason": _finish_reason(outcome.result.stop_reason),
+                            "logprobs": None,
+                            "message": {
+                                "role": "assistant",
+                                "content": decode_tokens(ids),
+                                "refusal": None,
+                                "annotations": [],
+                            },
+                        }
+                    ],
+                    "usage": chat_usage(
+                        usage_counts(outcome), len(outcome.result.output_ids), details=details
+                    ),
+                }
+            )
+        events, first = await start(p)
+        return StreamingResponse(
+            _chat_stream(service, p, cid, created, events, first), media_type="text/event-stream"
+        )
+
+    @api.post("/v1/responses")
+    async def responses(request: Request) -> Response:
+        body = await read_json(request, service.options.max_body_bytes)
+        p = prepare(body, request, "openai-responses")
+        rid = "resp_" + secrets.token_hex(12)
+        mid = "msg_" + secrets.token_hex(12)
+        created = time.time()
+        if not p.req.stream:
+            outcome = await run(p)
+            ids = list(outcome.result.output_ids)
+            return JSONResponse(
+                _response_object(body, p, rid, mid, created, outcome, decode_tokens(ids))
+            )
+        events, first = await start(p)
+        return StreamingResponse(
+            _responses_stream(service, body, p, rid, mid, created, events, first),
+            media_type="text/event-stream",
+        )
+
+    return api
+
+
+def _response_object(
+    body: dict[str, Any],
+    p: _Prepared,
+    rid: str,
+    mid: str,
+    created: float,
+    outcome: GenerationOutcome | None,
+    text: str,
+) -> dict[str, Any]:
+    done = outcome is not None
+    truncated = done and outcome is not None and outcome.result.stop_reason == "max_tokens"
+    status = "in_progress" if not done else ("incomplete" if truncated else "completed")
+    output: list[dict[str, Any]] = []
+    if done:
+        output = [
+            {
+                "type": "message",
+                "id": mid,
+                "status": "completed",
+                "role": "assistant",
+                "content": [
+                    {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+                ],
+            }
+        ]
+    usage = None
+    if outcome is not None:
+        usage = responses_usage(usage_counts(outcome), len(outcome.result.output_ids))
+    tools = body.get("tools") if isinstance(body.get("tools"), list) else []
+    choice = body.get("tool_choice", "auto")
+    return {
+        "id": rid,
+        "object": "response",
+        "created_at": created,
+        "status": status,
+        "model": p.req.model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": choice if isinstance(choice, (str, dict)) else "auto",
+        "tools": tools,
+        "error": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if truncated else None,
+        "instructions": body.get("instructions"),
+        "max_output_tokens": p.req.max_tokens,
+        "temperature": p.req.temperature,
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "text": {"format": {"type": "text"}},
+        "metadata": {},
+        "store": False,
+        "prompt_cache_key": body.get("prompt_cache_key"),
+        "usage": usage,
+    }
+
+
+async def _chat_stream(
+    service: BackendService,
+    p: _Prepared,
+    cid: str,
+    created: int,
+    events: Any,
+    first: tuple[str, Any],
+) -> AsyncIterator[bytes]:
+    include_usage = p.req.include_usage
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        data: dict[str, Any] = {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": p.req.model,
+            "system_fingerprint": "promptcache-local",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+        }
+        if include_usage:
+            data["usage"] = None
+        return sse(None, data)
+
+    yield chunk({"role": "assistant", "content": "", "refusal": None})
+    decoder = TokenDecoder()  # the engine calls on_token only for tokens past any stop match
+    item = first
+    while True:
+        kind, value = item
+        if kind == "token":
+            text = decoder.feed(int(value))
+            if text:
+                yield chunk({"content": text})
+        elif kind == "done":
+            outcome: GenerationOutcome = value
+            text = decoder.flush()
+            if text:
+                yield chunk({"content": text})
+            yield chunk({}, _finish_reason(outcome.result.stop_reason))
+            counts = usage_counts(outcome)
+            service.record_usage(
+                prompt_tokens=counts.prompt_tokens,
+                read=counts.cached_tokens,
+                write=counts.cache_write_tokens,
+            )
+            if include_usage:
+                yield sse(
+                    None,
+                    {
+                        "id": cid,
+                        "object": "chat.completion.chunk",
+                        "created": created,
+                        "model": p.req.model,
+                        "system_fingerprint": "promptcache-local",
+                        "choices": [],
+                        "usage": chat_usage(
+                            counts,
+                            len(outcome.result.output_ids),
+                            details=service.options.openai_prompt_tokens_details,
+                        ),
+                    },
+                )
+            yield b"data: [DONE]\n\n"
+            return
+        elif kind == "error":
+            exc = value
+            message = exc.message if isinstance(exc, BackendAPIError) else "Internal server error."
+            yield sse(
+                None,
+                {
+                    "error": {
+                        "message": message,
+                        "type": "server_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+            )
+            return
+        item = await _next(events)
+
+
+async def _responses_stream(
+    service: BackendService,
+    body: dict[str, Any],
+    p: _Prepared,
+    rid: str,
+    mid: str,
+    created: float,
+    events: Any,
+    first: tuple[str, Any],
+) -> AsyncIterator[bytes]:
+    seq = 0
+
+    def event(kind: str, data: dict[str, Any]) -> bytes:
+        nonlocal seq
+        payload = {"type": kind, "sequence_number": seq, **data}
+        seq += 1
+        return sse(kind, payload)
+
+    pending_resp = _response_object(body, p, rid, mid, created, None, "")
+    yield event("response.created", {"response": pending_resp})
+    yield event("response.in_progress", {"response": pending_resp})
+    item_base = {"type": "message", "id": mid, "role": "assistant"}
+    yield event(
+        "response.output_item.added",
+        {"output_index": 0, "item": {**item_base, "status": "in_progress", "content": []}},
+    )
+    part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    yield event(
+        "response.content_part.added",
+        {"output_index": 0, "content_index": 0, "item_id": mid, "part": part},
+    )
+    decoder = TokenDecoder()  # the engine calls on_token only for tokens past any stop match
+
+    def delta(text: str) -> bytes:
+        return event(
+            "response.output_text.delta",
+            {"output_index": 0, "content_index": 0, "item_id": mid, "delta": text, "logprobs": []},
+        )
+
+    item = first
+    while True:
+        kind, value = item
+        if kind == "token":
+            text = decoder.feed(int(value))
+            if text:
+                yield delta(text)
+        elif kind == "done":
+            outcome: GenerationOutcome = value
+            ids = list(outcome.result.output_ids)
+            rest = decoder.flush()
+            if rest:
+                yield delta(rest)
+            full = decode_tokens(ids)
+            yield event(
+                "response.output_text.done",
+                {
+                    "output_index": 0,
+                    "content_index": 0,
+                    "item_id": mid,
+                    "text": full,
+                    "logprobs": [],
+                },
+            )
+            done_part = {**part, "text": full}
+            yield event(
+                "response.content_part.done",
+                {"output_index": 0, "content_index": 0, "item_id": mid, "part": done_part},
+            )
+            yield event(
+                "response.output_item.done",
+                {
+                    "output_index": 0,
+                    "item": {**item_base, "status": "completed", "content": [done_part]},
+                },
+            )
+            final = _response_object(body, p, rid, mid, created, outcome, full)
+            counts = usage_counts(outcome)
+            service.record_usage(
+                prompt_tokens=counts.prompt_tokens,
+                read=counts.cached_tokens,
+                write=counts.cache_write_tokens,
+            )
+            kind_done = (
+                "response.incomplete" if final["status"] == "incomplete" else "response.completed"
+            )
+            yield event(kind_done, {"response": final})
+            return
+        elif kind == "error":
+            exc = value
+            message = exc.message if isinstance(exc, BackendAPIError) else "Internal server error."
+            yield event("error", {"code": "server_error", "message": message, "param": None})
+            return
+        item = await _next(events)

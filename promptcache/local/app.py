@@ -1,0 +1,636 @@
+"""FastAPI app of the local reference backend: Anthropic- and OpenAI-shaped endpoints.
+
+Routes (provider shapes in :mod:`promptcache.local.api_anthropic` and
+:mod:`promptcache.local.api_openai`)::
+
+    POST /v1/messages                 Anthropic Messages (stream or not)
+    POST /v1/messages/count_tokens    Anthropic token counting
+    POST /v1/chat/completions         OpenAI Chat Completions (stream or not)
+    POST /v1/responses                OpenAI Responses (stream or not)
+    GET  /v1/models[/{id}]            Anthropic shape when ``anthropic-version`` is sent, else OpenAI
+    GET  /metrics                     Prometheus text exposition (plain writer, format 0.0.4)
+
+Every request runs on one :class:`~promptcache.local.engine.Engine` (a real model behind the
+block-hash prefix cache). :class:`BackendService` serialises requests with one lock that spans
+the accounting decision and the generation, so the block cache cannot change between
+``engine.available_prefix`` (what the accounting may report as read) and ``engine.generate``
+(what is physically reused). Caches are isolated per API key and per requested model: both go
+into the engine's tenant salt.
+
+Errors: a malformed request -> 400 in the provider's error JSON; an unknown model -> 404; a
+body over ``ServerOptions.max_body_bytes`` -> 413; pool exhausted -> 529 ``overloaded_error``
+(Anthropic) / 503 (OpenAI); anything unexpected -> 500 in the provider's shape, the server keeps
+running.
+
+Deviation: ``prometheus_client`` is not a dependency; /metrics is written by a small plain-text
+writer in the Prometheus text format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import queue
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+
+from promptcache._errors import PoolExhaustedError, UnknownModelError
+from promptcache.catalog import CachePolicy, get_policy, known_models
+from promptcache.local.accounting import (
+    CacheLedger,
+    CachePlan,
+    Clock,
+    SystemClock,
+    commit_plan,
+)
+from promptcache.local.errors import BackendAPIError, anthropic_error_body, openai_error_body
+from promptcache.local.template import TemplatedPrompt
+
+if TYPE_CHECKING:
+    from promptcache.local.engine import Engine
+
+__all__ = [
+    "BackendService",
+    "EngineLike",
+    "GenerationOutcome",
+    "ServerOptions",
+    "build_engine",
+    "create_app",
+]
+
+log = logging.getLogger(__name__)
+
+ProviderShape = Literal["anthropic", "openai"]
+
+
+class GenerationResultLike(Protocol):
+    """What :meth:`Engine.generate` returns (see /work/notes/BACKEND.md)."""
+
+    prompt_tokens: int
+    reused_tokens: int
+    computed_tokens: int
+    output_ids: list[int]
+    stop_reason: str
+    ttft_s: float
+    total_s: float
+
+
+class EngineLike(Protocol):
+    """The part of :class:`promptcache.local.engine.Engine` the API uses."""
+
+    def generate(
+        self,
+        tokens: list[int],
+        *,
+        tenant_salt: bytes = b"",
+        max_tokens: int,
+        stop_token_seqs: list[list[int]] | None = None,
+        temperature: float = 0.0,
+        seed: int | None = None,
+        keep_tail_at: Sequence[int] = (),
+        on_token: Callable[[int], None] | None = None,
+    ) -> Any: ...
+
+    def available_prefix(self, tokens: Sequence[int], *, tenant_salt: bytes = b"") -> int: ...
+
+    @property
+    def metrics(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOptions:
+    """Knobs of the emulated API.
+
+    Attributes:
+        max_body_bytes: request bodies above this many bytes get 413 (Anthropic's Messages
+            API limit is 32 MB: https://platform.claude.com/docs/en/api/overview).
+        openai_prompt_tokens_details: report ``usage.prompt_tokens_details`` on Chat
+            Completions; False emulates vLLM without ``--enable-prompt-tokens-details`` (the
+            field is absent, so clients must treat cached tokens as unknown).
+        default_max_tokens: OpenAI requests without ``max_tokens`` / ``max_output_tokens``
+            generate at most this many tokens.
+        model_created: ``created`` timestamp of /v1/models entries (seconds since epoch).
+    """
+
+    max_body_bytes: int = 32 * 1024 * 1024
+    openai_prompt_tokens_details: bool = True
+    default_max_tokens: int = 64
+    model_created: int = 1_767_225_600  # 2026-01-01T00:00:00Z
+
+
+@dataclass(slots=True)
+class GenerationOutcome:
+    """One finished generation.
+
+    Attributes:
+        prompt: the templated request.
+        plan: the Anthropic / GPT-5.6+ breakpoint plan (None for OpenAI automatic caching).
+        result: the engine's result (``reused_tokens`` = KV not recomputed).
+        policy: the model's cache policy.
+    """
+
+    prompt: TemplatedPrompt
+    plan: CachePlan | None
+    result: Any
+    policy: CachePolicy
+
+
+Planner = Callable[[int, float], "CachePlan | None"]
+"""``planner(available_tokens, now) -> plan``: decides reads and writes under the lock."""
+
+
+@dataclass
+class _Counters:
+    values: dict[tuple[str, tuple[tuple[str, str], ...]], float] = field(
+        default_factory=lambda: defaultdict(float)
+    )
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
+        with self.lock:
+            self.values[(name, tuple(sorted(labels.items())))] += amount
+
+
+_COUNTER_HELP = {
+    "promptcache_requests_total": "Requests answered, by endpoint and HTTP status.",
+    "promptcache_prompt_tokens_total": "Prompt tokens of successful requests.",
+    "promptcache_cache_read_tokens_total": "Tokens reported as cache reads.",
+    "promptcache_cache_write_tokens_total": "Tokens reported as cache writes (creation).",
+    "promptcache_reused_tokens_total": "Prompt tokens whose KV the block cache reused.",
+    "promptcache_computed_tokens_total": "Prompt tokens prefilled (KV computed).",
+    "promptcache_output_tokens_total": "Generated tokens.",
+    "promptcache_accounting_violations_total": "Requests whose reported cache read exceeded the physically reused tokens (must be 0).",
+}
+
+
+class BackendService:
+    """Engine + clock + cache ledgers + metrics, shared by all routes.
+
+    Args:
+        engine: the engine (:func:`build_engine`).
+        clock: TTL clock (injectable; default :class:`SystemClock`).
+        options: :class:`ServerOptions`.
+    """
+
+    def __init__(
+        self,
+        engine: EngineLike | Engine,
+        *,
+        clock: Clock | None = None,
+        options: ServerOptions | None = None,
+    ) -> None:
+        self.engine: EngineLike = engine  # type: ignore[assignment]
+        self.clock: Clock = clock or SystemClock()
+        self.options = options or ServerOptions()
+        self.anthropic_ledger = CacheLedger()
+        self.openai_ledger = CacheLedger()
+        self.lock = threading.Lock()
+        self.counters = _Counters()
+
+    # ------------------------------------------------------------------ helpers
+    def policy(self, model: Any, provider: ProviderShape) -> CachePolicy:
+        """The catalog policy of ``model``.
+
+        Raises:
+            BackendAPIError: 400 if ``model`` is not a string, 404 if the catalog does not know
+                it or it belongs to the other provider.
+        """
+        if not isinstance(model, str) or not model:
+            raise BackendAPIError(
+                400, "invalid_request_error", "model: Field required", param="model"
+            )
+        try:
+            policy = get_policy(model)
+        except UnknownModelError:
+            policy = None
+        if policy is None or policy.provider != provider:
+            raise BackendAPIError(
+                404, "not_found_error", f"model: {model}", param="model", code="model_not_found"
+            )
+        return policy
+
+    @staticmethod
+    def tenant_salt(api_key: str | None, model: str) -> bytes:
+        """Salt isolating caches per API key (workspace) and per model (32 bytes)."""
+        return hashlib.sha256(f"{api_key or ''}\x00{model}".encode()).digest()
+
+    # ------------------------------------------------------------------ generation
+    def _run(
+        self,
+        prompt: TemplatedPrompt,
+        policy: CachePolicy,
+        *,
+        tenant_salt: bytes,
+        planner: Planner,
+        ledger: CacheLedger | None,
+        max_tokens: int,
+        stop_token_seqs: list[list[int]] | None,
+        temperature: float,
+        seed: int | None,
+        on_plan: Callable[[CachePlan | None], None] | None,
+        on_token: Callable[[int], None] | None,
+    ) -> GenerationOutcome:
+        tokens = list(prompt.token_ids)
+        with self.lock:
+            now = self.clock.now()
+            available = int(self.engine.available_prefix(tokens, tenant_salt=tenant_salt))
+            plan = planner(available, now)
+            if on_plan is not None:
+                on_plan(plan)
+            try:
+                result = self.engine.generate(
+                    tokens,
+                    tenant_salt=tenant_salt,
+                    max_tokens=max_tokens,
+                    stop_token_seqs=stop_token_seqs or None,
+                    temperature=temperature,
+                    seed=seed,
+                    keep_tail_at=plan.keep_tail_at if plan is not None else (),
+                    on_token=on_token,
+                )
+            except PoolExhaustedError as exc:
+                raise BackendAPIError(529, "overloaded_error", "Overloaded") from exc
+            if plan is not None and ledger is not None:
+                commit_plan(plan, ledger)
+        if plan is not None and result.reused_tokens < plan.read_tokens:
+            self.counters.inc("promptcache_accounting_violations_total")
+            log.error("cache read %d > reused %d", plan.read_tokens, result.reused_tokens)
+        self.counters.inc("promptcache_reused_tokens_total", result.reused_tokens)
+        self.counters.inc("promptcache_computed_tokens_total", result.computed_tokens)
+        self.counters.inc("promptcache_output_tokens_total", len(result.output_ids))
+        return GenerationOutcome(prompt, plan, result, policy)
+
+    def generate(
+        self,
+        prompt: TemplatedPrompt,
+        policy: CachePolicy,
+        *,
+        tenant_salt: bytes,
+        planner: Planner,
+        ledger: CacheLedger | None,
+        max_tokens: int,
+        stop_token_seqs: list[list[int]] | None = None,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> GenerationOutcome:
+        """Run one request to completion (blocking; call from a worker thread).
+
+        Raises:
+            BackendAPIError: 529 when the KV pool is exhausted.
+        """
+        return self._run(
+            prompt,
+            policy,
+            tenant_salt=tenant_salt,
+            planner=planner,
+            ledger=ledger,
+            max_tokens=max_tokens,
+            stop_token_seqs=stop_token_seqs,
+            temperature=temperature,
+            seed=seed,
+            on_plan=None,
+            on_token=None,
+        )
+
+    def start_stream(
+        self,
+        prompt: TemplatedPrompt,
+        policy: CachePolicy,
+        *,
+        tenant_salt: bytes,
+        planner: Planner,
+        ledger: CacheLedger | None,
+        max_tokens: int,
+        stop_token_seqs: list[list[int]] | None = None,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> queue.Queue[tuple[str, Any]]:
+        """Start a generation in a thread; return its event queue.
+
+        Events, in order: ``("plan", CachePlan | None)``, ``("token", id)`` per generated token,
+        then ``("done", GenerationOutcome)`` or ``("error", BackendAPIError | Exception)``.
+        """
+        events: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+        def work() -> None:
+            try:
+                outcome = self._run(
+                    prompt,
+                    policy,
+                    tenant_salt=tenant_salt,
+                    planner=planner,
+                    ledger=ledger,
+                    max_tokens=max_tokens,
+                    stop_token_seqs=stop_token_seqs,
+                    temperature=temperature,
+                    seed=seed,
+                    on_plan=lambda plan: events.put(("plan", plan)),
+                    on_token=lambda tok: events.put(("token", tok)),
+                )
+            except Exception as exc:  # delivered to the HTTP side, which renders it
+                events.put(("error", exc))
+            else:
+                events.put(("done", outcome))
+
+        threading.Thread(target=work, name="promptcache-generate", daemon=True).start()
+        return events
+
+    def record_usage(self, *, prompt_tokens: int, read: int, write: int | None) -> None:
+        """Count one successful request's reported usage in /metrics."""
+        self.counters.inc("promptcache_prompt_tokens_total", prompt_tokens)
+        self.counters.inc("promptcache_cache_read_tokens_total", read)
+        if write:
+            self.counters.inc("promptcache_cache_write_tokens_total", write)
+
+    # ------------------------------------------------------------------ metrics
+    def metrics_text(self) -> str:
+        """Prometheus text exposition (version 0.0.4) of the counters and engine metrics."""
+        lines: list[str] = []
+        with self.counters.lock:
+            items = sorted(self.counters.values.items())
+        by_name: dict[str, list[tuple[tuple[tuple[str, str], ...], float]]] = defaultdict(list)
+        for (name, labels), value in items:
+            by_name[name].append((labels, value))
+        for name, help_text in _COUNTER_HELP.items():
+            lines.append(f"# HELP {name} {help_text}")
+            lines.append(f"# TYPE {name} counter")
+            for labels, value in by_name.get(name, [((), 0.0)]):
+                lines.append(f"{name}{_labels(labels)} {_num(value)}")
+        for key, value in sorted(_flatten(self.engine_metrics()).items()):
+            metric = "promptcache_engine_" + "".join(c if c.isalnum() else "_" for c in key)
+            lines.append(f"# TYPE {metric} gauge")
+            lines.append(f"{metric} {_num(value)}")
+        lines.append(
+            f"# TYPE promptcache_anthropic_cache_entries gauge\n"
+            f"promptcache_anthropic_cache_entries {len(self.anthropic_ledger)}"
+        )
+        lines.append(
+            f"# TYPE promptcache_openai_cache_entries gauge\n"
+            f"promptcache_openai_cache_entries {len(self.openai_ledger)}"
+        )
+        return "\n".join(lines) + "\n"
+
+    def engine_metrics(self) -> dict[str, Any]:
+        """The engine's metrics dict (prefix cache stats, computed/reused totals)."""
+        try:
+            return dict(self.engine.metrics)
+        except Exception:  # a metrics read must never take the server down
+            log.exception("engine metrics failed")
+            return {}
+
+    def metrics(self) -> dict[str, float]:
+        """Counters as a flat dict ``{"promptcache_requests_total{...}": value}`` plus engine
+        metrics under ``engine.<key>`` (tests and :class:`LocalBackend`)."""
+        out: dict[str, float] = {}
+        with self.counters.lock:
+            for (name, labels), value in self.counters.values.items():
+                out[name + _labels(labels)] = value
+        for key, value in _flatten(self.engine_metrics()).items():
+            out[f"engine.{key}"] = value
+        return out
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, bool):
+            out[name] = float(value)
+        elif isinstance(value, (int, float)):
+            out[name] = float(value)
+        elif isinstance(value, Mapping):
+            out.update(_flatten(value, name + "_"))
+        elif hasattr(value, "__dataclass_fields__"):
+            out.update(
+                _flatten({k: getattr(value, k) for k in value.__dataclass_fields__}, name + "_")
+            )
+    return out
+
+
+def _labels(labels: tuple[tuple[str, str], ...]) -> str:
+    if not labels:
+        return ""
+    body = ",".join(
+        f'{k}="{v.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"'
+        for k, v in labels
+    )
+    return "{" + body + "}"
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+# ---------------------------------------------------------------------- request helpers
+def provider_of(request: Request) -> ProviderShape:
+    """Which provider's error shape a request gets (by path; /v1/models by header)."""
+    path = request.url.path
+    if path.startswith("/v1/messages"):
+        return "anthropic"
+    if path.startswith("/v1/models") and "anthropic-version" in request.headers:
+        return "anthropic"
+    return "openai"
+
+
+def error_response(provider: ProviderShape, exc: BackendAPIError) -> JSONResponse:
+    """Render a :class:`BackendAPIError` in the provider's shape (OpenAI: 529 -> 503)."""
+    if provider == "anthropic":
+        return JSONResponse(
+            anthropic_error_body(exc.error_type, exc.message), status_code=exc.status
+        )
+    status = 503 if exc.status == 529 else exc.status
+    return JSONResponse(
+        openai_error_body(exc.error_type, exc.message, param=exc.param, code=exc.code),
+        status_code=status,
+    )
+
+
+async def read_json(request: Request, limit: int) -> dict[str, Any]:
+    """The request body as a JSON object.
+
+    Raises:
+        BackendAPIError: 413 over ``limit`` bytes (checked on Content-Length before reading and
+            while reading); 400 when the body is not a JSON object.
+    """
+    declared = request.headers.get("content-length")
+    too_large = BackendAPIError(
+        413, "request_too_large", "Request exceeds the maximum allowed number of bytes."
+    )
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+    try:
+        body = json.loads(b"".join(chunks))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BackendAPIError(
+            400, "invalid_request_error", f"The request body is not valid JSON: {exc}"
+        ) from None
+    if not isinstance(body, dict):
+        raise BackendAPIError(
+            400, "invalid_request_error", "The request body must be a JSON object."
+        )
+    return body
+
+
+def api_key_of(request: Request) -> str | None:
+    """The caller's API key (``x-api-key`` or ``Authorization: Bearer``), used as tenant."""
+    key = request.headers.get("x-api-key")
+    if key:
+        return key
+    auth = request.headers.get("authorization", "")
+    return auth[7:] if auth.lower().startswith("bearer ") else None
+
+
+def sse(event: str | None, data: Mapping[str, Any] | str) -> bytes:
+    """One server-sent event."""
+    payload = (
+        data
+        if isinstance(data, str)
+        else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    )
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n".encode()
+
+
+def iter_events(events: queue.Queue[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """Blocking iterator over a generation's event queue (ends after done/error)."""
+    while True:
+        kind, value = events.get()
+        yield kind, value
+        if kind in ("done", "error"):
+            return
+
+
+# ---------------------------------------------------------------------- app
+def build_engine(
+    model: str = "random",
+    *,
+    device: str | None = None,
+    pool_mb: float = 256.0,
+    block_size: int = 16,
+    mode: str = "exact",
+    seed: int = 0,
+    **runner_overrides: Any,
+) -> Engine:
+    """A real engine: :class:`ModelRunner` (``"random"`` seeded Llama or a local checkpoint
+    path) behind a KV pool of ``pool_mb`` MiB.
+
+    Raises:
+        ImportError: torch / transformers are not installed (the ``local`` extra).
+    """
+    from promptcache.local.engine import Engine
+    from promptcache.local.model import ModelRunner
+
+    runner = ModelRunner(model, seed=seed, device=device, **runner_overrides)
+    return Engine(runner, pool_bytes=int(pool_mb * 1024 * 1024), block_size=block_size, mode=mode)  # type: ignore[arg-type]
+
+
+def create_app(
+    engine: EngineLike | Engine | None = None,
+    *,
+    clock: Clock | None = None,
+    options: ServerOptions | None = None,
+) -> FastAPI:
+    """The FastAPI app serving one engine.
+
+    Args:
+        engine: the engine (default: :func:`build_engine` with its defaults).
+        clock: TTL clock (default: wall clock).
+        options: :class:`ServerOptions`.
+
+    Returns:
+        the app; its :class:`BackendService` is ``app.state.service``.
+    """
+    from promptcache.local import api_anthropic, api_openai
+
+    service = BackendService(
+        engine if engine is not None else build_engine(), clock=clock, options=options
+    )
+    app = FastAPI(
+        title="promptcache local backend", docs_url=None, redoc_url=None, openapi_url=None
+    )
+    app.state.service = service
+
+    @app.middleware("http")
+    async def count_requests(request: Request, call_next: Callable[[Request], Any]) -> Response:
+        start = time.perf_counter()
+        try:
+            response: Response = await call_next(request)
+        except Exception as exc:  # nothing crashes the server: 500 in the provider's shape
+            log.exception("unhandled error on %s", request.url.path)
+            response = error_response(
+                provider_of(request),
+                BackendAPIError(500, "api_error", f"Internal server error ({type(exc).__name__})."),
+            )
+        service.counters.inc(
+            "promptcache_requests_total",
+            endpoint=request.url.path,
+            status=str(response.status_code),
+        )
+        log.debug(
+            "%s %s -> %d in %.3fs",
+            request.method,
+            request.url.path,
+            response.status_code,
+            time.perf_counter() - start,
+        )
+        return response
+
+    @app.exception_handler(BackendAPIError)
+    async def on_api_error(request: Request, exc: BackendAPIError) -> JSONResponse:
+        return error_response(provider_of(request), exc)
+
+    @app.get("/metrics")
+    async def metrics() -> PlainTextResponse:
+        return PlainTextResponse(
+            service.metrics_text(), media_type="text/plain; version=0.0.4; charset=utf-8"
+        )
+
+    @app.get("/v1/models")
+    async def models(request: Request) -> JSONResponse:
+        provider = provider_of(request)
+        ids = [m for m in known_models() if get_policy(m).provider == provider]
+        if provider == "anthropic":
+            data = [api_anthropic.model_info(m, service.options.model_created) for m in ids]
+            return JSONResponse(
+                {
+                    "data": data,
+                    "has_more": False,
+                    "first_id": ids[0] if ids else None,
+                    "last_id": ids[-1] if ids else None,
+                }
+            )
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [api_openai.model_info(m, service.options.model_created) for m in ids],
+            }
+        )
+
+    @app.get("/v1/models/{model_id:path}")
+    async def model(model_id: str, request: Request) -> JSONResponse:
+        provider = provider_of(request)
+        policy = service.policy(model_id, provider)
+        if provider == "anthropic":
+            return JSONResponse(
+                api_anthropic.model_info(policy.model_id, service.options.model_created)
+            )
+        return JSONResponse(api_openai.model_info(policy.model_id, service.options.model_created))
+
+    app.include_router(api_anthropic.router(service))
+    app.include_router(api_openai.router(service))
+    return app
