@@ -1,0 +1,70 @@
+"""Wall time of the default simulator sweep: 400 conversations, 5 capacities x 3 policies.
+
+Goal (issue 9): under 20 s per cache on a 2-core machine. Prints the time per cache and per
+run, and, side by side, the block cache with and without its precomputed block hashes
+(promptcache.sim.caches NOTE #2) so the effect of hashing each block once is visible.
+
+Run: .venv/bin/python bench/simulate.py [--quick]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from promptcache.sim.caches import BlockSimCache
+from promptcache.sim.cli import DEFAULT_CAPACITIES, parse_capacity
+from promptcache.sim.schedulers import POLICIES
+from promptcache.sim.simulator import SimConfig, simulate, sweep, working_set_tokens
+from promptcache.sim.workload import generate_workload
+
+
+def main() -> None:
+    t0 = time.perf_counter()
+    workload = generate_workload(seed=0)
+    t_gen = time.perf_counter() - t0
+    base = SimConfig()
+    per_token = base.cost.shape.kv_bytes_per_token
+    ws = working_set_tokens(workload)
+    caps = [parse_capacity(s, working_set=ws, kv_bytes_per_token=per_token)
+            for s in DEFAULT_CAPACITIES]
+    print(f"workload: {workload.description}; generated in {t_gen:.2f} s")
+    print(f"capacities: {', '.join('unlimited' if c is None else f'{c:,}' for c in caps)} tokens")
+    totals = {}
+    for kind in ("block", "radix"):
+        t1 = time.perf_counter()
+        results = sweep(workload, base, caches=[kind], capacities=caps, policies=POLICIES)
+        totals[kind] = time.perf_counter() - t1
+        print(f"{kind:5s}: {len(results)} runs in {totals[kind]:6.2f} s "
+              f"({totals[kind] / len(results):.2f} s per run)  goal < 20 s: "
+              f"{'ok' if totals[kind] < 20 else 'MISSED'}")
+    if "--quick" in sys.argv:
+        return
+    # Side by side: one block-cache run with the backend's own per-call hashing.
+    cap = caps[2]
+    t2 = time.perf_counter()
+    simulate(workload, SimConfig(cache="block", capacity_tokens=cap, policy="lpm"))
+    memo_s = time.perf_counter() - t2
+    original = BlockSimCache.start
+
+    def rehashing_start(self: BlockSimCache, req):  # type: ignore[no-untyped-def]
+        hashes = self.memo.hashes  # keep peek's memo, drop the precomputed match
+        self.memo.hashes = lambda r: None  # type: ignore[method-assign,assignment,return-value]
+        try:
+            return original(self, req)
+        finally:
+            self.memo.hashes = hashes  # type: ignore[method-assign]
+
+    BlockSimCache.start = rehashing_start  # type: ignore[method-assign]
+    try:
+        t3 = time.perf_counter()
+        simulate(workload, SimConfig(cache="block", capacity_tokens=cap, policy="lpm"))
+        rehash_s = time.perf_counter() - t3
+    finally:
+        BlockSimCache.start = original  # type: ignore[method-assign]
+    print(f"one block run at {cap:,} tokens, lpm: precomputed hashes {memo_s:.2f} s | "
+          f"rehash per allocate {rehash_s:.2f} s | ratio {rehash_s / memo_s:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""``promptcache simulate``: hit rate and prefill time per cache, capacity and scheduling policy.
+
+Exit codes: 0 success; 2 usage or input error (one line naming the file or option and the
+reason, no traceback).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from promptcache._errors import InputError
+from promptcache.sim.costs import (
+    HARDWARE,
+    MODEL_SHAPES,
+    CostModel,
+    get_hardware,
+    get_shape,
+    parse_bytes,
+    parse_tokens,
+)
+from promptcache.sim.report import SimReport, render_json, render_plot, render_text
+from promptcache.sim.schedulers import POLICIES
+from promptcache.sim.simulator import SimConfig, sweep, working_set_tokens
+from promptcache.sim.workload import Workload, WorkloadConfig, generate_workload, read_replay
+
+__all__ = ["DEFAULT_CAPACITIES", "parse_capacity", "simulate_command"]
+
+DEFAULT_CAPACITIES = ("2%", "5%", "10%", "25%", "unlimited")
+"""Default capacity sweep: fractions of the workload's working set, then no eviction."""
+
+
+def parse_capacity(spec: str, *, working_set: int, kv_bytes_per_token: int) -> int | None:
+    """Parse one capacity into tokens (``None`` = unlimited).
+
+    Forms: ``unlimited``; ``5%`` (of the working set, in tokens); a byte size with a unit
+    (``16GiB``, ``80GB``: divided by the model's KV bytes per token); a token count
+    (``200000``, ``200k``, ``1.5M``).
+
+    Raises:
+        ValueError: none of these forms, or not positive.
+    """
+    text = spec.strip()
+    if text.lower() in ("unlimited", "inf", "none"):
+        return None
+    if text.endswith("%"):
+        try:
+            pct = float(text[:-1])
+        except ValueError:
+            raise ValueError(f"bad capacity {spec!r}") from None
+        tokens = int(working_set * pct / 100.0)
+    elif text.lower().endswith("b"):
+        tokens = parse_bytes(text) // kv_bytes_per_token
+    else:
+        tokens = parse_tokens(text)
+    if tokens < 1:
+        raise ValueError(f"capacity {spec!r} is below one token")
+    return tokens
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [part.strip() for v in values for part in v.split(",") if part.strip()]
+
+
+@click.command("simulate")
+@click.option("--replay", "replay", type=click.Path(dir_okay=False, path_type=Path),
+              help="JSONL of requests with arrival times (instead of the synthetic workload).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the synthetic workload.")
+@click.option("--conversations", default=400, show_default=True, type=click.IntRange(1),
+              help="Synthetic conversations.")
+@click.option("--duration", default=3600.0, show_default=True, type=click.FloatRange(min=0.001),
+              help="Seconds over which conversations start.")
+@click.option("--adapters", default=1, show_default=True, type=click.IntRange(1),
+              help="LoRA adapters (the adapter id is part of the cache key).")
+@click.option("--cache", "caches", default="block,radix", show_default=True,
+              help="Caches to compare: block, radix (comma-separated).")
+@click.option("--capacity", "capacities", multiple=True,
+              help="KV pool per replica: tokens (200k), bytes (16GiB), % of the working set "
+                   "(5%), or unlimited; repeat or comma-separate. Default: "
+                   + ",".join(DEFAULT_CAPACITIES))
+@click.option("--policy", "policies", default=",".join(POLICIES), show_default=True,
+              help="Scheduling policies: fcfs, lpm, lpm-ageing (comma-separated).")
+@click.option("--window", default=32, show_default=True, type=click.IntRange(1),
+              help="Waiting requests a policy may choose from.")
+@click.option("--ageing", default=100.0, show_default=True, type=click.FloatRange(min=0),
+              help="lpm-ageing: priority tokens gained per second waited.")
+@click.option("--block-size", default=16, show_default=True, type=click.IntRange(1),
+              help="Tokens per block (block cache).")
+@click.option("--replicas", default=1, show_default=True, type=click.IntRange(1),
+              help="Replicas, each with its own KV pool.")
+@click.option("--routing", type=click.Choice(["affinity", "random"]), default="affinity",
+              show_default=True, help="How requests are spread over replicas.")
+@click.option("--max-running", default=1, show_default=True, type=click.IntRange(1),
+              help="Requests a replica runs at once.")
+@click.option("--model", default="llama-3-8b", show_default=True,
+              type=click.Choice(sorted(MODEL_SHAPES)), help="Model shape (KV bytes, FLOPs).")
+@click.option("--hardware", default="h100-sxm", show_default=True,
+              type=click.Choice(sorted(HARDWARE)), help="Accelerator (peak FLOP/s, HBM).")
+@click.option("--mfu", default=0.4, show_default=True, type=click.FloatRange(0, 1, min_open=True),
+              help="Model FLOP utilisation of prefill.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+@click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a PNG plot of hit rate and prefill time against capacity.")
+def simulate_command(replay: Path | None, seed: int, conversations: int, duration: float,
+                     adapters: int, caches: str, capacities: tuple[str, ...], policies: str,
+                     window: int, ageing: float, block_size: int, replicas: int, routing: str,
+                     max_running: int, model: str, hardware: str, mfu: float, fmt: str,
+                     plot: Path | None) -> None:
+    """Simulate prefix caches and cache-aware schedulers on a chat workload.
+
+    Prints token-weighted hit rate, mean prefill time (prefill FLOP model at the stated
+    hardware peak and MFU), TTFT and the maximum queueing wait for every cache, capacity and
+    policy.
+    """
+    try:
+        kinds = _split((caches,))
+        for kind in kinds:
+            if kind not in ("block", "radix"):
+                raise click.BadParameter(f"unknown cache {kind!r}; use block, radix",
+                                         param_hint="--cache")
+        pols = _split((policies,))
+        for pol in pols:
+            if pol not in POLICIES:
+                raise click.BadParameter(f"unknown policy {pol!r}; use {', '.join(POLICIES)}",
+                                         param_hint="--policy")
+        workload: Workload
+        if replay is not None:
+            workload = read_replay(replay)
+        else:
+            workload = generate_workload(
+                WorkloadConfig(conversations=conversations, duration_s=duration,
+                               adapters=adapters),
+                seed=seed,
+            )
+        cost = CostModel(get_shape(model), get_hardware(hardware), mfu)
+        working_set = working_set_tokens(workload)
+        specs = _split(capacities) or list(DEFAULT_CAPACITIES)
+        try:
+            caps = [parse_capacity(s, working_set=working_set,
+                                   kv_bytes_per_token=cost.shape.kv_bytes_per_token)
+                    for s in specs]
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--capacity") from None
+        need = workload.max_request_tokens + block_size
+        small = [c for c in caps if c is not None and c < need]
+        if small:
+            raise click.BadParameter(
+                f"{small[0]:,} tokens is below the largest request's KV "
+                f"({need:,} tokens incl. one block of rounding)", param_hint="--capacity")
+        base = SimConfig(window=window, block_size=block_size, replicas=replicas,
+                         routing="random" if routing == "random" else "affinity",
+                         max_running=max_running, ageing_tokens_per_s=ageing, cost=cost,
+                         seed=seed)
+        results = sweep(workload, base, caches=kinds, capacities=caps, policies=pols)
+    except InputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    except ValueError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    report = SimReport(workload, working_set, base, results)
+    click.echo(render_json(report) if fmt == "json" else render_text(report), nl=False)
+    if plot is not None:
+        try:
+            render_plot(report, plot)
+        except ImportError:
+            click.echo("error: --plot needs matplotlib: pip install 'promptcache[plot]'", err=True)
+            sys.exit(2)
+        except OSError as exc:
+            click.echo(f"error: {plot}: cannot write the plot: {exc}", err=True)
+            sys.exit(2)

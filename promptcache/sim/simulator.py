@@ -1,0 +1,360 @@
+"""A discrete-event model of R replicas serving a workload through a prefix cache.
+
+Model (deliberately small; every simplification is listed)::
+
+    arrival ──route──► replica r: waiting queue ──policy(window)──► running (<= max_running)
+                                                                       │ prefill + decode
+    next turn arrives think_s later ◄── finish: insert prompt + reply ◄┘
+
+- Each replica has its own KV pool of ``capacity_tokens`` holding its prefix cache and the
+  KV of its running requests (:mod:`promptcache.sim.caches`). A request is admitted when its
+  prompt and output fit next to the pinned KV of the running ones; otherwise it waits.
+- Service time of a request = prefill ``F(n, m) / (peak x MFU)`` + decode (roofline, see
+  :mod:`promptcache.sim.costs`). Up to ``max_running`` requests run at once per replica
+  without slowing each other (decode is memory-bound, so a small batch costs about what one
+  sequence costs); with the default ``max_running=1`` a replica is a batch-1 server.
+- Routing (R > 1): ``random`` (seeded) or ``affinity``: the replica whose cache holds the
+  longest prefix of the request, unless its load (waiting + running) exceeds the least
+  loaded replica's by more than ``balance_requests``, then the least loaded one (the shape
+  of SGLang's cache-aware router, whose load guard is a balance threshold).
+- Metrics: token-weighted hit rate = cached prompt tokens / prompt tokens (a ratio of sums);
+  prefill seconds per request; TTFT = queue wait + prefill; maximum wait (starvation).
+
+Events at the same instant run finishes first (they free KV), then arrivals, each in the
+order they were scheduled, so a run is deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from promptcache.sim.caches import BlockHashMemo, SimCache, make_cache
+from promptcache.sim.costs import CostModel, get_hardware, get_shape
+from promptcache.sim.radix import RadixCache, RadixKey
+from promptcache.sim.schedulers import SchedulePolicy, Waiting, make_policy
+from promptcache.sim.workload import Request, Workload
+
+__all__ = [
+    "SimConfig",
+    "SimResult",
+    "simulate",
+    "sweep",
+    "unlimited_capacity",
+    "working_set_tokens",
+]
+
+Routing = Literal["random", "affinity"]
+
+
+def _default_cost() -> CostModel:
+    return CostModel(get_shape("llama-3-8b"), get_hardware("h100-sxm"), 0.4)
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    """One simulation run.
+
+    Attributes:
+        cache: ``"block"`` (the backend's block-hash LRU cache) or ``"radix"``.
+        capacity_tokens: KV pool per replica, tokens; ``None`` = never evicts.
+        policy: ``"fcfs"``, ``"lpm"`` or ``"lpm-ageing"``.
+        window: waiting requests a policy may choose from (oldest first).
+        block_size: tokens per block (block cache only).
+        replicas: number of replicas ``R``.
+        routing: ``"random"`` or ``"affinity"`` (only matters for ``R > 1``).
+        balance_requests: affinity routing's load guard (requests).
+        max_running: requests a replica runs at once.
+        ageing_tokens_per_s: priority gained per second waited (``lpm-ageing``).
+        cost: model shape, hardware and MFU.
+        seed: seed of random routing.
+    """
+
+    cache: Literal["block", "radix"] = "block"
+    capacity_tokens: int | None = None
+    policy: str = "fcfs"
+    window: int = 32
+    block_size: int = 16
+    replicas: int = 1
+    routing: Routing = "affinity"
+    balance_requests: int = 4
+    max_running: int = 1
+    ageing_tokens_per_s: float = 100.0
+    cost: CostModel = field(default_factory=_default_cost)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.cache in ("block", "radix"), f"unknown cache {self.cache!r}"),
+            (self.capacity_tokens is None or self.capacity_tokens >= 1,
+             "capacity_tokens must be >= 1"),
+            (self.window >= 1, "window must be >= 1"),
+            (self.block_size >= 1, "block_size must be >= 1"),
+            (self.replicas >= 1, "replicas must be >= 1"),
+            (self.routing in ("random", "affinity"), f"unknown routing {self.routing!r}"),
+            (self.balance_requests >= 0, "balance_requests must be >= 0"),
+            (self.max_running >= 1, "max_running must be >= 1"),
+        ]
+        for ok, reason in checks:
+            if not ok:
+                raise ValueError(reason)
+        make_policy(self.policy)  # validates the name
+
+
+@dataclass(frozen=True, slots=True)
+class SimResult:
+    """Aggregates of one run. Units: tokens, seconds.
+
+    Attributes:
+        cache, policy, capacity_tokens (``None`` = unlimited), replicas, routing: the config.
+        capacity_bytes: ``capacity_tokens x KV bytes per token`` of the model shape.
+        requests: requests served.
+        prompt_tokens, cached_tokens: sums over requests.
+        hit_rate: ``cached_tokens / prompt_tokens`` (token-weighted).
+        mean_prefill_s: mean prefill seconds per request with the cache.
+        mean_prefill_uncached_s: the same without any cache (for scale).
+        mean_ttft_s, p99_ttft_s: time to first token (wait + prefill).
+        mean_wait_s, max_wait_s: queueing delay (max shows starvation).
+        evicted_tokens: cached tokens evicted, all replicas.
+        makespan_s: time the last request finished.
+    """
+
+    cache: str
+    policy: str
+    capacity_tokens: int | None
+    capacity_bytes: int | None
+    replicas: int
+    routing: str
+    requests: int
+    prompt_tokens: int
+    cached_tokens: int
+    hit_rate: float
+    mean_prefill_s: float
+    mean_prefill_uncached_s: float
+    mean_ttft_s: float
+    p99_ttft_s: float
+    mean_wait_s: float
+    max_wait_s: float
+    evicted_tokens: int
+    makespan_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict."""
+        return asdict(self)
+
+
+def working_set_tokens(workload: Workload) -> int:
+    """Distinct tokens a cache needs to hold every request's prompt + reply at once.
+
+    Computed exactly by inserting everything into a :class:`RadixCache` (adapters kept apart).
+    """
+    tree = RadixCache()
+    for req in workload.requests:
+        tree.insert(RadixKey(req.stream[: req.insert_len], req.adapter or None))
+    return tree.total_size()
+
+
+def unlimited_capacity(workload: Workload, config: SimConfig) -> int:
+    """A pool size at which nothing is ever evicted (an upper bound, in tokens).
+
+    Every distinct stream's tokens, plus the running requests' reservations, plus one
+    block of rounding per running request.
+    """
+    streams: dict[int, int] = {}
+    for req in workload.requests:
+        streams[id(req.stream)] = max(streams.get(id(req.stream), 0), req.insert_len)
+    per_request = workload.max_request_tokens + config.block_size
+    return sum(streams.values()) + config.max_running * per_request + config.block_size
+
+
+@dataclass(slots=True)
+class _Replica:
+    index: int
+    cache: SimCache
+    waiting: list[Waiting] = field(default_factory=list)
+    running: int = 0
+
+    @property
+    def load(self) -> int:
+        return len(self.waiting) + self.running
+
+
+_FINISH, _ARRIVAL = 0, 1
+
+
+class _Run:
+    """State of one simulation (internal)."""
+
+    def __init__(self, workload: Workload, config: SimConfig, capacity: int,
+                 memo: BlockHashMemo | None) -> None:
+        self.workload = workload
+        self.config = config
+        self.policy: SchedulePolicy = make_policy(
+            config.policy, ageing_tokens_per_s=config.ageing_tokens_per_s
+        )
+        self.replicas = [
+            _Replica(i, make_cache(config.cache, capacity, block_size=config.block_size,
+                                   memo=memo))
+            for i in range(config.replicas)
+        ]
+        self.rng = random.Random(config.seed)
+        self.events: list[tuple[float, int, int, int, int]] = []
+        self.seq = 0
+        self.waits: list[float] = []
+        self.ttfts: list[float] = []
+        self.prefills: list[float] = []
+        self.uncached: list[float] = []
+        self.cached_tokens = 0
+        self.prompt_tokens = 0
+        self.makespan = 0.0
+
+    def push(self, time_s: float, kind: int, a: int, b: int = 0) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (time_s, kind, self.seq, a, b))
+
+    def route(self, req: Request) -> _Replica:
+        reps = self.replicas
+        if len(reps) == 1:
+            return reps[0]
+        if self.config.routing == "random":
+            return reps[min(int(self.rng.random() * len(reps)), len(reps) - 1)]
+        least = min(reps, key=lambda r: r.load)
+        best = max(reps, key=lambda r: (r.cache.peek(req), -r.load))
+        if best.load - least.load > self.config.balance_requests:
+            return least
+        return best
+
+    def dispatch(self, rep: _Replica, now: float) -> None:
+        cfg = self.config
+        cost = cfg.cost
+        while rep.running < cfg.max_running and rep.waiting:
+            window = rep.waiting[: cfg.window]
+            i = 0 if len(window) == 1 else self.policy.pick(window, now, rep.cache.peek)
+            entry = window[i]
+            req = entry.request
+            cached = rep.cache.start(req)
+            if cached is None:
+                if rep.running == 0:
+                    raise ValueError(
+                        f"request {req.index} needs {req.prompt_len + req.output_tokens} "
+                        f"tokens of KV but the pool holds {rep.cache.capacity_tokens}: "
+                        "raise the capacity"
+                    )
+                return  # wait for a running request to release its KV
+            del rep.waiting[i]
+            rep.running += 1
+            n = req.prompt_len
+            prefill = cost.prefill_seconds(n, cached)
+            decode = cost.decode_seconds(n, req.output_tokens)
+            wait = now - entry.enqueued_s
+            self.waits.append(wait)
+            self.ttfts.append(wait + prefill)
+            self.prefills.append(prefill)
+            self.uncached.append(cost.prefill_seconds(n, 0))
+            self.cached_tokens += cached
+            self.prompt_tokens += n
+            self.push(now + prefill + decode, _FINISH, req.index, rep.index)
+
+    def run(self) -> None:
+        requests = self.workload.requests
+        for req in self.workload.roots:
+            assert req.arrival_s is not None
+            self.push(req.arrival_s, _ARRIVAL, req.index)
+        while self.events:
+            now, kind, _, a, b = heapq.heappop(self.events)
+            req = requests[a]
+            if kind == _ARRIVAL:
+                rep = self.route(req)
+                rep.waiting.append(Waiting(req, now))
+            else:
+                rep = self.replicas[b]
+                rep.cache.finish(req)
+                rep.running -= 1
+                self.makespan = now
+                if req.next_turn is not None:
+                    nxt = requests[req.next_turn]
+                    self.push(now + nxt.think_s, _ARRIVAL, nxt.index)
+            self.dispatch(rep, now)
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    k = max(0, math.ceil(q * len(ordered)) - 1)
+    return ordered[k]
+
+
+def simulate(workload: Workload, config: SimConfig | None = None, *,
+             memo: BlockHashMemo | None = None) -> SimResult:
+    """Run one simulation.
+
+    Args:
+        workload: the requests.
+        config: the run (defaults of :class:`SimConfig` when ``None``).
+        memo: block-hash memo to share between runs of the same workload (block cache).
+
+    Raises:
+        ValueError: a request can never fit the pool (capacity below one request's KV).
+    """
+    cfg = config or SimConfig()
+    capacity = cfg.capacity_tokens
+    if capacity is None:
+        capacity = unlimited_capacity(workload, cfg)
+    run = _Run(workload, cfg, capacity, memo)
+    run.run()
+    count = len(run.prefills)
+
+    def mean(values: list[float]) -> float:
+        return sum(values) / count if count else 0.0
+
+    per_token = cfg.cost.shape.kv_bytes_per_token
+    return SimResult(
+        cache=cfg.cache,
+        policy=cfg.policy,
+        capacity_tokens=cfg.capacity_tokens,
+        capacity_bytes=None if cfg.capacity_tokens is None else cfg.capacity_tokens * per_token,
+        replicas=cfg.replicas,
+        routing=cfg.routing,
+        requests=count,
+        prompt_tokens=run.prompt_tokens,
+        cached_tokens=run.cached_tokens,
+        hit_rate=run.cached_tokens / run.prompt_tokens if run.prompt_tokens else 0.0,
+        mean_prefill_s=mean(run.prefills),
+        mean_prefill_uncached_s=mean(run.uncached),
+        mean_ttft_s=mean(run.ttfts),
+        p99_ttft_s=_percentile(run.ttfts, 0.99),
+        mean_wait_s=mean(run.waits),
+        max_wait_s=max(run.waits, default=0.0),
+        evicted_tokens=sum(r.cache.evicted_tokens for r in run.replicas),
+        makespan_s=run.makespan,
+    )
+
+
+def sweep(workload: Workload, base: SimConfig, *, caches: Iterable[str],
+          capacities: Iterable[int | None], policies: Iterable[str]) -> list[SimResult]:
+    """Run every (cache, capacity, policy) combination; block hashes are computed once.
+
+    Returns:
+        Results in cache, capacity, policy order.
+    """
+    memo = BlockHashMemo(base.block_size)
+    caps = list(capacities)
+    pols = list(policies)
+    out: list[SimResult] = []
+    for kind in caches:
+        for cap in caps:
+            for pol in pols:
+                cfg = _replace(base, cache=kind, capacity_tokens=cap, policy=pol)
+                out.append(simulate(workload, cfg, memo=memo))
+    return out
+
+
+def _replace(cfg: SimConfig, **changes: Any) -> SimConfig:
+    import dataclasses
+
+    return dataclasses.replace(cfg, **changes)

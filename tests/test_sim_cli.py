@@ -1,0 +1,80 @@
+"""``promptcache simulate``: text and JSON output, the plot, and exit code 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from promptcache.cli import main
+from promptcache.sim.cli import parse_capacity
+
+SMALL = ["--conversations", "12", "--duration", "60"]
+
+
+def test_text_table_has_a_row_per_cache_capacity_and_policy() -> None:
+    result = CliRunner().invoke(main, ["simulate", *SMALL, "--capacity", "30%,unlimited"])
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if line.startswith(("block", "radix"))]
+    assert len(rows) == 2 * 2 * 3
+    assert "F(n, m) = 2P(n - m) + 2 L h d (n^2 - m^2)" in result.output
+    assert "peak 989 TFLOP/s" in result.output and "MFU 0.4" in result.output
+    assert any("unlimited" in r and "lpm-ageing" in r for r in rows)
+
+
+def test_json_output_and_byte_capacity(tmp_path: Path) -> None:
+    plot = tmp_path / "out.png"
+    result = CliRunner().invoke(main, [
+        "simulate", *SMALL, "--capacity", "2GiB", "--cache", "radix", "--policy", "fcfs,lpm",
+        "--model", "qwen2.5-7b", "--format", "json", "--plot", str(plot)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["model"]["kv_bytes_per_token"] == 57_344
+    assert [r["policy"] for r in doc["results"]] == ["fcfs", "lpm"]
+    assert doc["results"][0]["capacity_tokens"] == 2 * 2**30 // 57_344
+    assert 0 <= doc["results"][0]["hit_rate"] <= 1
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_replay_file(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl"
+    lines = [{"arrival_s": i * 0.5, "tokens": [*range(200), i], "output_tokens": 5}
+             for i in range(6)]
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    result = CliRunner().invoke(main, ["simulate", "--replay", str(path), "--cache", "radix",
+                                       "--capacity", "unlimited", "--policy", "fcfs",
+                                       "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(result.output)["results"]
+    assert run["requests"] == 6
+    assert run["cached_tokens"] == 5 * 200  # every later request reuses the shared 200 tokens
+
+
+def test_bad_replay_line_exits_2_naming_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"arrival_s": 0, "tokens": [1]}\n{"arrival_s": "soon", "tokens": [1]}\n')
+    result = CliRunner().invoke(main, ["simulate", "--replay", str(path)])
+    assert result.exit_code == 2
+    assert f"{path}:2" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("args", [
+    ["--policy", "sjf"], ["--cache", "lru"], ["--capacity", "12 parsecs"], ["--capacity", "10"],
+    ["--model", "gpt-9"],
+])
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    result = CliRunner().invoke(main, ["simulate", *SMALL, *args])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+
+
+def test_parse_capacity_forms() -> None:
+    assert parse_capacity("unlimited", working_set=1000, kv_bytes_per_token=10) is None
+    assert parse_capacity("5%", working_set=1000, kv_bytes_per_token=10) == 50
+    assert parse_capacity("1KiB", working_set=1000, kv_bytes_per_token=16) == 64
+    assert parse_capacity("20k", working_set=1000, kv_bytes_per_token=16) == 20_000
+    with pytest.raises(ValueError):
+        parse_capacity("0.01%", working_set=1000, kv_bytes_per_token=10)
