@@ -1,0 +1,113 @@
+"""``promptcache report`` and ``promptcache breakeven`` through the real CLI group."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from promptcache.cli import main
+from promptcache.usage import JsonlSink, UsageRecord
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Path:
+    path = tmp_path / "usage.jsonl"
+    with JsonlSink(path) as sink:
+        for i in range(4):
+            sink.write(UsageRecord(provider="anthropic", model="claude-sonnet-4-5",
+                                   uncached_input=100, cache_read=0 if i == 0 else 10_000,
+                                   cache_write=10_000 if i == 0 else 0, cache_write_5m=(
+                                       10_000 if i == 0 else 0), cache_write_1h=0, output=50,
+                                   label="chat", session="s1", start=1000.0 + 60 * i))
+        sink.write(UsageRecord(provider="openai", model="gpt-4o", uncached_input=976,
+                               cache_read=1024, input_total=2000, output=10, label="search",
+                               start=1100.0))
+    return path
+
+
+def test_report_json_has_groups_total_and_exact_cost(log: Path) -> None:
+    res = CliRunner().invoke(main, ["report", str(log), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    groups = {(g["label"], g["model"]): g for g in data["groups"]}
+    chat = groups[("chat", "claude-sonnet-4-5")]
+    assert chat["requests"] == 4
+    assert chat["hit_rate"] == pytest.approx(30_000 / (400 + 40_000))
+    assert chat["request_hit_rate"] == pytest.approx(0.75)
+    m = Decimal(10) ** 6
+    expected = (400 * 3 + 30_000 * Decimal("0.3") + 10_000 * Decimal("3.75") + 200 * 15) / m
+    assert Decimal(chat["cost_usd"]) == expected
+    assert Decimal(chat["savings_usd"]) == (40_400 * 3) / m - (
+        400 * 3 + 30_000 * Decimal("0.3") + 10_000 * Decimal("3.75")) / m
+    assert data["total"]["requests"] == 5
+
+
+def test_report_text_and_csv(log: Path) -> None:
+    text = CliRunner().invoke(main, ["report", str(log)])
+    assert text.exit_code == 0
+    assert "claude-sonnet-4-5" in text.output and "TOTAL" in text.output
+    assert "74.26%" in text.output  # 30000 / 40400
+    res = CliRunner().invoke(main, ["report", str(log), "--format", "csv"])
+    rows = list(csv.DictReader(io.StringIO(res.output)))
+    assert [r["label"] for r in rows] == ["chat", "search", "TOTAL"]
+    assert rows[1]["hit_rate"] == str(1024 / 2000)
+
+
+def test_report_plot_writes_png(log: Path, tmp_path: Path) -> None:
+    out = tmp_path / "plot.png"
+    res = CliRunner().invoke(main, ["report", str(log), "--format", "json", "--plot", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"provider": "x"}\n{"provider": "x"}\nnot json\n')
+    res = CliRunner().invoke(main, ["report", str(bad)])
+    assert res.exit_code == 2
+    assert res.stderr.strip() == f"{bad}:3: not JSON (Expecting value)"
+    missing = CliRunner().invoke(main, ["report", str(tmp_path / "none.jsonl")])
+    assert missing.exit_code == 2
+    assert missing.stderr.count("\n") == 1 and "none.jsonl: No such file" in missing.stderr
+    prices = tmp_path / "p.toml"
+    prices.write_text("[models.x]\ninput = -1\n")
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"provider": "x"}\n')
+    res = CliRunner().invoke(main, ["report", str(good), "--prices", str(prices)])
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1
+    assert res.stderr.startswith(f"{prices}: ")
+
+
+def test_breakeven_text_and_json() -> None:
+    res = CliRunner().invoke(main, ["breakeven", "--model", "claude-sonnet-4-5",
+                                    "--prefix-tokens", "5000", "--ttl", "1h"])
+    assert res.exit_code == 0
+    assert "caching is cheaper from 3 requests" in res.output
+    res = CliRunner().invoke(main, ["breakeven", "--model", "claude-sonnet-4-5",
+                                    "--prefix-tokens", "20000", "--interval", "400",
+                                    "--requests", "5", "--format", "json"])
+    data = json.loads(res.output)
+    assert data["requests"] == 2 and data["policy"]["best"] == "5m+keepalive"
+    assert {o["name"] for o in data["policy"]["options"]} == {"none", "5m", "1h",
+                                                              "5m+keepalive"}
+    table = CliRunner().invoke(main, ["breakeven", "--model", "gpt-5", "--prefix-tokens",
+                                      "20000", "--interval", "600"])
+    assert "cheapest: 24h" in table.output
+
+
+def test_breakeven_bad_input_exits_2() -> None:
+    res = CliRunner().invoke(main, ["breakeven", "--model", "gpt-99-ultra",
+                                    "--prefix-tokens", "5000"])
+    assert res.exit_code == 2 and res.stderr.startswith("--model: unknown model 'gpt-99-ultra'")
+    res = CliRunner().invoke(main, ["breakeven", "--model", "claude-sonnet-4-5",
+                                    "--prefix-tokens", "5000", "--ttl", "2h"])
+    assert res.exit_code == 2 and res.stderr.startswith("--ttl: ")
+    below = CliRunner().invoke(main, ["breakeven", "--model", "claude-haiku-4-5",
+                                      "--prefix-tokens", "100"])
+    assert below.exit_code == 0 and "caching never pays" in below.output
