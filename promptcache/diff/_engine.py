@@ -79,7 +79,6 @@ __all__ = ["Prepared", "compare", "diff", "prepare"]
 TIERS = ("tools", "system", "messages")
 _TIER_RANK = {t: i for i, t in enumerate(TIERS)}
 _MARKERS = ("cache_control", "prompt_cache_breakpoint")
-_MARKER_BYTES = (b'"cache_control"', b'"prompt_cache_breakpoint"')
 #: OpenAI in-memory retention: "usually cleared after 5-10 minutes of inactivity"; we use the
 #: lower bound. Source: https://developers.openai.com/api/docs/guides/prompt-caching.md
 _OPENAI_IN_MEMORY_S = 300.0
@@ -104,11 +103,40 @@ def _dumps(node: Any) -> str:
     return json.dumps(node, ensure_ascii=False, separators=(",", ":"))
 
 
+_MARKER_NEEDLES = (b'"cache_control":{', b'"prompt_cache_breakpoint":{')
+
+
+def _strip_marker_bytes(data: bytes) -> bytes:
+    """``data`` (compact JSON) without cache markers, at any depth.
+
+    A marker's value is a flat object (no nested braces). A quote inside a JSON string is
+    always escaped, so the needles cannot match string content.
+    """
+    out = data
+    for needle in _MARKER_NEEDLES:
+        i = out.find(needle)
+        while i >= 0:
+            j = out.find(b"}", i + len(needle))
+            if j < 0:
+                break
+            if i > 0 and out[i - 1:i] == b",":
+                out = out[:i - 1] + out[j + 1:]
+            elif out[j + 1:j + 2] == b",":
+                out = out[:i] + out[j + 2:]
+            else:
+                out = out[:i] + out[j + 1:]
+            i = out.find(needle)
+    return out
+
+
 def _content_key(seg: Segment) -> str:
     data = seg.data
-    if not any(m in data for m in _MARKER_BYTES):
+    if seg.breakpoint is None and b"cache_control" not in data \
+            and b"prompt_cache_breakpoint" not in data:
         return seg.fingerprint
-    stripped = _dumps(_strip_markers(json.loads(data))).encode("utf-8", "surrogatepass")
+    stripped = _strip_marker_bytes(data)
+    if stripped == data:
+        return seg.fingerprint
     return hashlib.sha256(b"\x00".join((seg.tier.encode(), (seg.role or "").encode(),
                                         seg.kind.encode(), stripped))).hexdigest()
 
@@ -119,7 +147,12 @@ class _Message:
     role: str | None
     segs: list[int]
     key: tuple[str, ...]
-    text: str
+    view: PrefixView
+
+    @property
+    def text(self) -> str:
+        """The message's text (its segments' texts joined by newlines)."""
+        return "\n".join(self.view.segments[i].text or "" for i in self.segs)
 
 
 @dataclass(slots=True)
@@ -147,6 +180,7 @@ class Prepared:
     bp_ttl: dict[int, str | None]
     _messages: list[_Message] | None = field(default=None, repr=False)
     _tier_first: dict[str, int] | None = field(default=None, repr=False)
+    _chain: list[str] | None = field(default=None, repr=False)
 
     @property
     def segments(self) -> tuple[Segment, ...]:
@@ -177,6 +211,19 @@ class Prepared:
             self._tier_first = firsts
         return self._tier_first[tier]
 
+    def chain(self) -> list[str]:
+        """Chained sha256 over the content keys: ``chain[i]`` identifies segments ``0..i``
+        (cache markers ignored), for O(1) prefix lookups."""
+        if self._chain is None:
+            out: list[str] = []
+            h = hashlib.sha256(self.family.encode())
+            for key in self.keys:
+                h = h.copy()
+                h.update(key.encode())
+                out.append(h.hexdigest())
+            self._chain = out
+        return self._chain
+
     def messages(self) -> list[_Message]:
         """The messages of the request (segments grouped by message index)."""
         if self._messages is None:
@@ -185,11 +232,11 @@ class Prepared:
                 if seg.message_index is None:
                     continue
                 if not out or out[-1].index != seg.message_index:
-                    out.append(_Message(seg.message_index, seg.role, [], (), ""))
+                    out.append(_Message(seg.message_index, seg.role, [], (), self.view))
                 out[-1].segs.append(seg.index)
+            keys = self.keys
             for msg in out:
-                msg.key = tuple(self.keys[i] for i in msg.segs)
-                msg.text = "\n".join(self.view.segments[i].text or "" for i in msg.segs)
+                msg.key = tuple([keys[i] for i in msg.segs])
             self._messages = out
         return self._messages
 
@@ -341,7 +388,7 @@ class _RawCause:
 
 def _make_cause(raw: _RawCause) -> Cause:
     info = CAUSES[raw.code]
-    return Cause(code=raw.code, title=info.title, tier=raw.tier, path=raw.path,
+    return Cause.model_construct(code=raw.code, title=info.title, tier=raw.tier, path=raw.path,
                  segment_index=raw.cut, detail=raw.detail, fix_hint=info.fix_hint,
                  source=info.source, note=raw.note)
 
@@ -370,9 +417,7 @@ def _param_causes(pa: Prepared, pb: Prepared) -> list[_RawCause]:
             if fa or fb:
                 found_a, va, found_b, vb, key = fa, xa, fb, xb, k
                 break
-        if (found_a, _dumps(va)) == (found_b, _dumps(vb)):
-            continue
-        if found_a and found_b and _canon(va, False) == _canon(vb, False):
+        if found_a == found_b and va == vb:  # key order of a parameter does not matter
             continue
         cut = pb.tier_first(rule.invalidates)
         out.append(_RawCause(rule.cause, cut, 1, rule.invalidates, key,
@@ -416,7 +461,7 @@ def _classify(pa: Prepared, pb: Prepared, i: int, *, redact: bool
             common = da[:_common_len(da, _dumps(nb))]
         if common:
             token_offset += min(count_text(common, pb.model), sb.tokens)
-    divergence = Divergence(
+    divergence = Divergence.model_construct(
         path=path, segment_path=ref.path, leaf_path=leaf_path, segment_index=i, tier=tier,
         kind=ref.kind, char_offset=offset, token_offset=token_offset,
         semantic_equal=form is not None,
@@ -645,7 +690,8 @@ def _predict_openai(pa: Prepared, pb: Prepared, identical: int, cut: int,
 def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             usage_a: Usage | None = None, usage_b: Usage | None = None,
             diagnostics_b: RawDiagnostics | None = None, prices: Prices | None = None,
-            redact: bool = False, same_workspace: bool | None = None) -> DiffResult:
+            redact: bool = False, same_workspace: bool | None = None,
+            with_checks: bool = True) -> DiffResult:
     """Explain why ``pb`` cannot reuse what ``pa`` left in the cache (see the module doc).
 
     Args:
@@ -658,6 +704,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
         redact: excerpts as hashes only.
         same_workspace: whether A and B were sent with the same API key / workspace (caches
             are per workspace); None when unknown.
+        with_checks: build :attr:`DiffResult.checks` (``explain`` skips them for speed).
 
     Raises:
         InvalidRequestError: the two requests are of different provider families.
@@ -730,7 +777,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
         if scale != 1.0:
             notes.append(f"token counts scaled by {scale:.4f} to match request A's reported usage")
         pred_read = round(p.read * scale)
-        predicted = PredictedUsage(cache_read=pred_read, cache_write=round(p.write * scale),
+        predicted = PredictedUsage.model_construct(cache_read=pred_read, cache_write=round(p.write * scale),
                                    uncached_input=round(p.uncached * scale))
         ideal = round(ideal * scale)
     else:
@@ -741,7 +788,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
 
     observed = None
     if usage_b is not None:
-        observed = ObservedUsage(cache_read=usage_b.cache_read, cache_write=usage_b.cache_write,
+        observed = ObservedUsage.model_construct(cache_read=usage_b.cache_read, cache_write=usage_b.cache_write,
                                  uncached_input=usage_b.uncached_input)
 
     # lost tokens and verdict
@@ -783,23 +830,31 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             and c.segment_index < max(n_b, 1)]
     invalidated: list[str] = []
     if cuts and n_b:
-        first_tier = pb.segments[min(min(cuts), n_b - 1)].tier
+        earliest = min(cuts)
+        tiers_at = [c.tier for c in causes if c.segment_index == earliest and c.tier]
+        first_tier = min(tiers_at, key=lambda t: _TIER_RANK.get(t, 9)) if tiers_at \
+            else pb.segments[min(earliest, n_b - 1)].tier
         invalidated = [t for t in TIERS if _TIER_RANK[t] >= _TIER_RANK[first_tier]]
     reusable = ("all" if not invalidated else
                 "+".join(t for t in TIERS if _TIER_RANK[t] < _TIER_RANK[invalidated[0]])
                 or "none")
 
     usd, base = _costs(pb, lost, predicted, usage_b, prices)
-    checks = _checks(pa, pb, first, gap, ideal)
-    checks.insert(3, Check(name="same workspace", passed=same_workspace,
-                           detail="" if same_workspace is not None else "not given"))
-    if usage_a is not None and usage_b is not None and usage_b.cache_read is not None \
-            and usage_b.cache_write is not None and usage_a.cache_read is not None:
-        before = usage_a.cache_read + (usage_a.cache_write or 0)
-        rewrite = usage_b.cache_read == 0 and before > 0 and usage_b.cache_write >= 0.95 * before
-        checks.append(Check(name="whole-prefix rewrite", passed=rewrite,
-                            detail=f"B read {usage_b.cache_read}, wrote {usage_b.cache_write}; "
-                                   f"A read + wrote {before}"))
+    checks: list[Check] = []
+    if with_checks:
+        checks = _checks(pa, pb, first, gap, ideal)
+        checks.insert(3, Check.model_construct(
+            name="same workspace", passed=same_workspace,
+            detail="" if same_workspace is not None else "not given"))
+        if usage_a is not None and usage_b is not None and usage_b.cache_read is not None \
+                and usage_b.cache_write is not None and usage_a.cache_read is not None:
+            before = usage_a.cache_read + (usage_a.cache_write or 0)
+            rewrite = usage_b.cache_read == 0 and before > 0 \
+                and usage_b.cache_write >= 0.95 * before
+            checks.append(Check.model_construct(
+                name="whole-prefix rewrite", passed=rewrite,
+                detail=f"B read {usage_b.cache_read}, wrote {usage_b.cache_write}; "
+                       f"A read + wrote {before}"))
     serial = {"json_key_order", "whitespace_only"}
     semantic_equal = bool(raw) and all(
         c.code in serial or (c.code == "tools_reordered" and c.detail.get("same_set"))
@@ -807,7 +862,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
                                                         "below_minimum")) \
         and not any(c.rank < 2 for c in raw)
     diag = _diagnostics(diagnostics_b, primary, causes, divergence, verdict)
-    return DiffResult(
+    return DiffResult.model_construct(
         provider=pb.view.provider, model=pb.model, verdict=verdict,  # type: ignore[arg-type]
         cause=primary, causes=causes, divergence=divergence, invalidated_levels=invalidated,
         reusable_prefix=reusable, semantic_equal=semantic_equal, identical_prefix_tokens=round(identical * scale),
@@ -898,23 +953,24 @@ def _last_ttl(pb: Prepared) -> str | None:
 
 def _checks(pa: Prepared, pb: Prepared, first: int, gap: float | None,
             ideal: int | None) -> list[Check]:
-    same_body = _dumps(dict(pa.payload)) == _dumps(dict(pb.payload))
     identical_prefix = first >= len(pa.keys)
+    same_body = (identical_prefix and len(pa.keys) == len(pb.keys)
+                 and _dumps(dict(pa.payload)) == _dumps(dict(pb.payload)))
     checks = [
-        Check(name="byte-identical bodies", passed=same_body),
-        Check(name="B extends A's prefix unchanged", passed=identical_prefix),
-        Check(name="same model", passed=(pa.model == pb.model) if pa.model and pb.model else None),
+        Check.model_construct(name="byte-identical bodies", passed=same_body),
+        Check.model_construct(name="B extends A's prefix unchanged", passed=identical_prefix),
+        Check.model_construct(name="same model", passed=(pa.model == pb.model) if pa.model and pb.model else None),
     ]
     if gap is None:
-        checks.append(Check(name="gap < TTL", passed=None, detail="no timestamps given"))
+        checks.append(Check.model_construct(name="gap < TTL", passed=None, detail="no timestamps given"))
     else:
         if pa.family == "anthropic":
             ttl = max((_ttl_seconds(pa.bp_ttl.get(j)) for j in pa.bps), default=300.0)
         else:
             ttl = _openai_ttl(pa)
-        checks.append(Check(name="gap < TTL", passed=gap <= ttl,
+        checks.append(Check.model_construct(name="gap < TTL", passed=gap <= ttl,
                             detail=f"gap {gap:g} s, TTL {ttl:g} s"))
-    checks.append(Check(name="prefix above minimum",
+    checks.append(Check.model_construct(name="prefix above minimum",
                         passed=None if ideal is None else ideal > 0))
     return checks
 
@@ -945,7 +1001,7 @@ def _diagnostics(raw: RawDiagnostics | None, primary: str, causes: list[Cause],
             agrees = primary in ("message_removed", "message_rewritten")
         else:
             agrees = ours == raw.reason
-    return DiagnosticsComparison(provider=raw.provider, reason=raw.reason,
+    return DiagnosticsComparison.model_construct(provider=raw.provider, reason=raw.reason,
                                  missed_tokens=raw.missed_tokens,
                                  reusable_tokens=raw.reusable_tokens, ours=ours, agrees=agrees,
                                  source=source)
@@ -988,8 +1044,7 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
     """
     from promptcache.diff._inputs import parse_timestamp
 
-    pa = prepare(a, provider, model=model)
-    pb = prepare(b, provider or pa.view.provider, model=model)
+    pa, pb = _prepare_pair(a, b, provider, model)
     gap = None
     if timestamps is not None:
         ta, tb = parse_timestamp(timestamps[0]), parse_timestamp(timestamps[1])
@@ -1007,6 +1062,27 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
     if alt is not None:
         result = result.model_copy(update={"recommended_alternative": alt})
     return result
+
+
+def _prepare_pair(a: Mapping[str, Any], b: Mapping[str, Any], provider: str | None,
+                  model: str | None) -> tuple[Prepared, Prepared]:
+    """Render both; when shapes were detected and disagree, render both the same way."""
+    pa = prepare(a, provider, model=model)
+    pb = prepare(b, provider, model=model)
+    if provider is not None or pa.view.provider == pb.view.provider:
+        return pa, pb
+    rank = {"openai-chat": 0, "openai-responses": 1, "anthropic": 2}
+    weak, strong = (pa, pb) if rank[pa.view.provider] < rank[pb.view.provider] else (pb, pa)
+    try:  # the weaker detection (chat is the fallback shape) follows the stronger one
+        redone = prepare(weak.payload, strong.view.provider, model=model)
+    except InvalidRequestError:
+        redone = None
+    if redone is not None:
+        return (redone, pb) if weak is pa else (pa, redone)
+    if pa.family == pb.family:
+        return pa, pb
+    raise InvalidRequestError("", f"A has the {pa.view.provider} shape and B the "
+                                  f"{pb.view.provider} shape: nothing to compare")
 
 
 def _alternative(pa: Prepared, pb: Prepared, result: DiffResult, provider: str | None,

@@ -1,0 +1,137 @@
+"""Time ``promptcache explain`` on a 1,000-request log (goal: under 2 s on the dev machine).
+
+The log: 100 interleaved Anthropic agent sessions of 10 turns (5 tools, a 2,000-token system
+prompt with a breakpoint, growing history with the breakpoint on the last block, usage on
+every line), no session ids, so sessions are inferred from prefix growth. One session in
+five carries a fault: tools reordered, a timestamp in the system prompt, a history edit, a
+tool_choice switch, or a 10-minute pause (TTL expiry).
+
+Prints the explain time next to the time to only render the same requests (the floor:
+explain renders each request exactly once), requests per second, and the ratio to the goal.
+
+    .venv/bin/python bench/explain_speed.py [--requests 1000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from promptcache.diff import explain
+from promptcache.prefix import render
+
+WORDS = ("cache prefix token model request system message tool result value order stable "
+         "history context breakpoint block write read hit miss price cost user agent").split()
+MODEL = "claude-sonnet-4-5"
+GOAL_S = 2.0
+
+
+def words(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def build_log(n_requests: int, seed: int = 7) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    turns = 10
+    n_sessions = max(1, n_requests // turns)
+    tools = [{"name": f"tool_{k}", "description": words(rng, 120),
+              "input_schema": {"type": "object", "properties": {"arg": {"type": "string"}}}}
+             for k in range(5)]
+    system = words(rng, 2000)
+    sessions = []
+    for s in range(n_sessions):
+        fault = ("tools_reordered", "system_changed", "history_edit", "tool_choice",
+                 "ttl")[s % 5] if s % 5 == 0 or rng.random() < 0.2 else None
+        sessions.append({"id": s, "fault": fault, "msgs": [], "t": 1_700_000_000.0 + s,
+                         "read": 0, "write": 0})
+    lines: list[dict[str, Any]] = []
+    for turn in range(turns):
+        for sess in sessions:
+            if len(lines) >= n_requests:
+                break
+            msgs = sess["msgs"]
+            if msgs:
+                msgs.append({"role": "assistant", "content": [
+                    {"type": "text", "text": words(rng, 150)}]})
+            msgs.append({"role": "user", "content": [{"type": "text",
+                                                      "text": f"s{sess['id']} t{turn} "
+                                                              + words(rng, 80)}]})
+            body_tools = list(tools)
+            sys_text = system
+            choice: dict[str, Any] = {"type": "auto"}
+            fault = sess["fault"] if turn == 5 else None
+            if fault == "tools_reordered":
+                body_tools = list(reversed(tools))
+            elif fault == "system_changed":
+                sys_text = system + f" Now: 2026-11-29T20:{turn:02d}:00Z"
+            elif fault == "history_edit":
+                msgs[0]["content"][0]["text"] += " (edited)"
+            elif fault == "tool_choice":
+                choice = {"type": "any"}
+            sess["t"] += 700.0 if fault == "ttl" else rng.uniform(5, 60)
+            marked = [{"role": m["role"], "content": [dict(b) for b in m["content"]]}
+                      for m in msgs]
+            marked[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+            body = {"model": MODEL, "max_tokens": 512, "tools": body_tools,
+                    "tool_choice": choice,
+                    "system": [{"type": "text", "text": sys_text,
+                                "cache_control": {"type": "ephemeral"}}],
+                    "messages": marked}
+            total = 2000 + 5 * 140 + sum(160 for _ in msgs)
+            missed = fault is not None or turn == 0
+            read = 0 if missed else sess["read"] + sess["write"]
+            usage = {"input_tokens": 3, "cache_read_input_tokens": read,
+                     "cache_creation_input_tokens": max(0, total - read), "output_tokens": 150}
+            sess["read"], sess["write"] = read, max(0, total - read)
+            lines.append({"timestamp": sess["t"], "request": body, "usage": usage})
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    lines = build_log(args.requests)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "log.jsonl"
+        path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+        size_mb = path.stat().st_size / 1e6
+        explain_wall, explain_cpu, render_wall, render_cpu = [], [], [], []
+        report = None
+        for _ in range(args.repeat):
+            t0, c0 = time.perf_counter(), time.process_time()
+            for x in lines:
+                render(x["request"], "anthropic")
+            render_wall.append(time.perf_counter() - t0)
+            render_cpu.append(time.process_time() - c0)
+            t0, c0 = time.perf_counter(), time.process_time()
+            report = explain(path, progress=False)
+            explain_wall.append(time.perf_counter() - t0)
+            explain_cpu.append(time.process_time() - c0)
+    assert report is not None
+    ew, ec, rw, rc = min(explain_wall), min(explain_cpu), min(render_wall), min(render_cpu)
+    print(f"log: {len(lines)} requests, {size_mb:.1f} MB, {report.sessions} sessions inferred, "
+          f"{report.misses} misses")
+    print(f"{'best of ' + str(args.repeat):24}{'wall s':>10}{'CPU s':>10}{'req/s':>10}"
+          f"{'CPU/goal':>10}")
+    print(f"{'explain (file)':24}{ew:10.3f}{ec:10.3f}{len(lines) / ew:10.0f}{ec / GOAL_S:10.2f}")
+    print(f"{'render only (floor)':24}{rw:10.3f}{rc:10.3f}{len(lines) / rw:10.0f}"
+          f"{rc / GOAL_S:10.2f}")
+    print(f"explain / render-only (CPU): {ec / rc:.2f}x; goal < {GOAL_S:.0f} s: "
+          f"{'met' if ec < GOAL_S else 'NOT met'} on CPU time, "
+          f"{'met' if ew < GOAL_S else 'NOT met'} on wall time (shared machine)")
+    by_cause = ", ".join(f"{s.cause} {s.count}" for s in report.summary)
+    print(f"causes: {by_cause}")
+
+
+if __name__ == "__main__":
+    main()
