@@ -668,6 +668,23 @@ class KVCacheManager:
         """
         return list(self._requests[request_id].blocks)
 
+    def root_of(self, request_id: str) -> BlockHash:
+        """The chain root a live request was allocated under.
+
+        Raises:
+            KeyError: unknown request.
+        """
+        return self._requests[request_id].root
+
+    def block_hashes_of(self, request_id: str) -> list[BlockHash]:
+        """The live request's block hashes computed so far (block 0 first): its hit blocks
+        after :meth:`allocate`, every full block after :meth:`commit`.
+
+        Raises:
+            KeyError: unknown request.
+        """
+        return list(self._requests[request_id].hashes)
+
     def commit(self, request_id: str, tokens: Sequence[int]) -> list[tuple[int, KVBlock]]:
         """Register the request's newly *full* blocks once their K/V has been written.
 
