@@ -75,7 +75,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import combinations
@@ -108,6 +108,7 @@ __all__ = [
 
 _TTL_RANK = {"5m": 0, "30m": 1, "1h": 2, "12h": 3}
 _MARKER_KEYS = frozenset({"cache_control", "prompt_cache_breakpoint"})
+_SEGMENT_KEYS = frozenset({"tools", "system", "messages", "input", "instructions"})
 _OPENAI_MARKABLE_KINDS = frozenset({"text", "image", "file", "input_audio", "input_file",
                                     "tool_result"})
 #: Upper bound on the candidate set searched exhaustively (C(16, 4) = 1820 subsets).
@@ -1013,7 +1014,10 @@ def apply_plan(payload: Mapping[str, Any], plan: BreakpointPlan) -> dict[str, An
     Raises:
         InvalidRequestError: a plan path does not exist in ``payload``.
     """
-    out: dict[str, Any] = copy.deepcopy(dict(payload))
+    # Deep-copy only the parts that carry segments; other kwargs (timeouts, headers, SDK
+    # sentinels) are passed through as they are.
+    out: dict[str, Any] = {k: (copy.deepcopy(v) if k in _SEGMENT_KEYS else v)
+                           for k, v in payload.items()}
     prov = plan.provider
     removals: list[str] = []
     try:
@@ -1071,9 +1075,21 @@ def auto_cache(payload: Mapping[str, Any], model: str | None = None, *,
         if not isinstance(model_id, str):
             raise InvalidRequestError("model", "a model id is needed to look up the cache policy")
         policy = get_policy(model_id)
-    view = render(payload, provider, model=model_id if isinstance(model_id, str) else None)
+    # SDK kwargs may hold omitted sentinels (NOT_GIVEN / omit) and tuples for the iterables.
+    clean: dict[str, Any] = {}
+    for k, v in payload.items():
+        if type(v).__name__ in ("NotGiven", "Omit"):
+            continue
+        if k in _SEGMENT_KEYS and isinstance(v, (tuple, Iterator)):
+            v = list(v)
+        clean[k] = v
+    view = render(clean, provider, model=model_id if isinstance(model_id, str) else None)
     plan = plan_breakpoints(view, policy, previous, reuse=reuse, ttl=ttl)
-    return apply_plan(payload, plan)
+    out = apply_plan(clean, plan)
+    for k, v in payload.items():
+        if k not in out:  # the sentinels go back unchanged
+            out[k] = v
+    return out
 
 
 # ============================================================================ fan-out

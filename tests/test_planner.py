@@ -341,3 +341,45 @@ def test_prompt_cache_key_ignores_markers_and_the_dynamic_tail() -> None:
     tail = _chat("gpt-4o")
     tail["messages"][-1]["content"] = "a different question"
     assert prompt_cache_key(a) == prompt_cache_key(b) == prompt_cache_key(render(tail))
+
+
+# ------------------------------------------------------------------ SDK kwargs as the wrapper sends them
+def test_auto_cache_accepts_sdk_kwargs_with_sentinels_and_tuples() -> None:
+    import anthropic
+    import httpx2
+
+    timeout = httpx2.Timeout(5.0)
+    kwargs: dict[str, Any] = {
+        "model": CLAUDE, "max_tokens": 10, "system": _payload()["system"],
+        "messages": tuple(_payload()["messages"]), "tools": anthropic.NOT_GIVEN,
+        "temperature": anthropic.omit, "timeout": timeout, "extra_headers": {"x-a": "1"}}
+    out = auto_cache(kwargs)
+    assert out["tools"] is anthropic.NOT_GIVEN and out["temperature"] is anthropic.omit
+    assert out["timeout"] is timeout  # not copied
+    assert isinstance(out["messages"], list)
+    assert "cache_control" in json.dumps(out["system"])
+    assert isinstance(kwargs["messages"], tuple)  # the caller's kwargs are untouched
+
+
+def test_responses_payload_gets_explicit_markers_on_input_parts() -> None:
+    payload = {"model": "gpt-5.6-sol", "instructions": "Be brief.", "input": [
+        {"role": "developer", "content": [{"type": "input_text", "text": filler(1500, "d")}]},
+        {"role": "user", "content": [{"type": "input_text", "text": "question"}]}]}
+    out = auto_cache(payload)
+    view = render(out)
+    marked = [s.path for s in view.segments if s.breakpoint is not None]
+    assert marked == ["input[0].content[0]"]
+    assert out["prompt_cache_options"] == {"mode": "implicit", "ttl": "30m"}
+    assert out["prompt_cache_key"].startswith("pc-")
+
+
+def test_openai_user_markers_count_against_the_three_explicit_writes() -> None:
+    payload = _chat("gpt-5.6-sol")
+    payload["messages"] = [
+        {"role": "system", "content": [{"type": "text", "text": filler(1500, f"s{i}"),
+                                        "prompt_cache_breakpoint": {"mode": "explicit"}}
+                                       for i in range(3)]},
+        {"role": "user", "content": "q"}]
+    view = render(payload)
+    plan = plan_breakpoints(view, get_policy("gpt-5.6-sol"))
+    assert [b.source for b in plan.breakpoints] == ["user", "user", "user", "implicit"]
