@@ -1073,16 +1073,39 @@ def _prepare_pair(a: Mapping[str, Any], b: Mapping[str, Any], provider: str | No
         return pa, pb
     rank = {"openai-chat": 0, "openai-responses": 1, "anthropic": 2}
     weak, strong = (pa, pb) if rank[pa.view.provider] < rank[pb.view.provider] else (pb, pa)
-    try:  # the weaker detection (chat is the fallback shape) follows the stronger one
-        redone = prepare(weak.payload, strong.view.provider, model=model)
-    except InvalidRequestError:
-        redone = None
+    redone = None
+    if weak.view.provider != "openai-chat" or not _chat_evidence(weak.payload):
+        try:  # a shape detected by default (chat is the fallback) follows the other one
+            redone = prepare(weak.payload, strong.view.provider, model=model)
+        except InvalidRequestError:
+            redone = None
     if redone is not None:
         return (redone, pb) if weak is pa else (pa, redone)
     if pa.family == pb.family:
         return pa, pb
     raise InvalidRequestError("", f"A has the {pa.view.provider} shape and B the "
                                   f"{pb.view.provider} shape: nothing to compare")
+
+
+def _chat_evidence(payload: Mapping[str, Any]) -> bool:
+    """Whether a payload has features only OpenAI chat requests have."""
+    model = payload.get("model")
+    if isinstance(model, str) and model.lower().startswith(("gpt", "o1", "o3", "o4", "chatgpt")):
+        return True
+    for tool in payload.get("tools") or []:
+        if isinstance(tool, Mapping) and "function" in tool:
+            return True
+    for msg in payload.get("messages") or []:
+        if not isinstance(msg, Mapping):
+            continue
+        if msg.get("role") in ("tool", "developer", "function") or "tool_calls" in msg:
+            return True
+        content = msg.get("content")
+        if isinstance(content, list) and any(
+                isinstance(p, Mapping) and p.get("type") in ("image_url", "input_audio", "file")
+                for p in content):
+            return True
+    return "response_format" in payload
 
 
 def _alternative(pa: Prepared, pb: Prepared, result: DiffResult, provider: str | None,

@@ -1,0 +1,399 @@
+"""Unit tests of promptcache.diff.diff: one test per cause code, plus prediction and money."""
+
+from __future__ import annotations
+
+import base64
+import struct
+import zlib
+from typing import Any
+
+import pytest
+
+from promptcache._errors import InvalidRequestError
+from promptcache.diff import CAUSES, diff
+from tests.cases import filler
+
+MODEL = "claude-sonnet-4-5"  # minimum 1,024; lookback 20; read 0.1x; write 1.25x / 2x
+
+
+def text(n: int, salt: str) -> str:
+    return filler(n, salt).strip()
+
+
+def block(t: str, *, cc: str | None = None) -> dict[str, Any]:
+    b: dict[str, Any] = {"type": "text", "text": t}
+    if cc:
+        b["cache_control"] = {"type": "ephemeral", **({"ttl": cc} if cc != "5m" else {})}
+    return b
+
+
+def convo(turns: int, *, salt: str = "c", system_ttl: str = "5m", last_ttl: str | None = "5m",
+          tools: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+    """An Anthropic request: 2 tools, a 2,000-token system with a breakpoint, ``turns``
+    messages of 300 tokens with a breakpoint on the last block."""
+    msgs = [{"role": "user" if k % 2 == 0 else "assistant",
+             "content": [block(text(300, f"{salt}{k}"))]} for k in range(turns)]
+    if last_ttl:
+        msgs[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"} if last_ttl == "5m" \
+            else {"type": "ephemeral", "ttl": last_ttl}
+    body: dict[str, Any] = {
+        "model": MODEL, "max_tokens": 100,
+        "tools": tools if tools is not None else [
+            {"name": "read", "description": text(100, "tool-read"),
+             "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+            {"name": "write", "description": text(100, "tool-write"),
+             "input_schema": {"type": "object"}}],
+        "system": [block(text(2000, "system"), cc=system_ttl)],
+        "messages": msgs,
+    }
+    body.update(extra)
+    return body
+
+
+def codes(r: Any) -> list[str]:
+    return [c.code for c in r.causes]
+
+
+# ------------------------------------------------------------------------- no change
+def test_pure_append_reads_the_previous_entry() -> None:
+    a, b = convo(4), convo(6)
+    r = diff(a, b)
+    assert r.verdict == "no_miss" and r.cause == "no_difference"
+    assert r.divergence is None and r.invalidated_levels == [] and r.reusable_prefix == "all"
+    assert r.predicted is not None and r.ideal_cache_read is not None
+    # B reads everything A cached (up to A's last block), writes its two new messages
+    assert r.predicted.cache_read == r.ideal_cache_read
+    assert r.predicted.cache_write == 600
+    assert r.lost_tokens == 0 and r.miss_cost_usd == 0.0
+
+
+def test_moving_the_marker_is_not_a_change() -> None:
+    """cache_control on A's last block moves to B's last block: same cached bytes."""
+    r = diff(convo(4), convo(5))
+    assert r.cause == "no_difference" and r.divergence is None
+
+
+# ------------------------------------------------------------------------- tools
+def test_tool_changed_names_tool_and_field() -> None:
+    a, b = convo(2), convo(2)
+    b["tools"][1]["description"] += " Now also appends."
+    r = diff(a, b)
+    assert r.cause == "tool_changed"
+    assert r.causes[0].detail == {"tool": "write", "field": "description"}
+    assert r.divergence is not None and r.divergence.path == "tools[1].description"
+    assert r.invalidated_levels == ["tools", "system", "messages"]
+    assert r.predicted is not None and r.predicted.cache_read == 0
+
+
+def test_tools_changed_added() -> None:
+    a, b = convo(2), convo(2)
+    b["tools"].append({"name": "search", "description": "find", "input_schema": {"type": "object"}})
+    r = diff(a, b)
+    assert r.cause == "tools_changed"
+    assert r.causes[0].detail == {"added": ["search"], "removed": []}
+    assert r.semantic_equal is False
+
+
+def test_tool_json_key_order() -> None:
+    a, b = convo(2), convo(2)
+    b["tools"][0]["input_schema"] = {"properties": {"path": {"type": "string"}}, "type": "object"}
+    r = diff(a, b)
+    assert r.cause == "json_key_order"
+    assert r.causes[0].detail["tool"] == "read"
+    assert r.divergence is not None and r.divergence.path == "tools[0].input_schema"
+    assert r.semantic_equal
+
+
+# ------------------------------------------------------------------------- system
+def test_system_changed_with_offsets_and_excerpt() -> None:
+    a, b = convo(2), convo(2)
+    original = a["system"][0]["text"]
+    b["system"][0]["text"] = original[:500] + " Today is 2026-11-29." + original[500:]
+    r = diff(a, b)
+    assert r.cause == "system_changed"
+    d = r.divergence
+    assert d is not None and d.path == "system[0].text" and d.char_offset == 500
+    assert "2026-11-29" in d.after and "2026-11-29" not in d.before
+    assert r.invalidated_levels == ["system", "messages"]
+    assert r.reusable_prefix == "tools"
+    # the offset in tokens lies inside the system block
+    assert d.token_offset > r.identical_prefix_tokens
+
+
+def test_redact_shows_hashes_only() -> None:
+    a, b = convo(2), convo(2)
+    b["system"][0]["text"] += " secret-value-42"
+    r = diff(a, b, redact=True)
+    assert r.divergence is not None
+    assert r.divergence.after.startswith("sha256:") and "secret" not in r.divergence.after
+    assert "secret" not in r.model_dump_json()
+
+
+def test_whitespace_only() -> None:
+    a, b = convo(2), convo(2)
+    b["system"][0]["text"] = b["system"][0]["text"].replace(" ", "  ", 3)
+    r = diff(a, b)
+    assert r.cause == "whitespace_only" and r.semantic_equal
+
+
+# ------------------------------------------------------------------------- messages
+def _history(names: list[str]) -> list[dict[str, Any]]:
+    return [{"role": "user" if n.startswith("u") else "assistant",
+             "content": [block(text(200, f"h-{n}"))]} for n in names]
+
+
+def test_message_removed() -> None:
+    a = convo(2, messages=_history(["u1", "a1", "u2", "a2", "u3"]))
+    b = convo(2, messages=_history(["u1", "a1", "u3", "a3", "u4"]))
+    r = diff(a, b)
+    assert r.cause == "message_removed"
+    assert r.causes[0].detail["removed"] == ["messages[2]", "messages[3]"]
+    assert r.divergence is not None and r.divergence.segment_path == "messages[2].content[0]"
+    assert r.invalidated_levels == ["messages"]
+
+
+def test_message_inserted() -> None:
+    a = convo(2, messages=_history(["u1", "a1", "u2"]))
+    b = convo(2, messages=_history(["u1", "x-reminder", "a1", "u2", "a2", "u3"]))
+    b["messages"][1]["role"] = "user"
+    r = diff(a, b)
+    assert r.cause == "message_inserted"
+    assert r.causes[0].detail["inserted"] == ["messages[1]"]
+
+
+def test_thinking_blocks_removed_is_a_rewrite() -> None:
+    a = convo(2, messages=[{"role": "user", "content": "q1"},
+                           {"role": "assistant", "content": [
+                               {"type": "thinking", "thinking": "hmm", "signature": "s"},
+                               block("answer")]},
+                           {"role": "user", "content": "q2"}])
+    b = convo(2, messages=[{"role": "user", "content": "q1"},
+                           {"role": "assistant", "content": [block("answer")]},
+                           {"role": "user", "content": "q2"}])
+    r = diff(a, b)
+    assert r.cause == "message_rewritten"
+    assert r.causes[0].detail["subtype"] == "thinking blocks removed"
+
+
+def _png(w: int, h: int, color: int) -> str:
+    raw = b"".join(b"\x00" + bytes([color, 0, 0]) * w for _ in range(h))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(
+            ">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) \
+        + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+    return base64.b64encode(png).decode()
+
+
+def test_image_changed() -> None:
+    def with_image(color: int) -> dict[str, Any]:
+        body = convo(2)
+        body["messages"][0]["content"].insert(0, {"type": "image", "source": {
+            "type": "base64", "media_type": "image/png", "data": _png(8, 8, color)}})
+        return body
+
+    r = diff(with_image(10), with_image(200))
+    assert r.cause == "image_changed"
+    assert r.divergence is not None and r.divergence.segment_path == "messages[0].content[0]"
+    assert r.invalidated_levels == ["messages"]
+
+
+def test_tool_use_input_key_order() -> None:
+    def body(inp: dict[str, Any]) -> dict[str, Any]:
+        return convo(2, messages=[
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1",
+                                               "name": "lookup", "input": inp}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                          "content": "sunny"}]}])
+
+    r = diff(body({"query": "weather", "city": "Oslo"}), body({"city": "Oslo", "query": "weather"}))
+    assert r.cause == "json_key_order"
+    assert r.divergence is not None and r.divergence.path == "messages[1].content[0].input"
+
+
+# ------------------------------------------------------------------------- parameters
+@pytest.mark.parametrize(("key", "va", "vb", "cause"), [
+    ("thinking", {"type": "enabled", "budget_tokens": 2000},
+     {"type": "enabled", "budget_tokens": 4000}, "thinking_changed"),
+    ("output_config", {"effort": "high"}, {"effort": "low"}, "effort_changed"),
+    ("tool_choice", {"type": "auto"}, {"type": "any"}, "tool_choice_changed"),
+])
+def test_parameters_invalidate_messages(key: str, va: Any, vb: Any, cause: str) -> None:
+    a, b = convo(4, **{key: va}), convo(6, **{key: vb})
+    r = diff(a, b)
+    assert r.cause == cause
+    if key == "output_config":
+        va, vb = va["effort"], vb["effort"]
+    assert r.causes[0].detail == {"from": va, "to": vb}
+    assert r.invalidated_levels == ["messages"] and r.reusable_prefix == "tools+system"
+    assert r.predicted is not None
+    assert r.predicted.cache_read == r.identical_prefix_tokens  # tools + system
+
+
+def test_parameter_key_order_is_not_a_change() -> None:
+    a = convo(4, tool_choice={"type": "tool", "name": "read"})
+    b = convo(6, tool_choice={"name": "read", "type": "tool"})
+    assert diff(a, b).cause == "no_difference"
+
+
+def test_model_changed_invalidates_everything() -> None:
+    a, b = convo(4), convo(6, model="claude-sonnet-4-6")
+    r = diff(a, b)
+    assert r.cause == "model_changed"
+    assert r.causes[0].detail == {"from": MODEL, "to": "claude-sonnet-4-6"}
+    assert r.invalidated_levels == ["tools", "system", "messages"]
+    assert r.predicted is not None and r.predicted.cache_read == 0
+
+
+# ------------------------------------------------------------------------- TTL, minimum, bp
+def test_ttl_expired_keeps_the_1h_entry() -> None:
+    a = convo(4, system_ttl="1h")
+    b = convo(6, system_ttl="1h")
+    fresh = diff(a, b, timestamps=(0, 120))
+    late = diff(a, b, timestamps=("2026-11-29T10:00:00Z", "2026-11-29T10:07:00Z"))
+    assert fresh.cause == "no_difference"
+    assert late.cause == "ttl_expired" and late.classification == "timing"
+    assert late.causes[0].detail["ttl"] == ["5m"]
+    assert late.predicted is not None and fresh.predicted is not None
+    assert 0 < late.predicted.cache_read < fresh.predicted.cache_read
+    assert late.invalidated_levels == ["messages"]
+    gap = next(c for c in late.checks if c.name == "gap < TTL")
+    assert gap.passed is True  # the 1h entry is alive
+
+
+def test_below_minimum() -> None:
+    a = convo(2)
+    a["system"][0]["text"] = text(300, "short")
+    a["messages"] = [{"role": "user", "content": [block("hi", cc="5m")]}]
+    b = dict(a)
+    r = diff(a, b)
+    assert r.cause == "below_minimum"
+    assert r.causes[0].detail["minimum_tokens"] == 1024
+    assert r.predicted is not None and r.predicted.cache_read == 0
+
+
+def test_breakpoint_beyond_lookback() -> None:
+    a = convo(4)
+    b = convo(4)
+    b["messages"][-1]["content"][-1].pop("cache_control")
+    # one user turn that appends 25 blocks (25 positions) with the marker only at the end
+    b["messages"].append({"role": "assistant", "content": [block(f"step {k}") for k in range(25)]})
+    b["messages"][-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+    r = diff(a, b)
+    assert r.cause == "breakpoint_moved"
+    assert r.causes[0].detail["subtype"] == "lookback_exceeded"
+    assert r.causes[0].detail["positions_apart"] > 20
+    # only the system entry is still reachable (it has its own breakpoint)
+    assert r.predicted is not None and r.ideal_cache_read is not None
+    assert r.predicted.cache_read == r.ideal_cache_read - 1200  # the 4 messages are lost
+    assert r.lost_tokens == 1200
+
+
+def test_breakpoint_removed() -> None:
+    a = convo(4)
+    b = convo(6, last_ttl=None)
+    r = diff(a, b)
+    assert r.cause == "breakpoint_moved"
+    assert r.causes[0].detail["subtype"] == "no breakpoint at or after the cached entry"
+
+
+# ------------------------------------------------------------------------- money, usage
+def test_prices_override_and_base_units() -> None:
+    a, b = convo(2), convo(4)
+    b["system"][0]["text"] += " v2"
+    prices = {"input": 3.0, "cache_read": 0.3, "cache_write_5m": 3.75, "cache_write_1h": 6.0}
+    r = diff(a, b, prices=prices)
+    assert r.lost_tokens is not None and r.lost_tokens > 2000
+    assert r.miss_cost_usd == pytest.approx(r.lost_tokens * (3.75 - 0.3) / 1e6)
+    assert r.extra_cost_base_tokens == pytest.approx(r.lost_tokens * 1.15)
+
+
+def test_usage_a_calibrates_estimates() -> None:
+    a, b = convo(4), convo(6)
+    plain = diff(a, b)
+    assert plain.predicted is not None
+    total = plain.ideal_cache_read or 0
+    scaled = diff(a, b, usage_a={"input_tokens": 0, "cache_read_input_tokens": 0,
+                                 "cache_creation_input_tokens": round(total * 1.1)})
+    assert scaled.predicted is not None
+    assert scaled.predicted.cache_read == pytest.approx(plain.predicted.cache_read * 1.1, abs=2)
+    assert any("scaled" in n for n in scaled.notes)
+
+
+def test_mixed_providers_rejected() -> None:
+    openai = {"model": "gpt-4o", "messages": [{"role": "system", "content": "x"},
+                                              {"role": "tool", "tool_call_id": "1",
+                                               "content": "y"}]}
+    with pytest.raises(InvalidRequestError):
+        diff(convo(2), openai)
+
+
+# ------------------------------------------------------------------------- OpenAI
+def _responses(**extra: Any) -> dict[str, Any]:
+    body = {"model": "gpt-5.6-sol", "instructions": text(1500, "oa-instr"),
+            "input": [{"role": "user", "content": [{"type": "input_text",
+                                                     "text": text(400, "oa-u1")}]}]}
+    body.update(extra)
+    return body
+
+
+def test_openai_responses_instructions_changed() -> None:
+    a = _responses()
+    b = _responses(instructions=text(1500, "oa-instr") + " v2")
+    r = diff(a, b)
+    assert r.provider == "openai-responses"
+    assert r.cause == "system_changed"
+    assert r.divergence is not None and r.divergence.path == "instructions"
+
+
+def test_openai_prompt_cache_key_changed() -> None:
+    r = diff(_responses(prompt_cache_key="tenant-a"), _responses(prompt_cache_key="tenant-b"))
+    assert r.cause == "prompt_cache_key_changed"
+    assert r.invalidated_levels == ["tools", "system", "messages"]
+    assert r.predicted is not None and r.predicted.cache_read == 0
+
+
+def test_openai_below_minimum() -> None:
+    small = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hello"}]}
+    r = diff(small, dict(small))
+    assert r.cause == "below_minimum"
+
+
+# ------------------------------------------------------------------------- diagnostics
+def test_anthropic_diagnostics_agree_and_disagree() -> None:
+    a, b = convo(2), convo(2)
+    b["tools"] = list(reversed(b["tools"]))
+    agree = diff(a, b, diagnostics_b={"diagnostics": {"cache_miss_reason": {
+        "type": "tools_changed", "cache_missed_input_tokens": 2300}}})
+    assert agree.diagnostics is not None
+    assert agree.diagnostics.agrees is True and agree.diagnostics.missed_tokens == 2300
+    assert agree.diagnostics.ours == "tools_changed"
+    disagree = diff(a, b, diagnostics_b={"diagnostics": {"cache_miss_reason": {
+        "type": "messages_changed", "cache_missed_input_tokens": 10}}})
+    assert disagree.diagnostics is not None and disagree.diagnostics.agrees is False
+    pending = diff(a, b, diagnostics_b={"diagnostics": {"cache_miss_reason": None}})
+    assert pending.diagnostics is not None
+    assert pending.diagnostics.reason == "pending" and pending.diagnostics.agrees is None
+
+
+def test_openai_diagnostics_mapping() -> None:
+    a = _responses()
+    b = _responses(instructions=text(1500, "oa-instr") + " v2")
+    resp = {"id": "resp_2", "prompt_cache_diagnostics": {
+        "type": "cache_miss", "reason": "input_changed", "cache_missed_tokens": 1400,
+        "comparison_reusable_tokens": 0}}
+    r = diff(a, b, diagnostics_b=resp)
+    assert r.diagnostics is not None
+    assert (r.diagnostics.provider, r.diagnostics.reason, r.diagnostics.ours) == \
+        ("openai", "input_changed", "input_changed")
+    assert r.diagnostics.agrees is True
+    hit = diff(a, dict(a), diagnostics_b={"prompt_cache_diagnostics": {"type": "cache_hit"}})
+    assert hit.diagnostics is not None and hit.diagnostics.agrees is True
+
+
+def test_every_cause_code_documented() -> None:
+    for code, info in CAUSES.items():
+        assert info.code == code and info.fix_hint and info.source.startswith("https://")

@@ -1,0 +1,208 @@
+"""Tests of promptcache.diff.explain and the ``diff`` / ``explain`` commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from promptcache._errors import InputError
+from promptcache.cli import main
+from promptcache.diff import explain
+from tests.cases import filler
+
+MODEL = "claude-sonnet-4-5"
+TOOLS = [{"name": "read", "description": "Read a file.", "input_schema": {"type": "object"}},
+         {"name": "write", "description": "Write a file.", "input_schema": {"type": "object"}}]
+
+
+def text(n: int, salt: str) -> str:
+    return filler(n, salt).strip()
+
+
+def request(history: list[str], *, tools: list[dict[str, Any]] | None = None,
+            system: str | None = None) -> dict[str, Any]:
+    msgs = [{"role": "user" if k % 2 == 0 else "assistant",
+             "content": [{"type": "text", "text": t}]} for k, t in enumerate(history)]
+    msgs[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+    return {"model": MODEL, "max_tokens": 64, "tools": tools or TOOLS,
+            "system": [{"type": "text", "text": system or text(1500, "sys"),
+                        "cache_control": {"type": "ephemeral"}}],
+            "messages": msgs}
+
+
+def conversation(name: str, turns: int) -> list[dict[str, Any]]:
+    """Requests of one conversation: turn k carries 2k+1 messages."""
+    history: list[str] = []
+    out = []
+    for k in range(turns):
+        if history:
+            history.append(text(100, f"{name}-a{k}"))
+        history.append(f"[{name}] " + text(60, f"{name}-u{k}"))
+        out.append(request(list(history)))
+    return out
+
+
+def test_sessions_inferred_from_prefix_growth() -> None:
+    a, b = conversation("alpha", 4), conversation("beta", 4)
+    lines = [{"request": r} for pair in zip(a, b, strict=True) for r in pair]
+    report = explain(lines)
+    assert report.sessions == 2
+    sessions = {x.session for x in report.requests}
+    assert len(sessions) == 2
+    assert [x.turn for x in report.requests] == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert [x.status for x in report.requests[:2]] == ["cold_start", "cold_start"]
+    assert all(x.status == "hit" for x in report.requests[2:])
+    assert report.misses == 0
+    assert report.requests[0].session == report.requests[2].session
+
+
+def test_explicit_session_ids_win() -> None:
+    a = conversation("alpha", 3)
+    lines = [{"request": r, "session_id": f"s{k}"} for k, r in enumerate(a)]
+    report = explain(lines)
+    assert report.sessions == 3
+    assert all(x.status == "cold_start" for x in report.requests)
+
+
+def test_tools_reordered_mid_session_is_explained_and_priced() -> None:
+    reqs = conversation("alpha", 4)
+    reqs[2]["tools"] = list(reversed(TOOLS))
+    reqs[3]["tools"] = list(reversed(TOOLS))
+    lines = [{"request": r, "timestamp": 1000 + 10 * k} for k, r in enumerate(reqs)]
+    report = explain(lines)
+    assert report.sessions == 1  # joined through the unchanged history
+    miss = report.requests[2]
+    assert (miss.status, miss.cause, miss.path) == ("miss_explained", "tools_reordered",
+                                                    "tools[0]")
+    assert miss.lost_tokens and miss.lost_tokens > 1500
+    assert miss.miss_cost_usd and miss.miss_cost_usd > 0
+    assert report.requests[3].status == "hit"  # the new order is stable afterwards
+    assert [(s.cause, s.count) for s in report.summary] == [("tools_reordered", 1)]
+    assert report.miss_cost_usd == pytest.approx(miss.miss_cost_usd)
+
+
+def test_history_edit_joins_the_session() -> None:
+    h = [text(200, f"h{k}") for k in range(5)]
+    step3 = request(h)
+    step4 = request([h[0] + "\n\n" + h[2], h[3], h[4], text(100, "h5"), text(50, "h6")])
+    report = explain([{"request": step3}, {"request": step4}])
+    assert report.sessions == 1
+    assert report.requests[1].cause == "message_rewritten"
+    assert report.requests[1].path == "messages[0].content[0].text"
+
+
+def test_ttl_expiry_from_timestamps() -> None:
+    reqs = conversation("alpha", 2)
+    lines = [{"request": reqs[0], "timestamp": "2026-11-29T10:00:00Z"},
+             {"request": reqs[1], "timestamp": "2026-11-29T10:06:00Z"}]
+    report = explain(lines)
+    assert report.requests[1].cause == "ttl_expired"
+    assert report.requests[1].detail["gap_seconds"] == 360
+
+
+def test_unexplained_miss_and_provider_diagnostics() -> None:
+    reqs = conversation("alpha", 2)
+    usage0 = {"input_tokens": 5, "cache_read_input_tokens": 0,
+              "cache_creation_input_tokens": 1800}
+    usage1 = {"input_tokens": 5, "cache_read_input_tokens": 0,
+              "cache_creation_input_tokens": 2000}
+    lines = [{"request": reqs[0], "usage": usage0, "response_id": "msg_1"},
+             {"request": reqs[1], "response": {
+                 "id": "msg_2", "usage": usage1,
+                 "diagnostics": {"cache_miss_reason": {"type": "system_changed",
+                                                       "cache_missed_input_tokens": 1800}}}}]
+    report = explain(lines)
+    second = report.requests[1]
+    assert second.status == "unexplained_miss" and second.cause == "no_difference"
+    assert second.response_id == "msg_2"
+    assert second.observed_cache_read == 0 and second.predicted_cache_read
+    assert second.diagnostics is not None and second.diagnostics.agrees is False
+    assert report.disagreements == 1
+
+
+def test_bad_lines_name_the_line(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"request": conversation("a", 1)[0]}) + "\n{oops\n")
+    with pytest.raises(InputError, match="line 2"):
+        explain(log)
+    log.write_text(json.dumps({"request": {"messages": "nope", "system": "x"}}) + "\n")
+    with pytest.raises(InputError, match="line 1"):
+        explain(log)
+    with pytest.raises(InputError):
+        explain(tmp_path / "missing.jsonl")
+
+
+# ----------------------------------------------------------------------------- CLI
+def _write(tmp_path: Path, name: str, obj: Any) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(obj), encoding="utf-8")
+    return str(path)
+
+
+def test_diff_cli_text_json_and_exit_codes(tmp_path: Path) -> None:
+    reqs = conversation("alpha", 3)
+    a = _write(tmp_path, "a.json", reqs[1])
+    b = _write(tmp_path, "b.json", reqs[2])
+    runner = CliRunner()
+    ok = runner.invoke(main, ["diff", a, b])
+    assert ok.exit_code == 0, ok.output
+    assert "no miss" in ok.output
+    changed = dict(reqs[2])
+    changed["tools"] = list(reversed(TOOLS))
+    c = _write(tmp_path, "c.json", changed)
+    miss = runner.invoke(main, ["diff", a, c])
+    assert miss.exit_code == 1
+    assert "tools_reordered" in miss.output and "sort tools by name" in miss.output
+    as_json = runner.invoke(main, ["diff", a, c, "--format", "json", "--redact"])
+    assert as_json.exit_code == 1
+    data = json.loads(as_json.output)
+    assert data["cause"] == "tools_reordered"
+    assert data["divergence"]["before"].startswith("sha256:")
+
+
+def test_diff_cli_wrapper_with_usage_and_timestamps(tmp_path: Path) -> None:
+    reqs = conversation("alpha", 2)
+    a = _write(tmp_path, "a.json", {"request": reqs[0], "timestamp": 0})
+    b = _write(tmp_path, "b.json", {"request": reqs[1], "timestamp": 900,
+                                    "usage": {"input_tokens": 3, "cache_read_input_tokens": 0,
+                                              "cache_creation_input_tokens": 2000}})
+    result = CliRunner().invoke(main, ["diff", a, b, "--format", "json"])
+    assert result.exit_code == 1
+    data = json.loads(result.output)
+    assert data["cause"] == "ttl_expired"
+    assert data["observed"]["cache_read"] == 0
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"messages": 3, "system": "x"}'])
+def test_diff_cli_bad_input_exits_2_with_one_line(tmp_path: Path, content: str) -> None:
+    good = _write(tmp_path, "a.json", conversation("alpha", 1)[0])
+    bad = tmp_path / "bad.json"
+    bad.write_text(content, encoding="utf-8")
+    result = CliRunner().invoke(main, ["diff", good, str(bad)])
+    assert result.exit_code == 2
+    lines = [x for x in result.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and "bad.json" in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_explain_cli(tmp_path: Path) -> None:
+    reqs = conversation("alpha", 3)
+    reqs[2]["system"][0]["text"] += " Now: 2026-11-29T20:00Z"
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(json.dumps({"request": r}) for r in reqs) + "\n")
+    runner = CliRunner()
+    text_out = runner.invoke(main, ["explain", str(log)])
+    assert text_out.exit_code == 1, text_out.output
+    assert "system_changed" in text_out.output
+    as_json = runner.invoke(main, ["explain", str(log), "--format", "json"])
+    data = json.loads(as_json.output)
+    assert data["misses"] == 1 and data["summary"][0]["cause"] == "system_changed"
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text("\n".join(json.dumps({"request": r}) for r in reqs[:2]) + "\n")
+    assert runner.invoke(main, ["explain", str(clean)]).exit_code == 0
+    missing = runner.invoke(main, ["explain", str(tmp_path / "nope.jsonl")])
+    assert missing.exit_code == 2 and "nope.jsonl" in missing.output
