@@ -235,7 +235,10 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
                 raw = stdin if stdin is not None else ""
                 data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
                 text = decode("-", data, config)
-                doc = _load(stdin_name, text, config)
+                try:
+                    doc = _load(stdin_name, text, config)
+                except InputError as exc:
+                    raise InputError("-", exc.reason) from None
                 doc.file = "-"
             else:
                 text = _read(file, config)
