@@ -94,12 +94,17 @@ def test_openai_272k_long_context_rule() -> None:
 
 
 def test_batch_discount_from_service_tier_or_flag() -> None:
-    rec = _anth(100, 1_000, 200, 0, 50, service_tier="batch")
+    rec = _anth(100, 1_000, 200, 0, 50, service_tier="batch", model="claude-sonnet-4-5")
     full = price_record(rec, SONNET, batch=False)
-    half = price_record(rec, SONNET)
+    half = price_record(rec, SONNET)  # catalog batch_multiplier 0.5
+    assert get_policy("claude-sonnet-4-5").batch_multiplier == 0.5
     assert half.batch and not full.batch
     assert full.total is not None and half.total == full.total / 2
     assert price_record(rec.model_copy(update={"service_tier": None}), SONNET, batch=True) == half
+    # a model the catalog does not know: the multiplier must be given, never guessed
+    anon = rec.model_copy(update={"model": None})
+    assert price_record(anon, SONNET).total is None
+    assert price_record(anon, SONNET, batch_multiplier=0.5).total == half.total
 
 
 def test_savings_and_unknown_tier() -> None:

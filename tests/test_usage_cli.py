@@ -111,3 +111,19 @@ def test_breakeven_bad_input_exits_2() -> None:
     below = CliRunner().invoke(main, ["breakeven", "--model", "claude-haiku-4-5",
                                       "--prefix-tokens", "100"])
     assert below.exit_code == 0 and "caching never pays" in below.output
+
+
+def test_report_text_lists_diagnostics(tmp_path: Path) -> None:
+    path = tmp_path / "usage.jsonl"
+    with JsonlSink(path) as sink:
+        for i, (read, write, start) in enumerate([(0, 5000, 0.0), (5000, 0, 60.0),
+                                                  (0, 5000, 900.0)]):
+            sink.write(UsageRecord(provider="anthropic", model="claude-sonnet-4-5",
+                                   uncached_input=10, cache_read=read, cache_write=write,
+                                   output=1, session="s1", start=start, request_id=f"r{i}"))
+    res = CliRunner().invoke(main, ["report", str(path)])
+    assert res.exit_code == 0
+    assert "collapse: session 's1': cache reads dropped to 0 (ttl_expired)" in res.output
+    data = json.loads(CliRunner().invoke(main, ["report", str(path), "--format",
+                                                "json"]).output)
+    assert data["events"] == {"collapse": 1}

@@ -126,6 +126,23 @@ def test_anthropic_stream_through_the_sdk_equals_the_non_streamed_record() -> No
     assert streamed.cache_write_5m == 1000  # the TTL split comes from message_start only
 
 
+def test_anthropic_stream_helper_events_and_final_message() -> None:
+    start = {"input_tokens": 50, "cache_read_input_tokens": 2400,
+             "cache_creation_input_tokens": 1120, "output_tokens": 1,
+             "cache_creation": {"ephemeral_5m_input_tokens": 1000,
+                                "ephemeral_1h_input_tokens": 120}}
+    delta = {"output_tokens": 310}
+    client = anthropic.Anthropic(api_key="test", base_url="http://test",
+                                 http_client=httpx2.Client(transport=_client_transport(
+                                     _anthropic_stream_body(start, delta))))
+    with client.messages.stream(model="claude-opus-5", max_tokens=10,
+                                messages=[{"role": "user", "content": "hi"}]) as stream:
+        streamed = parse_stream(stream)  # helper events: text, message_stop with snapshot...
+        final = parse_usage(stream.get_final_message())
+    assert streamed == final
+    assert (streamed.cache_read, streamed.cache_write_1h, streamed.output) == (2400, 120, 310)
+
+
 def test_anthropic_stream_without_usage_raises() -> None:
     with pytest.raises(InvalidRequestError, match="no streamed event carried usage"):
         parse_stream([{"type": "ping"}, {"type": "message_stop"}])

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from promptcache.usage.billing import BATCH_DISCOUNT, Cost, explicit_prices, price_record
+from promptcache.usage.billing import Cost, explicit_prices, price_record
 from promptcache.usage.breakeven import BreakEven, PolicyOption, TtlPolicy, breakeven, ttl_policy
 from promptcache.usage.classify import (
     OpenAIHit,
@@ -45,7 +45,6 @@ from promptcache.usage.tracker import (
 )
 
 __all__ = [
-    "BATCH_DISCOUNT",
     "PROVIDERS",
     "BreakEven",
     "ColdWriteGroup",

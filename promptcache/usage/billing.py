@@ -17,9 +17,10 @@ Rules (reference/hosted-api-rules.md 1.6, 1.8, 2.3, 2.5):
 * Prompt-length tiers re-price a *whole* request (Claude Haiku 5.5 above 100K prompt tokens,
   OpenAI GPT-5.6/6 above 272K input tokens): the catalog's ``TierRule`` multipliers apply to the
   base prices when the rule's counted buckets exceed its threshold.
-* Batch: 50 % off every token, cache reads and writes included (Anthropic and OpenAI Batch API),
-  https://platform.claude.com/docs/en/about-claude/pricing (the constant :data:`BATCH_DISCOUNT`
-  is used only because promptcache.catalog does not carry a batch field yet).
+* Batch: the catalog's ``CachePolicy.batch_multiplier`` (0.5 for Anthropic and OpenAI: 50 % off
+  every token, cache reads and writes included,
+  https://platform.claude.com/docs/en/about-claude/pricing) applies to every rate. A batch record
+  for a model without a known multiplier has an unknown cost (pass ``batch_multiplier=``).
 
 Savings are input-side: the output is billed the same with or without caching, so
 ``savings = uncached_input_cost - input`` where ``uncached_input_cost`` prices every input token
@@ -35,12 +36,9 @@ from typing import Any, Protocol
 
 from promptcache.usage.record import UsageRecord
 
-__all__ = ["BATCH_DISCOUNT", "Cost", "PriceTable", "TierLike", "explicit_prices", "price_record"]
+__all__ = ["Cost", "PriceTable", "TierLike", "explicit_prices", "price_record"]
 
 _MTOK = Decimal(1_000_000)
-
-#: Fraction of the list price paid in the Batch API (Anthropic A2/A10, OpenAI P11).
-BATCH_DISCOUNT = Decimal("0.5")
 
 
 class PriceTable(Protocol):
@@ -123,8 +121,22 @@ class Cost:
         return self.uncached_input_cost - inp
 
 
-def _d(x: float) -> Decimal:
+def _d(x: float | Decimal) -> Decimal:
     return Decimal(str(x))
+
+
+def _catalog_batch(model: str | None) -> Decimal | None:
+    """``CachePolicy.batch_multiplier`` of ``model`` from the catalog (None if unknown)."""
+    if model is None:
+        return None
+    from promptcache._errors import PromptCacheError
+    from promptcache.catalog import get_policy
+
+    try:
+        mult = get_policy(model).batch_multiplier
+    except PromptCacheError:
+        return None
+    return None if mult is None else _d(mult)
 
 
 def _usd(tokens: int, rate: Decimal) -> Decimal:
@@ -161,6 +173,7 @@ def price_record(
     *,
     tier_rules: tuple[TierLike, ...] = (),
     batch: bool | None = None,
+    batch_multiplier: Decimal | float | None = None,
     default_write_ttl: str = "5m",
 ) -> Cost:
     """Price one record with an explicit price table.
@@ -172,6 +185,8 @@ def price_record(
         tier_rules: prompt-length tier rules (``CachePolicy.tier_rules``), used only when
             ``prices`` has no ``tiers`` of its own (``ModelPrices.tiers`` wins).
         batch: apply the batch discount; ``None``: only when ``rec.service_tier == "batch"``.
+        batch_multiplier: batch price / list price; default: the catalog policy of
+            ``rec.model`` (``CachePolicy.batch_multiplier``).
         default_write_ttl: TTL assumed for writes whose TTL split is not reported ("5m"/"1h").
 
     Returns:
@@ -199,7 +214,13 @@ def price_record(
     if not tier_known:
         notes.append("prompt length unknown: pricing tier cannot be chosen")
     use_batch = rec.service_tier == "batch" if batch is None else batch
-    disc = BATCH_DISCOUNT if use_batch else Decimal(1)
+    disc = Decimal(1)
+    if use_batch:
+        mult = _d(batch_multiplier) if batch_multiplier is not None else _catalog_batch(rec.model)
+        if mult is None:
+            notes.append("batch multiplier unknown for this model: pass batch_multiplier=")
+            return Cost(None, None, None, None, None, tier_above, True, tuple(notes))
+        disc = mult
     in_rate = prices.input * im * disc
 
     def rate(value: Decimal | None, mult: Decimal) -> Decimal | None:

@@ -274,7 +274,7 @@ def ttl_policy(
     cap = None if keepalive_cap_usd is None else Decimal(str(keepalive_cap_usd))
 
     def cost(rec: UsageRecord) -> Decimal:
-        c = price_record(rec, table, batch=batch)
+        c = price_record(rec, table, batch=batch, batch_multiplier=pol.batch_multiplier)
         assert c.total is not None, c.notes
         return c.total
 

@@ -45,6 +45,8 @@ def _pct(x: float | None) -> str:
     return "?" if x is None else f"{100 * x:.2f}%"
 
 
+_MAX_EVENTS = 20
+
 _COLUMNS = ("label", "model", "requests", "hit_rate", "request_hit_rate", "uncached_input",
             "cache_read", "cache_write_5m", "cache_write_1h", "cache_write", "output",
             "cost_usd", "savings_usd")
@@ -78,7 +80,7 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
             load_overrides(prices_file)
         except CatalogError as exc:
             _fail(prices_file, str(exc).removeprefix(f"{prices_file}: "))
-    tracker = UsageTracker(batch=True if batch else None, warmup=10**9)
+    tracker = UsageTracker(batch=True if batch else None, warn=False)
     for rec in records:
         tracker.add(rec)
     groups = sorted(tracker.by_label_model().items(),
@@ -101,6 +103,11 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
         click.echo(buf.getvalue(), nl=False)
     else:
         _print_table(usage_file, groups, total, events)
+        shown = [e for e in tracker.events if e.kind not in ("unpriced", "usage_anomaly")]
+        for event in shown[:_MAX_EVENTS]:
+            click.echo(f"  {event.kind}: {event.message}")
+        if len(shown) > _MAX_EVENTS:
+            click.echo(f"  ... {len(shown) - _MAX_EVENTS} more (--format json lists them all)")
     if plot_path is not None:
         _plot(tracker, plot_path)
 

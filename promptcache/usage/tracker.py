@@ -305,6 +305,8 @@ class UsageTracker:
         ttl: TTL in seconds for the session checks (default: per record, see module doc).
         default_ttl_seconds: fallback TTL when neither the record nor the catalog has one.
         default_write_ttl: TTL assumed when writes are not split by TTL ("5m").
+        warn: issue ``warnings.warn(ZeroHitWarning)`` with the zero-hit alarm (the event and
+            ``on_alarm`` happen either way).
     """
 
     def __init__(
@@ -321,6 +323,7 @@ class UsageTracker:
         ttl: float | None = None,
         default_ttl_seconds: float = 300.0,
         default_write_ttl: str = "5m",
+        warn: bool = True,
     ) -> None:
         if warmup < 1:
             raise ValueError("warmup must be >= 1")
@@ -335,6 +338,7 @@ class UsageTracker:
         self._ttl = ttl
         self._default_ttl = default_ttl_seconds
         self._default_write_ttl = default_write_ttl
+        self._warn = warn
         self._lock = threading.Lock()
         self._records: list[UsageRecord] = []
         self._costs: list[Cost | None] = []
@@ -446,7 +450,8 @@ class UsageTracker:
     def _dispatch(self, events: tuple[UsageEvent, ...]) -> None:
         for event in events:
             if event.kind == "zero_hit_alarm":
-                warnings.warn(event.message, ZeroHitWarning, stacklevel=3)
+                if self._warn:
+                    warnings.warn(event.message, ZeroHitWarning, stacklevel=3)
                 if self._on_alarm is not None:
                     self._on_alarm(event)
             if self._on_event is not None:
