@@ -56,6 +56,7 @@ from promptcache.local.template import TemplatedPrompt
 
 if TYPE_CHECKING:
     from promptcache.local.engine import Engine
+    from promptcache.local.model import ModelRunner
 
 __all__ = [
     "BackendService",
@@ -524,18 +525,26 @@ def build_engine(
     block_size: int = 16,
     mode: str = "exact",
     seed: int = 0,
+    runner: ModelRunner | None = None,
     **runner_overrides: Any,
 ) -> Engine:
     """A real engine: :class:`ModelRunner` (``"random"`` seeded Llama or a local checkpoint
     path) behind a KV pool of ``pool_mb`` MiB.
 
+    Args:
+        runner: an existing runner to serve (its weights are read-only, so several engines may
+            share one); otherwise one is built from ``model``, ``seed``, ``device`` and
+            ``runner_overrides``.
+
     Raises:
         ImportError: torch / transformers are not installed (the ``local`` extra).
+        ValueError: bad model shape or a pool smaller than one block.
     """
     from promptcache.local.engine import Engine
     from promptcache.local.model import ModelRunner
 
-    runner = ModelRunner(model, seed=seed, device=device, **runner_overrides)
+    if runner is None:
+        runner = ModelRunner(model, seed=seed, device=device, **runner_overrides)
     return Engine(runner, pool_bytes=int(pool_mb * 1024 * 1024), block_size=block_size, mode=mode)  # type: ignore[arg-type]
 
 

@@ -22,6 +22,7 @@ Clients are built with ``max_retries=0`` so a 529/503 surfaces at once (override
 
 from __future__ import annotations
 
+import threading
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -43,11 +44,39 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from promptcache.local.engine import Engine
+    from promptcache.local.model import ModelRunner
 
-__all__ = ["BASE_URL", "LocalBackend"]
+__all__ = ["BASE_URL", "SMALL_MODEL", "LocalBackend", "shared_runner"]
 
 BASE_URL = "http://promptcache.local"
 """Host the in-process clients address (never resolved: requests go straight to the app)."""
+
+
+SMALL_MODEL: dict[str, int] = {"hidden_size": 64, "layers": 2, "heads": 4, "kv_heads": 2}
+"""A tiny random Llama shape for fast tests (``LocalBackend(**SMALL_MODEL)``)."""
+
+_RUNNERS: dict[tuple[Any, ...], ModelRunner] = {}
+_RUNNERS_LOCK = threading.Lock()
+
+
+def shared_runner(
+    model: str = "random", *, seed: int = 0, device: str | None = "cpu", **overrides: Any
+) -> ModelRunner:
+    """A :class:`ModelRunner` built once per process and configuration.
+
+    Model weights are read-only at inference, so every :class:`LocalBackend` (each with its own
+    engine, block pool and ledgers) can share one runner; building a random Llama with an
+    o200k_base vocabulary takes seconds, a fresh engine on a built runner milliseconds.
+    """
+    from promptcache.local.model import ModelRunner
+
+    key = (model, seed, device, tuple(sorted(overrides.items())))
+    with _RUNNERS_LOCK:
+        runner = _RUNNERS.get(key)
+        if runner is None:
+            runner = ModelRunner(model, seed=seed, device=device, **overrides)
+            _RUNNERS[key] = runner
+        return runner
 
 
 class LocalBackend:
@@ -86,13 +115,10 @@ class LocalBackend:
             engine
             if engine is not None
             else build_engine(
-                model,
-                device=device,
                 pool_mb=pool_mb,
                 block_size=block_size,
                 mode=mode,
-                seed=seed,
-                **runner_overrides,
+                runner=shared_runner(model, seed=seed, device=device, **runner_overrides),
             )
         )
         self.app: FastAPI = create_app(self.engine, clock=self.clock, options=options)
@@ -121,17 +147,17 @@ class LocalBackend:
         import anthropic
 
         kwargs.setdefault("max_retries", 0)
-        return anthropic.Anthropic(
-            api_key=self.api_key, base_url=BASE_URL, http_client=self._sync, **kwargs
-        )
+        kwargs.setdefault("api_key", self.api_key)
+        return anthropic.Anthropic(base_url=BASE_URL, http_client=self._sync, **kwargs)
 
     def async_anthropic(self, **kwargs: Any) -> anthropic_sdk.AsyncAnthropic:
         """A real ``anthropic.AsyncAnthropic`` client talking to this backend."""
         import anthropic
 
         kwargs.setdefault("max_retries", 0)
+        kwargs.setdefault("api_key", self.api_key)
         return anthropic.AsyncAnthropic(
-            api_key=self.api_key, base_url=BASE_URL, http_client=self.async_http_client(), **kwargs
+            base_url=BASE_URL, http_client=self.async_http_client(), **kwargs
         )
 
     def openai(self, **kwargs: Any) -> openai_sdk.OpenAI:
@@ -139,17 +165,16 @@ class LocalBackend:
         import openai
 
         kwargs.setdefault("max_retries", 0)
-        return openai.OpenAI(
-            api_key=self.api_key, base_url=f"{BASE_URL}/v1", http_client=self._sync, **kwargs
-        )
+        kwargs.setdefault("api_key", self.api_key)
+        return openai.OpenAI(base_url=f"{BASE_URL}/v1", http_client=self._sync, **kwargs)
 
     def async_openai(self, **kwargs: Any) -> openai_sdk.AsyncOpenAI:
         """A real ``openai.AsyncOpenAI`` client talking to this backend."""
         import openai
 
         kwargs.setdefault("max_retries", 0)
+        kwargs.setdefault("api_key", self.api_key)
         return openai.AsyncOpenAI(
-            api_key=self.api_key,
             base_url=f"{BASE_URL}/v1",
             http_client=self.async_http_client(),
             **kwargs,

@@ -1,0 +1,368 @@
+"""Acceptance: a 3-turn conversation under a 2,000-token system prompt, through the official
+clients (sync, async, streaming; Anthropic and OpenAI) against the in-process local backend.
+
+Expected numbers are computed here from the chat template's token spans (and, for OpenAI's
+automatic caching, from the token-level common prefix and the 16-token block size), never from
+promptcache.local.accounting: turn 1 writes, turns 2 and 3 read the system prompt and the earlier
+turns, and every reported read was physically reused by the block cache.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from promptcache.local.template import TemplatedPrompt, apply_template
+from promptcache.local.testing import SMALL_MODEL, LocalBackend
+from tests.cases import filler
+
+pytestmark = pytest.mark.local
+
+SYSTEM = filler(2000, "local api system prompt")
+EPH = {"type": "ephemeral"}
+BLOCK = 16
+TURNS = 3
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[LocalBackend]:
+    with LocalBackend(mode="fast", pool_mb=48, **SMALL_MODEL) as b:
+        yield b
+
+
+def _user(i: int) -> str:
+    return filler(60, f"user turn {i}")
+
+
+def _assistant(i: int) -> str:
+    return filler(40, f"assistant turn {i}")
+
+
+# ---------------------------------------------------------------------------------- Anthropic
+def anthropic_payload(turn: int, model: str = "claude-sonnet-5") -> dict[str, Any]:
+    """Turn ``turn`` (1-based): the system prompt with a breakpoint, earlier turns, and the new
+    user message with a breakpoint on its last block."""
+    messages: list[dict[str, Any]] = []
+    for i in range(1, turn):
+        messages.append({"role": "user", "content": [{"type": "text", "text": _user(i)}]})
+        messages.append({"role": "assistant", "content": _assistant(i)})
+    messages.append(
+        {"role": "user", "content": [{"type": "text", "text": _user(turn), "cache_control": EPH}]}
+    )
+    return {
+        "model": model,
+        "max_tokens": 4,
+        "system": [{"type": "text", "text": SYSTEM, "cache_control": EPH}],
+        "messages": messages,
+    }
+
+
+def anthropic_expected(turn: int) -> dict[str, int]:
+    prompt = apply_template(anthropic_payload(turn), "anthropic")
+    assert prompt.span_of("system[0]").end >= 2000
+    last = prompt.spans[-1].end  # the breakpoint on the new user message
+    if turn == 1:
+        read = 0
+    else:
+        # the previous request's last breakpoint (its user message), same tokens here
+        previous = apply_template(anthropic_payload(turn - 1), "anthropic")
+        read = previous.spans[-1].end
+        path = f"messages[{2 * (turn - 2)}].content[0]"
+        assert prompt.span_of(path).end == read  # append-stable template
+        assert read > prompt.span_of("system[0]").end  # reads the system prompt AND turns
+    write = last - read
+    return {
+        "input_tokens": prompt.total_tokens - last,
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": write,
+        "ephemeral_5m_input_tokens": write,
+        "ephemeral_1h_input_tokens": 0,
+    }
+
+
+def _anthropic_numbers(usage: Any) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "ephemeral_5m_input_tokens": usage.cache_creation.ephemeral_5m_input_tokens,
+        "ephemeral_1h_input_tokens": usage.cache_creation.ephemeral_1h_input_tokens,
+    }
+
+
+def _no_violation(backend: LocalBackend) -> None:
+    assert backend.metrics().get("promptcache_accounting_violations_total", 0) == 0
+
+
+def test_anthropic_sync_three_turns(backend: LocalBackend) -> None:
+    client = backend.anthropic(api_key="tenant-anthropic-sync")
+    for turn in range(1, TURNS + 1):
+        payload = anthropic_payload(turn)
+        msg = client.messages.create(**payload)
+        assert isinstance(msg, anthropic.types.Message)
+        assert _anthropic_numbers(msg.usage) == anthropic_expected(turn), f"turn {turn}"
+        assert msg.usage.output_tokens == 4 or msg.stop_reason == "end_turn"
+        assert msg.role == "assistant" and msg.model == payload["model"]
+    _no_violation(backend)
+
+
+async def test_anthropic_async_three_turns(backend: LocalBackend) -> None:
+    client = backend.async_anthropic(api_key="tenant-anthropic-async")
+    for turn in range(1, TURNS + 1):
+        msg = await client.messages.create(**anthropic_payload(turn))
+        assert _anthropic_numbers(msg.usage) == anthropic_expected(turn), f"turn {turn}"
+    await client.close()
+    _no_violation(backend)
+
+
+def test_anthropic_streaming_three_turns(backend: LocalBackend) -> None:
+    client = backend.anthropic(api_key="tenant-anthropic-stream")
+    for turn in range(1, TURNS + 1):
+        expected = anthropic_expected(turn)
+        with client.messages.stream(**anthropic_payload(turn)) as stream:
+            events = list(stream)
+            final = stream.get_final_message()
+        kinds = [e.type for e in events if e.type != "text"]
+        assert kinds[0] == "message_start" and kinds[1] == "content_block_start"
+        assert kinds[-3:] == ["content_block_stop", "message_delta", "message_stop"]
+        start = next(e for e in events if e.type == "message_start")
+        # input-side counts (with the TTL split) on message_start
+        assert _anthropic_numbers(start.message.usage) == expected
+        delta = next(e for e in events if e.type == "message_delta")
+        # cumulative counts on message_delta
+        assert delta.usage.input_tokens == expected["input_tokens"]
+        assert delta.usage.cache_read_input_tokens == expected["cache_read_input_tokens"]
+        assert delta.usage.cache_creation_input_tokens == expected["cache_creation_input_tokens"]
+        assert delta.usage.output_tokens == final.usage.output_tokens
+        assert _anthropic_numbers(final.usage) == expected
+        text = "".join(e.text for e in events if e.type == "text")
+        assert final.content and final.content[0].text == text  # type: ignore[union-attr]
+    _no_violation(backend)
+
+
+def test_anthropic_reads_were_not_recomputed(backend: LocalBackend) -> None:
+    client = backend.anthropic(api_key="tenant-physical")
+    before = backend.engine.metrics["reused_tokens_total"]  # type: ignore[union-attr]
+    client.messages.create(**anthropic_payload(1))
+    mid = backend.engine.metrics["reused_tokens_total"]  # type: ignore[union-attr]
+    msg = client.messages.create(**anthropic_payload(2))
+    after = backend.engine.metrics["reused_tokens_total"]  # type: ignore[union-attr]
+    assert mid - before == 0  # a new tenant shares nothing
+    assert after - mid >= msg.usage.cache_read_input_tokens > 0
+
+
+# ---------------------------------------------------------------------------------- OpenAI chat
+def chat_payload(turn: int, model: str = "gpt-4o") -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
+    for i in range(1, turn):
+        messages += [
+            {"role": "user", "content": _user(i)},
+            {"role": "assistant", "content": _assistant(i)},
+        ]
+    messages.append({"role": "user", "content": _user(turn)})
+    return {"model": model, "messages": messages, "max_tokens": 4, "temperature": 0}
+
+
+def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def chat_expected(turn: int) -> dict[str, int]:
+    """cached = 1024 + 128 * floor((M - 1024) / 128), M = the full 16-token blocks of the prompt
+    shared with an earlier request (0 when below 1,024)."""
+    prompt = apply_template(chat_payload(turn), "openai-chat")
+    shared = 0
+    for earlier in range(1, turn):
+        prev = apply_template(chat_payload(earlier), "openai-chat")
+        shared = max(shared, _common_prefix(prev.token_ids, prompt.token_ids))
+    if turn > 1:
+        # the earlier prompt is a prefix of this one (its generation header opens the
+        # assistant turn), so the shared part covers the system prompt and the earlier turns
+        assert shared == apply_template(chat_payload(turn - 1), "openai-chat").total_tokens
+    reused = min(shared, prompt.total_tokens - 1) // BLOCK * BLOCK
+    cached = 0 if reused < 1024 else 1024 + 128 * ((reused - 1024) // 128)
+    return {"prompt_tokens": prompt.total_tokens, "cached_tokens": cached}
+
+
+def _chat_numbers(usage: Any) -> dict[str, int]:
+    return {
+        "prompt_tokens": usage.prompt_tokens,
+        "cached_tokens": usage.prompt_tokens_details.cached_tokens,
+    }
+
+
+def test_openai_chat_sync_three_turns(backend: LocalBackend) -> None:
+    client = backend.openai(api_key="tenant-chat-sync")
+    for turn in range(1, TURNS + 1):
+        resp = client.chat.completions.create(**chat_payload(turn))
+        expected = chat_expected(turn)
+        assert _chat_numbers(resp.usage) == expected, f"turn {turn}"
+        assert (turn == 1) == (expected["cached_tokens"] == 0)
+        assert resp.usage is not None
+        assert resp.usage.total_tokens == resp.usage.prompt_tokens + resp.usage.completion_tokens
+        assert resp.usage.prompt_tokens_details is not None
+        assert resp.usage.prompt_tokens_details.cache_write_tokens is None  # no writes pre-5.6
+        assert resp.choices[0].finish_reason in ("length", "stop")
+    _no_violation(backend)
+
+
+async def test_openai_chat_async_three_turns(backend: LocalBackend) -> None:
+    client = backend.async_openai(api_key="tenant-chat-async")
+    for turn in range(1, TURNS + 1):
+        resp = await client.chat.completions.create(**chat_payload(turn))
+        assert _chat_numbers(resp.usage) == chat_expected(turn), f"turn {turn}"
+    await client.close()
+
+
+def test_openai_chat_streaming_include_usage(backend: LocalBackend) -> None:
+    client = backend.openai(api_key="tenant-chat-stream")
+    for turn in range(1, TURNS + 1):
+        chunks = list(
+            client.chat.completions.create(
+                **chat_payload(turn), stream=True, stream_options={"include_usage": True}
+            )
+        )
+        *body, last = chunks
+        assert last.choices == [] and last.usage is not None
+        assert all(c.usage is None for c in body)
+        assert _chat_numbers(last.usage) == chat_expected(turn), f"turn {turn}"
+        assert body[0].choices[0].delta.role == "assistant"
+        assert body[-1].choices[0].finish_reason in ("length", "stop")
+
+
+# ---------------------------------------------------------------------------------- Responses
+def responses_payload(turn: int, model: str = "gpt-5.6-sol") -> dict[str, Any]:
+    items: list[dict[str, Any]] = []
+    for i in range(1, turn):
+        items += [
+            {"role": "user", "content": _user(i)},
+            {"role": "assistant", "content": _assistant(i)},
+        ]
+    items.append({"role": "user", "content": _user(turn)})
+    return {"model": model, "instructions": SYSTEM, "input": items, "max_output_tokens": 4}
+
+
+def responses_expected(turn: int) -> dict[str, int]:
+    """GPT-5.6+: the implicit breakpoint on the newest message writes; the next turn reads the
+    entry the previous turn wrote at its newest message (no lookback limit)."""
+    prompt: TemplatedPrompt = apply_template(responses_payload(turn), "openai-responses")
+    last = prompt.spans[-1].end
+    read = 0
+    if turn > 1:
+        read = apply_template(responses_payload(turn - 1), "openai-responses").spans[-1].end
+        assert prompt.span_of(f"input[{2 * (turn - 2)}].content").end == read
+    return {
+        "input_tokens": prompt.total_tokens,
+        "cached_tokens": read,
+        "cache_write_tokens": last - read,
+    }
+
+
+def _responses_numbers(usage: Any) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "cached_tokens": usage.input_tokens_details.cached_tokens,
+        "cache_write_tokens": usage.input_tokens_details.cache_write_tokens,
+    }
+
+
+def test_openai_responses_three_turns_with_write_tokens(backend: LocalBackend) -> None:
+    client = backend.openai(api_key="tenant-responses")
+    for turn in range(1, TURNS + 1):
+        resp = client.responses.create(**responses_payload(turn))
+        assert resp.usage is not None
+        assert _responses_numbers(resp.usage) == responses_expected(turn), f"turn {turn}"
+        assert resp.usage.total_tokens == resp.usage.input_tokens + resp.usage.output_tokens
+        assert resp.status in ("completed", "incomplete")
+    _no_violation(backend)
+
+
+def test_openai_responses_streaming(backend: LocalBackend) -> None:
+    client = backend.openai(api_key="tenant-responses-stream")
+    for turn in range(1, TURNS + 1):
+        events = list(client.responses.create(**responses_payload(turn), stream=True))
+        kinds = [e.type for e in events]
+        assert kinds[0] == "response.created"
+        assert [e.sequence_number for e in events] == list(range(len(events)))
+        final = events[-1]
+        # response.completed, or response.incomplete when max_output_tokens cut it short
+        assert final.type in ("response.completed", "response.incomplete")
+        assert final.response.usage is not None  # type: ignore[union-attr]
+        assert _responses_numbers(final.response.usage) == responses_expected(turn)  # type: ignore[union-attr]
+        text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+        done = next(e for e in events if e.type == "response.output_text.done")
+        assert done.text == text
+
+
+async def test_openai_responses_async(backend: LocalBackend) -> None:
+    client = backend.async_openai(api_key="tenant-responses-async")
+    for turn in range(1, 3):
+        resp = await client.responses.create(**responses_payload(turn))
+        assert _responses_numbers(resp.usage) == responses_expected(turn)
+    await client.close()
+
+
+# ---------------------------------------------------------------------------------- others
+def test_count_tokens_matches_the_prompt(backend: LocalBackend) -> None:
+    client = backend.anthropic()
+    payload = anthropic_payload(2)
+    count = client.messages.count_tokens(
+        model=payload["model"], system=payload["system"], messages=payload["messages"]
+    )
+    assert count.input_tokens == apply_template(payload, "anthropic").total_tokens
+
+
+def test_models_list_parses_in_both_sdks(backend: LocalBackend) -> None:
+    a_ids = [m.id for m in backend.anthropic().models.list()]
+    o_ids = [m.id for m in backend.openai().models.list()]
+    assert "claude-sonnet-5" in a_ids and "gpt-4o" not in a_ids
+    assert "gpt-4o" in o_ids and "claude-sonnet-5" not in o_ids
+    assert backend.openai().models.retrieve("gpt-4o").id == "gpt-4o"
+
+
+def test_metrics_endpoint_is_prometheus_text(backend: LocalBackend) -> None:
+    backend.anthropic(api_key="tenant-metrics").messages.create(**anthropic_payload(1))
+    response = backend.http_client().get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    lines = response.text.splitlines()
+    assert "# TYPE promptcache_cache_write_tokens_total counter" in lines
+    assert any(line.startswith("promptcache_engine_prefix_cache_hits ") for line in lines)
+    values = {
+        line.split(" ")[0]: float(line.split(" ")[1])
+        for line in lines
+        if line and not line.startswith("#")
+    }
+    assert values["promptcache_cache_write_tokens_total"] > 0
+    assert values["promptcache_accounting_violations_total"] == 0
+
+
+def test_raw_message_json_shape(backend: LocalBackend) -> None:
+    response = backend.http_client().post(
+        "/v1/messages",
+        headers={"x-api-key": "raw", "anthropic-version": "2023-06-01"},
+        content=json.dumps(anthropic_payload(1)),
+    )
+    body = response.json()
+    assert response.status_code == 200
+    assert set(body["usage"]) >= {
+        "input_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+        "cache_creation",
+        "output_tokens",
+    }
+    anthropic.types.Message.model_validate(body)
+    openai_usage = backend.openai(api_key="raw").chat.completions.create(**chat_payload(1)).usage
+    assert openai_usage is not None
+    assert isinstance(openai_usage, openai.types.CompletionUsage)
