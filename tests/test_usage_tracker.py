@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from promptcache.usage import (
     JsonlSink,
@@ -226,3 +228,46 @@ def test_otel_helper_works_with_the_opentelemetry_api() -> None:
     trace = pytest.importorskip("opentelemetry.trace")
     span = trace.NonRecordingSpan(trace.INVALID_SPAN_CONTEXT)
     assert set_span_usage(span, rec(1, 1))["gen_ai.usage.input_tokens"] == 12
+
+
+_counts = st.integers(min_value=0, max_value=2_000_000)
+
+
+@st.composite
+def _records(draw: st.DrawFn) -> UsageRecord:
+    if draw(st.booleans()):  # Anthropic-shaped: exclusive buckets, TTL split
+        w5, w1 = draw(_counts), draw(_counts)
+        return UsageRecord(provider="anthropic", model="claude-sonnet-4-5",
+                           uncached_input=draw(_counts), cache_read=draw(_counts),
+                           cache_write=w5 + w1, cache_write_5m=w5, cache_write_1h=w1,
+                           output=draw(_counts), label=draw(st.sampled_from(["a", "b"])))
+    total = draw(_counts)  # OpenAI-shaped: inclusive total
+    read = draw(st.integers(min_value=0, max_value=total))
+    return UsageRecord(provider="openai", model="gpt-4o", uncached_input=total - read,
+                       cache_read=read, input_total=total, output=draw(_counts),
+                       label=draw(st.sampled_from(["a", "b"])))
+
+
+@settings(max_examples=60)
+@given(st.lists(_records(), min_size=1, max_size=25))
+def test_hit_rate_is_ratio_of_sums_in_unit_interval_and_cost_adds_up(
+        records: list[UsageRecord]) -> None:
+    t = UsageTracker(warn=False)
+    for r in records:
+        t.add(r)
+    s = t.summary()
+    reads = sum(r.cache_read or 0 for r in records)
+    totals = sum(r.total_input or 0 for r in records)
+    if totals:
+        assert s.hit_rate == reads / totals
+        assert s.hit_rate is not None and 0.0 <= s.hit_rate <= 1.0
+    else:
+        assert s.hit_rate is None
+    costs = [c for c in t.costs]
+    assert all(c is not None and c.total is not None for c in costs)
+    assert s.cost == sum((c.total for c in costs if c is not None and c.total is not None),
+                         Decimal(0))
+    by_label = t.by_label()
+    assert sum(v.requests for v in by_label.values()) == len(records)
+    assert sum((v.cost or Decimal(0)) for v in by_label.values()) == s.cost
+    assert s.savings is not None and s.input_cost is not None
