@@ -28,9 +28,11 @@ __all__ = [
 Tier = Literal["tools", "system", "messages"]
 
 A_CACHING = "https://platform.claude.com/docs/en/build-with-claude/prompt-caching"
-A_SKILL = "https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md"
+A_SKILL = ("https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/"
+           "prompt-caching.md")
 A_STRUCTURED = "https://platform.claude.com/docs/en/build-with-claude/structured-outputs"
-ANTHROPIC_DIAGNOSTICS_URL = "https://platform.claude.com/docs/en/build-with-claude/cache-diagnostics"
+ANTHROPIC_DIAGNOSTICS_URL = ("https://platform.claude.com/docs/en/build-with-claude/"
+                             "cache-diagnostics")
 O_CACHING = "https://developers.openai.com/api/docs/guides/prompt-caching"
 OPENAI_DIAGNOSTICS_URL = "https://developers.openai.com/api/docs/guides/prompt-caching/diagnostics"
 

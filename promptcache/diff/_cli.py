@@ -115,10 +115,9 @@ def _usd(x: float | None) -> str:
 
 
 def _print_diff(r: DiffResult, a: str, b: str) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False)
+    console = _console()
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
@@ -183,6 +182,15 @@ def _print_diff(r: DiffResult, a: str, b: str) -> None:
     console.print(grid)
 
 
+def _console() -> Any:
+    """A rich console; 120 columns when not writing to a terminal (CI logs, pipes)."""
+    import sys
+
+    from rich.console import Console
+
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 120)
+
+
 def _escape(text: str) -> str:
     from rich.markup import escape
 
@@ -228,10 +236,9 @@ def explain_command(log: str, fmt: str, model: str | None, provider: str | None,
 
 
 def _print_report(r: ExplainReport, log: str, show_all: bool) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False)
+    console = _console()
     console.print(f"[bold]promptcache explain[/bold] {log}: {len(r.requests)} requests, "
                   f"{r.sessions} sessions, {r.misses} misses, {_tokens(r.lost_tokens)} tokens "
                   f"rewritten, {_usd(r.miss_cost_usd)} extra")
@@ -248,16 +255,19 @@ def _print_report(r: ExplainReport, log: str, show_all: bool) -> None:
     if not rows:
         return
     table = Table(title="requests" if show_all else "misses")
-    for col in ("line", "session", "turn", "status", "cause", "path", "pred. read",
-                "obs. read", "lost", "USD", "provider says"):
-        table.add_column(col)
+    for col, justify in (("line", "right"), ("session:turn", "left"), ("status / cause", "left"),
+                         ("at", "left"), ("read pred/obs", "right"), ("lost", "right"),
+                         ("USD", "right"), ("provider says", "left")):
+        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for x in rows[:200]:
         dg = x.diagnostics
-        says = "" if dg is None else f"{dg.reason}{'' if dg.agrees is not False else ' (!)'}"
-        table.add_row(str(x.line), x.session, str(x.turn), x.status, x.cause or "",
-                      x.path or "", _tokens(x.predicted_cache_read),
-                      _tokens(x.observed_cache_read), _tokens(x.lost_tokens),
-                      _usd(x.miss_cost_usd), says)
+        says = "" if dg is None else f"{dg.reason}{' (disagrees)' if dg.agrees is False else ''}"
+        what = x.cause or x.status
+        if x.status == "unexplained_miss":
+            what = "unexplained (provider side?)"
+        table.add_row(str(x.line), f"{x.session}:{x.turn}", what, x.path or "",
+                      f"{_tokens(x.predicted_cache_read)}/{_tokens(x.observed_cache_read)}",
+                      _tokens(x.lost_tokens), _usd(x.miss_cost_usd), says)
     console.print(table)
     if len(rows) > 200:
         console.print(f"... {len(rows) - 200} more (use --format json for all)")

@@ -777,8 +777,9 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
         if scale != 1.0:
             notes.append(f"token counts scaled by {scale:.4f} to match request A's reported usage")
         pred_read = round(p.read * scale)
-        predicted = PredictedUsage.model_construct(cache_read=pred_read, cache_write=round(p.write * scale),
-                                   uncached_input=round(p.uncached * scale))
+        predicted = PredictedUsage.model_construct(cache_read=pred_read,
+                                                   cache_write=round(p.write * scale),
+                                                   uncached_input=round(p.uncached * scale))
         ideal = round(ideal * scale)
     else:
         notes.append("model unknown to the catalog: no prediction, no cost (pass --model)")
@@ -788,8 +789,9 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
 
     observed = None
     if usage_b is not None:
-        observed = ObservedUsage.model_construct(cache_read=usage_b.cache_read, cache_write=usage_b.cache_write,
-                                 uncached_input=usage_b.uncached_input)
+        observed = ObservedUsage.model_construct(cache_read=usage_b.cache_read,
+                                                 cache_write=usage_b.cache_write,
+                                                 uncached_input=usage_b.uncached_input)
 
     # lost tokens and verdict
     lost: int | None = None
@@ -865,7 +867,8 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
     return DiffResult.model_construct(
         provider=pb.view.provider, model=pb.model, verdict=verdict,  # type: ignore[arg-type]
         cause=primary, causes=causes, divergence=divergence, invalidated_levels=invalidated,
-        reusable_prefix=reusable, semantic_equal=semantic_equal, identical_prefix_tokens=round(identical * scale),
+        reusable_prefix=reusable, semantic_equal=semantic_equal,
+        identical_prefix_tokens=round(identical * scale),
         ideal_cache_read=ideal, predicted=predicted, lost_tokens=lost, miss_cost_usd=usd,
         extra_cost_base_tokens=base, observed=observed, classification=classification,
         checks=checks, diagnostics=diag, token_counts_exact=pb.view.counter_exact,
@@ -959,10 +962,12 @@ def _checks(pa: Prepared, pb: Prepared, first: int, gap: float | None,
     checks = [
         Check.model_construct(name="byte-identical bodies", passed=same_body),
         Check.model_construct(name="B extends A's prefix unchanged", passed=identical_prefix),
-        Check.model_construct(name="same model", passed=(pa.model == pb.model) if pa.model and pb.model else None),
+        Check.model_construct(name="same model",
+                              passed=(pa.model == pb.model) if pa.model and pb.model else None),
     ]
     if gap is None:
-        checks.append(Check.model_construct(name="gap < TTL", passed=None, detail="no timestamps given"))
+        checks.append(Check.model_construct(name="gap < TTL", passed=None,
+                                            detail="no timestamps given"))
     else:
         if pa.family == "anthropic":
             ttl = max((_ttl_seconds(pa.bp_ttl.get(j)) for j in pa.bps), default=300.0)

@@ -247,9 +247,12 @@ def _usage_family(e: _Entry, provider: str | None) -> str:
 def _progress(entries: list[_Entry], show: bool) -> Iterable[_Entry]:
     if not show:
         return entries
+    from rich.console import Console
     from rich.progress import track
 
-    return track(entries, description="explaining", transient=True, console=None)
+    # stderr, so a JSON report on stdout stays clean
+    return track(entries, description="explaining", transient=True,
+                 console=Console(stderr=True))
 
 
 class _SessionIndex:
