@@ -911,7 +911,21 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     for c in cand_list:
         if c.index in chosen:
             continue
-        why = _skip_reason(c, slots, len(chosen))
+        if len(chosen) >= slots:
+            why = (f"no slot left: {slots} free after the caller's markers, all taken by a plan "
+                   "with more expected reads")
+        else:
+            with_c = score(tuple(sorted(chosen | {c.index})))
+            if with_c is None:
+                why = (f"would break the lookback chain: more than {lookback} positions after "
+                       "every earlier breakpoint and every entry the previous request wrote")
+            elif c.role == "chain":
+                why = "not needed: the chosen breakpoints already reach each other"
+            else:
+                why = ("adds no expected cache reads under the reuse model "
+                       f"(continuation {reuse.continuation:g}, new conversation "
+                       f"{reuse.new_conversation:g}, branch {reuse.branch:g}, tools only "
+                       f"{reuse.tools_only:g})")
         decisions.append(Decision(c.index, segs[c.index].path, c.role, False, why))
 
     write: int | None = None
@@ -930,14 +944,6 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
 
 def _rank_ttl(rank: int) -> str:
     return next(t for t, r in _TTL_RANK.items() if r == rank)
-
-
-def _skip_reason(c: _Cand, slots: int, used: int) -> str:
-    if used >= slots:
-        return f"no slot left ({slots} free after the caller's markers, all used by better ones)"
-    if c.role == "chain":
-        return "not needed: the chosen breakpoints already reach each other"
-    return "adds no expected cache reads under the reuse model (or would break the lookback chain)"
 
 
 # ============================================================================ apply

@@ -383,3 +383,57 @@ def test_openai_user_markers_count_against_the_three_explicit_writes() -> None:
     view = render(payload)
     plan = plan_breakpoints(view, get_policy("gpt-5.6-sol"))
     assert [b.source for b in plan.breakpoints] == ["user", "user", "user", "implicit"]
+
+
+# ------------------------------------------------------------------ never a request the API rejects
+@st.composite
+def marked_payloads(draw: st.DrawFn) -> dict[str, Any]:
+    """Anthropic payloads with random caller markers, some on blocks that cannot carry one."""
+    blocks: list[dict[str, Any]] = []
+    n = draw(st.integers(2, 14))
+    messages: list[dict[str, Any]] = []
+    for m in range(n):
+        role = "user" if m % 2 == 0 else "assistant"
+        content: list[dict[str, Any]] = []
+        for j in range(draw(st.integers(1, 3))):
+            kind = draw(st.sampled_from(["text", "text", "blank", "thinking"] if role ==
+                                        "assistant" else ["text", "text", "blank"]))
+            if kind == "thinking":
+                block: dict[str, Any] = {"type": "thinking", "thinking": "t", "signature": "s"}
+            else:
+                block = {"type": "text",
+                         "text": filler(draw(st.integers(5, 700)), f"b{m}.{j}") if kind == "text"
+                         else draw(st.sampled_from(["", " ", "\n\n"]))}
+            content.append(block)
+            blocks.append(block)
+        messages.append({"role": role, "content": content})
+    system = [{"type": "text", "text": filler(draw(st.integers(100, 2000)), f"s{i}")}
+              for i in range(draw(st.integers(1, 3)))]
+    blocks.extend(system)
+    for block in draw(st.lists(st.sampled_from(blocks), max_size=7)):
+        ttl = draw(st.sampled_from([None, "5m", "1h"]))
+        block["cache_control"] = {"type": "ephemeral", **({"ttl": ttl} if ttl else {})}
+    payload: dict[str, Any] = {"model": CLAUDE, "max_tokens": 10, "system": system,
+                               "messages": messages}
+    auto = draw(st.sampled_from([None, "5m", "1h"]))
+    if auto is not None and draw(st.booleans()):
+        payload["cache_control"] = {"type": "ephemeral", "ttl": auto}
+    return payload
+
+
+@settings(max_examples=60)
+@given(marked_payloads())
+def test_auto_cache_never_emits_what_the_api_rejects(payload: dict[str, Any]) -> None:
+    out = auto_cache(payload)
+    view = render(out)
+    bps = view.breakpoints()
+    assert len(bps) <= 4
+    ttls = [view.breakpoint_of(s).ttl for s in bps]  # type: ignore[union-attr]
+    assert all(RANK[str(a)] >= RANK[str(b)] for a, b in pairwise(ttls)), ttls
+    for s in view.segments:
+        if s.breakpoint is not None:
+            assert s.kind not in ("thinking", "redacted_thinking")
+            assert (s.text or "").strip() or s.kind != "text"
+    if view.automatic is not None and view.automatic_index is not None:
+        seg = view.segments[view.automatic_index]
+        assert seg.breakpoint is None or seg.breakpoint.ttl == view.automatic.ttl
