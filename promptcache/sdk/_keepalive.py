@@ -1,0 +1,290 @@
+"""Bounded, priced cache keep-alive pings with a stop handle.
+
+A ping re-sends a request's cached prefix with (almost) no output, so its cache entry's TTL is
+refreshed by a cache read instead of lapsing:
+
+- Anthropic: the same request with ``max_tokens=0`` (a pre-warm: prefill only, writes and
+  reads the cache at the breakpoints, returns ``content: []`` with a filled ``usage``; rejected
+  with ``stream``, thinking enabled, a forced ``tool_choice`` or ``output_config.format``:
+  https://platform.claude.com/docs/en/build-with-claude/prompt-caching, reference
+  hosted-api-rules.md 1.x "Pre-warming").
+- OpenAI chat: ``max_completion_tokens=1`` (one output token at most). Responses:
+  ``max_output_tokens=16``, the smallest value the Responses API accepts.
+
+Pings are bounded three ways: ``max_pings``, ``max_usd`` (a spend cap, priced with the catalog
+through :meth:`promptcache.usage.UsageTracker.cost_of`) and :meth:`KeepAlive.stop`. Peers'
+keep-alives were criticised for silent, unbounded spending (Aider #3548, #4372; Claude Code
+#95728, reference peer-tools.md "Warming"); every ping here is a usage record with its cost.
+
+Spend cap rule: before each ping the handle checks ``spent + estimate <= max_usd``, where the
+estimate is the most expensive ping so far (before the first ping: the cost of writing the
+whole prompt at the highest write rate, an upper bound). A ping whose cost is unknown (no
+prices) stops the loop when a cap is set.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from promptcache._errors import InvalidRequestError
+from promptcache.sdk._observe import body_of, logger
+
+if TYPE_CHECKING:
+    from promptcache.usage import UsageRecord, UsageTracker
+
+__all__ = ["KeepAlive", "keepalive"]
+
+
+def _ping_request(kind: str, request: Mapping[str, Any]) -> dict[str, Any]:
+    """The ping's keyword arguments for a request of ``kind``.
+
+    Raises:
+        InvalidRequestError: the request cannot be pre-warmed (Anthropic ``max_tokens=0`` rules).
+    """
+    ping = {k: v for k, v in request.items() if k not in ("stream", "stream_options")}
+    if kind == "anthropic":
+        thinking = ping.get("thinking")
+        if isinstance(thinking, Mapping) and thinking.get("type") == "enabled":
+            raise InvalidRequestError("thinking", "max_tokens=0 pre-warm pings are rejected with "
+                                      "thinking enabled; keep the cache warm with a real request")
+        choice = ping.get("tool_choice")
+        if isinstance(choice, Mapping) and choice.get("type") in ("tool", "any"):
+            raise InvalidRequestError("tool_choice", "max_tokens=0 pre-warm pings are rejected "
+                                      "with a forced tool_choice")
+        config = ping.get("output_config")
+        if isinstance(config, Mapping) and config.get("format") is not None:
+            raise InvalidRequestError("output_config.format", "max_tokens=0 pre-warm pings are "
+                                      "rejected with structured outputs")
+        ping["max_tokens"] = 0
+    elif kind == "openai-chat":
+        ping.pop("max_tokens", None)
+        ping["max_completion_tokens"] = 1
+        ping.pop("n", None)
+    else:
+        ping["max_output_tokens"] = 16
+    return ping
+
+
+def _kind(client: Any) -> str:
+    from promptcache.sdk._wrap import _family
+
+    family, is_async = _family(client)
+    if is_async:
+        raise TypeError("keepalive() needs a sync client (anthropic.Anthropic or openai.OpenAI)")
+    return family
+
+
+class KeepAlive:
+    """Handle of a keep-alive loop (see :func:`keepalive`).
+
+    Attributes:
+        pings: pings sent so far.
+        spent_usd: their total cost (USD, Decimal; ``None`` once a ping could not be priced).
+        records: the pings' usage records.
+        stopped: why the loop ended (``"stopped"``, ``"max_pings"``, ``"spend_cap"``,
+            ``"unpriced"``, ``"error: ..."``), None while it runs.
+        error: the exception that ended the loop, if any (never raised from the thread).
+    """
+
+    def __init__(self, send: Callable[[], Any], *, usage_format: str, every: float,
+                 max_pings: int, max_usd: Decimal | None, tracker: UsageTracker,
+                 first_estimate: Decimal | None, sleep: Callable[[float], None] | None,
+                 clock: Callable[[], float], label: str | None) -> None:
+        self._send = send
+        self._format = usage_format
+        self.every = every
+        self.max_pings = max_pings
+        self.max_usd = max_usd
+        self._tracker = tracker
+        self._estimate = first_estimate
+        self._stop = threading.Event()
+        self._sleep = sleep
+        self._clock = clock
+        self._label = label
+        self._thread: threading.Thread | None = None
+        self.pings = 0
+        self.spent_usd: Decimal | None = Decimal(0)
+        self.records: list[UsageRecord] = []
+        self.stopped: str | None = None
+        self.error: BaseException | None = None
+
+    # ------------------------------------------------------------------ control
+    def stop(self) -> None:
+        """Ask the loop to stop; no ping starts after this returns (one in flight finishes)."""
+        self._stop.set()
+
+    def start(self) -> KeepAlive:
+        """Run the loop in a daemon thread; returns self."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self.run, name="promptcache-keepalive",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the loop's thread to end."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    @property
+    def running(self) -> bool:
+        """True while the loop has not ended."""
+        return self.stopped is None
+
+    # ------------------------------------------------------------------ loop
+    def _wait(self) -> bool:
+        """Sleep one interval; True when stopped meanwhile."""
+        if self._sleep is None:
+            return self._stop.wait(self.every)
+        self._sleep(self.every)
+        return self._stop.is_set()
+
+    def _cap_reached(self) -> bool:
+        if self.max_usd is None:
+            return False
+        if self.spent_usd is None:
+            return True
+        estimate = self._estimate if self._estimate is not None else Decimal(0)
+        return self.spent_usd + estimate > self.max_usd
+
+    def run(self) -> None:
+        """Run the loop in this thread: sleep ``every`` seconds, ping, repeat until a bound."""
+        try:
+            while True:
+                if self._wait():
+                    self.stopped = "stopped"
+                    return
+                if self.pings >= self.max_pings:
+                    self.stopped = "max_pings"
+                    return
+                if self._cap_reached():
+                    self.stopped = "unpriced" if self.spent_usd is None else "spend_cap"
+                    return
+                self._ping()
+        except Exception as exc:  # the API's error ends the loop; it is kept, not raised
+            self.error = exc
+            self.stopped = f"error: {type(exc).__name__}: {exc}"
+            logger.warning("promptcache: keepalive stopped by an error (%s: %s)",
+                           type(exc).__name__, exc)
+
+    def _ping(self) -> None:
+        from promptcache.usage import parse_usage
+
+        start = self._clock()
+        response = self._send()
+        self.pings += 1
+        record = parse_usage(response, provider=self._format, label=self._label, start=start,
+                             end=self._clock())
+        self.records.append(record)
+        cost = self._tracker.cost_of(record)
+        total = None if cost is None else cost.total
+        if total is None or self.spent_usd is None:
+            self.spent_usd = None
+            return
+        self.spent_usd += total
+        if self._estimate is None or total > self._estimate or self.pings == 1:
+            self._estimate = total
+
+
+def _first_estimate(tracker: UsageTracker, usage_format: str, body: Mapping[str, Any],
+                    kind: str) -> Decimal | None:
+    """Upper bound of one ping's cost: the whole prompt written at the highest write rate."""
+    from promptcache.usage import UsageRecord
+
+    try:
+        from promptcache.prefix import render
+
+        view = render(body, kind, model=body.get("model"))
+        tokens = view.total_tokens
+        model = body.get("model")
+        worst = [UsageRecord(provider=usage_format, model=model, uncached_input=0, cache_read=0,
+                             cache_write=tokens, cache_write_5m=0, cache_write_1h=tokens,
+                             output=16),
+                 UsageRecord(provider=usage_format, model=model, uncached_input=tokens,
+                             cache_read=0, output=16)]
+        costs = [tracker.cost_of(r) for r in worst]
+        known = [c.total for c in costs if c is not None and c.total is not None]
+        return max(known) if known else None
+    except Exception as exc:
+        logger.warning("promptcache: keepalive could not estimate a ping's cost (%s)", exc)
+        return None
+
+
+def keepalive(client: Any, request: Mapping[str, Any], *, every: float = 240.0,
+              max_pings: int = 10, max_usd: Decimal | float | str | None = "1.00",
+              tracker: UsageTracker | None = None, label: str | None = "keepalive",
+              sleep: Callable[[float], None] | None = None,
+              clock: Callable[[], float] = time.time, start: bool = True) -> KeepAlive:
+    """Keep a request's cache entries warm with bounded, priced pings.
+
+    Example::
+
+        handle = keepalive(client, request, every=240, max_pings=6, max_usd="0.50")
+        ...                        # the user is thinking; the prefix stays cached
+        handle.stop()
+
+    Args:
+        client: a sync ``anthropic.Anthropic`` or ``openai.OpenAI`` (wrapped or not; a wrapped
+            client also records the pings in its own tracker).
+        request: keyword arguments of the request whose prefix to keep warm
+            (``messages.create`` for Anthropic; ``chat.completions.create``, or
+            ``responses.create`` when it has ``input``, for OpenAI).
+        every: seconds between pings (below the TTL: 5m entries need < 300 s).
+        max_pings: most pings ever sent.
+        max_usd: spend cap in USD (None: no cap); see the module docstring for the rule.
+        tracker: prices the pings (default: a private tracker with catalog prices).
+        label: label of the pings' usage records.
+        sleep: injectable sleeper ``sleep(seconds)`` (tests: advance a manual clock); default
+            waits on the stop event, so :meth:`KeepAlive.stop` interrupts the wait.
+        clock: wall clock for the records' start/end (seconds since the epoch).
+        start: run the loop in a daemon thread now; with False call :meth:`KeepAlive.run`.
+
+    Returns:
+        The :class:`KeepAlive` handle.
+
+    Raises:
+        InvalidRequestError: the request cannot be pinged (Anthropic pre-warm restrictions).
+        TypeError: not a sync anthropic / openai client.
+        ValueError: ``every`` <= 0, ``max_pings`` < 0 or a negative ``max_usd``.
+    """
+    if every <= 0 or max_pings < 0:
+        raise ValueError("every must be > 0 and max_pings >= 0")
+    cap = None if max_usd is None else Decimal(str(max_usd))
+    if cap is not None and cap < 0:
+        raise ValueError("max_usd must be >= 0")
+    family = _kind(client)
+    if family == "anthropic":
+        kind, fmt = "anthropic", "anthropic"
+        method = client.messages.create
+    elif "input" in request and "messages" not in request:
+        kind, fmt = "openai-responses", "openai-responses"
+        method = client.responses.create
+    else:
+        kind, fmt = "openai-chat", "openai"
+        method = client.chat.completions.create
+    ping = _ping_request(kind, request)
+    if tracker is None:
+        from promptcache.usage import UsageTracker
+
+        tracker = UsageTracker(keep_records=False)
+    estimate = _first_estimate(tracker, fmt, body_of(ping), kind)
+    if label is not None and _is_wrapped(client):
+        ping["promptcache_label"] = label  # the wrapper labels the pings in its own tracker
+
+    def send() -> Any:
+        return method(**ping)
+
+    handle = KeepAlive(send, usage_format=fmt, every=every, max_pings=max_pings, max_usd=cap,
+                       tracker=tracker, first_estimate=estimate, sleep=sleep, clock=clock,
+                       label=label)
+    return handle.start() if start else handle
+
+
+def _is_wrapped(client: Any) -> bool:
+    from promptcache.sdk._wrap import is_wrapped
+
+    return is_wrapped(client)

@@ -1,0 +1,499 @@
+"""What the wrapper does around one request: plan, lint, live diff, usage.
+
+:class:`Observer` holds one wrapped client's settings and the state its copies share (the
+sessions' previous requests, the findings already reported). Every public entry point of this
+module is fault-isolated: an exception raised by promptcache's own planning, lint, diff or
+usage tracking is caught and logged on the ``"promptcache"`` logger, and the call goes on
+unchanged. The only exception the wrapper raises on purpose is
+:class:`~promptcache._errors.PromptCacheLintError` (``lint="error"``), before anything is sent.
+
+Per request, in this order (all on the outgoing keyword arguments; the caller's dict is never
+mutated)::
+
+    kwargs ─► strip promptcache_* overrides ─► payload (JSON body: kwargs without the SDK's
+              request options, extra_body merged, pydantic models dumped as the SDK dumps them)
+          ─► auto_cache: plan_breakpoints(render(payload), policy, previous plan of the session)
+                         + apply_plan (markers kept, prompt_cache_key set when absent)
+          ─► lint_request(payload, previous=previous payload of the session)
+          ─► live diff: first divergence from the session's previous request; when it lies at
+                        or before that request's last breakpoint, diff() names the cause
+          ─► send (the SDK's own method) ─► usage record ─► tracker
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import warnings
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from promptcache._errors import PromptCacheLintError
+
+if TYPE_CHECKING:
+    from promptcache.planner import BreakpointPlan
+    from promptcache.prefix import PrefixView
+    from promptcache.usage import UsageEvent, UsageRecord, UsageTracker
+
+__all__ = [
+    "LintMode",
+    "Observer",
+    "PromptCacheWarning",
+    "SentRequest",
+    "Shape",
+    "logger",
+]
+
+logger = logging.getLogger("promptcache")
+
+LintMode = Literal["warn", "error", "off"]
+Shape = Literal["anthropic", "openai-chat", "openai-responses"]
+
+#: Keyword arguments of the SDK methods that are request options, not body fields.
+_REQUEST_OPTIONS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
+#: Per-call overrides the wrapper reads and strips before sending.
+OVERRIDES = ("promptcache_label", "promptcache_session", "promptcache_auto_cache",
+             "promptcache_lint")
+#: parse_usage wire format per request shape.
+_USAGE_FORMAT: dict[str, str] = {"anthropic": "anthropic", "openai-chat": "openai",
+                                 "openai-responses": "openai-responses"}
+
+
+class PromptCacheWarning(UserWarning):
+    """Warned by the wrapper: a lint finding (``lint="warn"``), a streamed response whose usage
+    is unknown, or a request that breaks its session's cached prefix."""
+
+
+@dataclass(frozen=True)
+class SentRequest:
+    """One request as the wrapper sent it (for :func:`promptcache.sdk.assert_cache_stable`).
+
+    Attributes:
+        provider: request shape (``"anthropic"``, ``"openai-chat"``, ``"openai-responses"``).
+        payload: the JSON body as sent (after auto_cache), request options left out.
+        session: the session it belongs to (None: none given).
+        label: its label.
+        start: when it was sent (seconds since the epoch).
+    """
+
+    provider: str
+    payload: Mapping[str, Any]
+    session: str | None
+    label: str | None
+    start: float
+
+
+@dataclass
+class _SessionState:
+    payload: Mapping[str, Any]
+    provider: str
+    view: PrefixView
+    digests: list[str]
+    last_breakpoint: int | None
+    plan: BreakpointPlan | None
+
+
+@dataclass
+class Call:
+    """One observed request in flight (internal; passed to the stream proxies).
+
+    Attributes:
+        shape: request shape.
+        kwargs: the keyword arguments to send.
+        label / session: effective label and session.
+        model: the request's model id (None if absent).
+        start: when it was sent (seconds since the epoch; set just before sending).
+        prefix_hash: digest of the prefix up to the last breakpoint (None: not computed).
+    """
+
+    shape: Shape
+    kwargs: dict[str, Any]
+    label: str | None
+    session: str | None
+    model: str | None = None
+    start: float = 0.0
+    prefix_hash: str | None = None
+    stream: bool = False
+
+
+@dataclass
+class _Shared:
+    """State shared by a wrapped client and its copies (``with_options`` / ``copy``)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    sessions: dict[str | None, _SessionState] = field(default_factory=dict)
+    reported: set[str] = field(default_factory=set)
+    history: deque[SentRequest] = field(default_factory=lambda: deque(maxlen=256))
+
+
+def _dump(value: Any) -> Any:
+    """JSON-like copy of ``value`` where it holds pydantic models (as the SDKs dump them:
+    ``exclude_unset``, ``mode="json"``, ``by_alias``); the same object when it holds none."""
+    if isinstance(value, Mapping):
+        out: dict[str, Any] | None = None
+        for k, v in value.items():
+            d = _dump(v)
+            if d is not v and out is None:
+                out = dict(value)
+            if out is not None:
+                out[k] = d
+        return value if out is None else out
+    if isinstance(value, list | tuple):
+        items = [_dump(v) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)) and isinstance(value, list):
+            return value
+        return items
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(exclude_unset=True, mode="json", by_alias=True)
+    return value
+
+
+def _given(value: Any) -> bool:
+    name = type(value).__name__
+    return name not in ("NotGiven", "Omit")
+
+
+def body_of(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON body the SDK will send for ``kwargs`` (request options left out, ``extra_body``
+    merged over the fields, NOT_GIVEN / omit dropped, pydantic models dumped)."""
+    body = {k: v for k, v in kwargs.items() if k not in _REQUEST_OPTIONS and _given(v)}
+    extra = kwargs.get("extra_body")
+    if isinstance(extra, Mapping):
+        body.update(extra)
+    dumped: dict[str, Any] = _dump(body)
+    return dumped
+
+
+class Observer:
+    """Settings of one ``wrap()`` call plus the state its copies share.
+
+    Args:
+        tracker: where usage records go (a new :class:`~promptcache.usage.UsageTracker` when
+            None).
+        label / session: defaults for every request (overridable per call).
+        auto_cache: plan cache markers on outgoing requests.
+        lint: ``"warn"``, ``"error"`` or ``"off"``.
+        shared: state shared with other observers (copies of the client).
+    """
+
+    def __init__(self, *, tracker: UsageTracker | None, label: str | None, session: str | None,
+                 auto_cache: bool, lint: LintMode, shared: _Shared | None = None) -> None:
+        if lint not in ("warn", "error", "off"):
+            raise ValueError(f"lint must be 'warn', 'error' or 'off', got {lint!r}")
+        if tracker is None:
+            from promptcache.usage import UsageTracker
+
+            tracker = UsageTracker()
+        self.tracker = tracker
+        self.label = label
+        self.session = session
+        self.auto_cache = bool(auto_cache)
+        self.lint: LintMode = lint
+        self.shared = shared if shared is not None else _Shared()
+
+    # ------------------------------------------------------------------ reporting
+    def once(self, key: str) -> bool:
+        """True the first time ``key`` is seen by this client (and its copies)."""
+        with self.shared.lock:
+            if key in self.shared.reported:
+                return False
+            self.shared.reported.add(key)
+            return True
+
+    def warn_once(self, key: str, message: str) -> None:
+        """Log ``message`` (warning) and ``warnings.warn`` it, once per ``key``."""
+        if self.once(key):
+            logger.warning("%s", message)
+            warnings.warn(message, PromptCacheWarning, stacklevel=4)
+
+    # ------------------------------------------------------------------ before sending
+    def prepare(self, shape: Shape, kwargs: dict[str, Any]) -> Call:
+        """Strip the overrides, plan, lint and diff one request (see the module docstring).
+
+        Returns:
+            The :class:`Call` to send (``call.kwargs``: what goes to the SDK method).
+
+        Raises:
+            PromptCacheLintError: ``lint="error"`` and the request has error- or
+                warning-severity findings. Nothing else: internal faults are logged.
+        """
+        kwargs = dict(kwargs)
+        label = kwargs.pop("promptcache_label", self.label)
+        session = kwargs.pop("promptcache_session", self.session)
+        auto = bool(kwargs.pop("promptcache_auto_cache", self.auto_cache))
+        lint: LintMode = kwargs.pop("promptcache_lint", self.lint)
+        call = Call(shape, kwargs, label, session, stream=kwargs.get("stream") is True)
+        blocking: list[Any] = []
+        try:
+            blocking = self._prepare(call, auto, lint)
+        except Exception as exc:  # promptcache's own fault: the call goes on unchanged
+            logger.warning("promptcache: request preparation failed (%s: %s); sending the "
+                           "request unchanged", type(exc).__name__, exc, exc_info=True)
+        if blocking:
+            lines = "; ".join(f"{f.code} {f.path or ''}: {f.message}" for f in blocking)
+            raise PromptCacheLintError(
+                f"promptcache lint found {len(blocking)} problem(s) before sending: {lines}",
+                blocking)
+        return call
+
+    def _prepare(self, call: Call, auto: bool, lint: LintMode) -> list[Any]:
+        body = body_of(call.kwargs)
+        model = body.get("model")
+        call.model = model if isinstance(model, str) else None
+        with self.shared.lock:
+            prev = self.shared.sessions.get(call.session)
+        if prev is not None and prev.provider != call.shape:
+            prev = None
+        if not auto and lint == "off" and call.session is None:
+            self._remember(call, body, None, None)
+            return []
+        from promptcache.prefix import render
+
+        view = render(body, call.shape, model=call.model)
+        plan = None
+        if auto:
+            body, view, plan = self._auto_cache(call, body, view, prev)
+        blocking = self._lint(call, body, prev, lint) if lint != "off" else []
+        self._remember(call, body, view, plan, prev)
+        return blocking
+
+    def _auto_cache(self, call: Call, body: dict[str, Any], view: PrefixView,
+                    prev: _SessionState | None
+                    ) -> tuple[dict[str, Any], PrefixView, BreakpointPlan | None]:
+        from promptcache.catalog import get_policy
+        from promptcache.planner import apply_plan, plan_breakpoints
+        from promptcache.prefix import render
+
+        if call.model is None:
+            return body, view, None
+        policy = get_policy(call.model)
+        previous: Any = None
+        if prev is not None:
+            previous = prev.plan if prev.plan is not None else prev.view
+        plan = plan_breakpoints(view, policy, previous)
+        new = apply_plan(body, plan)
+        if new == body:
+            return body, view, plan
+        extra = call.kwargs.get("extra_body")
+        extra_keys = set(extra) if isinstance(extra, Mapping) else set()
+        new_extra = dict(extra) if isinstance(extra, Mapping) else None
+        for key, value in new.items():
+            if key in body and body[key] == value:
+                continue
+            if key in extra_keys and new_extra is not None:
+                new_extra[key] = value
+            else:
+                call.kwargs[key] = value
+        if new_extra is not None:
+            call.kwargs["extra_body"] = new_extra
+        return new, render(new, call.shape, model=call.model), plan
+
+    def _lint(self, call: Call, body: Mapping[str, Any], prev: _SessionState | None,
+              lint: LintMode) -> list[Any]:
+        from promptcache.lint.api import lint_request
+
+        findings = lint_request(body, model=call.model, provider=call.shape,
+                                previous=prev.payload if prev is not None else None)
+        blocking: list[Any] = []
+        for f in findings:
+            sev = getattr(f.severity, "value", f.severity)
+            if lint == "error" and sev in ("error", "warning"):
+                blocking.append(f)
+                continue
+            if self.once("lint:" + f.fingerprint):
+                msg = f"promptcache {f.code} ({sev}) at {f.path or '<request>'}: {f.message}"
+                if f.fix:
+                    msg += f" Fix: {f.fix}"
+                logger.warning("%s", msg)
+                warnings.warn(msg, PromptCacheWarning, stacklevel=5)
+        return blocking
+
+    def _remember(self, call: Call, body: Mapping[str, Any], view: PrefixView | None,
+                  plan: BreakpointPlan | None, prev: _SessionState | None = None) -> None:
+        """Live diff against the session's previous request, then store this one."""
+        entry = SentRequest(call.shape, body, call.session, call.label, time.time())
+        if view is None:
+            with self.shared.lock:
+                self.shared.history.append(entry)
+            return
+        from promptcache.planner import prefix_digests
+
+        digests = prefix_digests(view)
+        last_bp = last_breakpoint(view)
+        if last_bp is not None:
+            call.prefix_hash = digests[last_bp]
+        if prev is not None and call.session is not None:
+            cut = first_divergence(prev.digests, digests)
+            if prev.last_breakpoint is not None and cut <= prev.last_breakpoint:
+                self._report_divergence(call, prev, body, cut)
+        state = _SessionState(body, call.shape, view, digests, last_bp, plan)
+        with self.shared.lock:
+            self.shared.sessions[call.session] = state
+            self.shared.history.append(entry)
+
+    def _report_divergence(self, call: Call, prev: _SessionState, body: Mapping[str, Any],
+                           cut: int) -> None:
+        where = (prev.view.segments[cut].path if cut < len(prev.view.segments)
+                 else "<end of request>")
+        try:
+            explanation = explain_break(prev.payload, body, call.shape, call.model)
+        except Exception as exc:  # the diff's fault, not the caller's
+            explanation = f"(diff failed: {type(exc).__name__}: {exc})"
+        logger.warning(
+            "promptcache: session %r: the request diverges from the previous one at %s, before "
+            "its last breakpoint, so the cached prefix is lost: %s", call.session, where,
+            explanation)
+
+    # ------------------------------------------------------------------ after the response
+    def record_response(self, call: Call, response: Any, end: float,
+                        first_token: float | None = None) -> None:
+        """Parse a non-streamed response's usage and add it to the tracker (faults logged)."""
+        try:
+            from promptcache.usage import parse_usage
+
+            rec = parse_usage(response, provider=_USAGE_FORMAT[call.shape],
+                              **self._fields(call, end, first_token, response))
+        except Exception as exc:
+            logger.warning("promptcache: could not read the response's usage (%s: %s)",
+                           type(exc).__name__, exc, exc_info=True)
+            rec = self.unknown_record(call, end, first_token, "usage_unparsable")
+        self.add(rec)
+
+    async def arecord_response(self, call: Call, response: Any, end: float) -> None:
+        """:meth:`record_response` for asyncio code (sink writes in a worker thread)."""
+        try:
+            from promptcache.usage import parse_usage
+
+            rec = parse_usage(response, provider=_USAGE_FORMAT[call.shape],
+                              **self._fields(call, end, None, response))
+        except Exception as exc:
+            logger.warning("promptcache: could not read the response's usage (%s: %s)",
+                           type(exc).__name__, exc, exc_info=True)
+            rec = self.unknown_record(call, end, None, "usage_unparsable")
+        try:
+            events = await self.tracker.aadd(rec)
+        except Exception as exc:
+            self._tracking_failed(exc)
+            return
+        self._log_events(events)
+
+    def _fields(self, call: Call, end: float, first_token: float | None,
+                response: Any = None) -> dict[str, Any]:
+        fields: dict[str, Any] = {"label": call.label, "session": call.session,
+                                  "start": call.start, "end": end,
+                                  "prefix_hash": call.prefix_hash}
+        if first_token is not None:
+            fields["first_token"] = first_token
+        rid = getattr(response, "_request_id", None)
+        if isinstance(rid, str):
+            fields["request_id"] = rid
+        return {k: v for k, v in fields.items() if v is not None}
+
+    def stream_fields(self, call: Call) -> dict[str, Any]:
+        """Record fields known before a stream starts (label, session, start, prefix hash)."""
+        return {k: v for k, v in {"label": call.label, "session": call.session,
+                                  "start": call.start, "prefix_hash": call.prefix_hash}.items()
+                if v is not None}
+
+    def unknown_record(self, call: Call, end: float, first_token: float | None,
+                       flag: str) -> UsageRecord:
+        """A record whose counts are unknown (None), flagged with ``flag``."""
+        from promptcache.usage import UsageRecord
+
+        return UsageRecord(provider=_USAGE_FORMAT[call.shape], model=call.model,
+                           first_token=first_token, end=end, flags=(flag,),
+                           **self.stream_fields(call))
+
+    def add(self, rec: UsageRecord) -> None:
+        """Add a record to the tracker; a failing sink or price lookup is logged, not raised."""
+        try:
+            events = self.tracker.add(rec)
+        except Exception as exc:
+            self._tracking_failed(exc)
+            return
+        self._log_events(events)
+
+    def _tracking_failed(self, exc: BaseException) -> None:
+        logger.warning("promptcache: usage tracking failed (%s: %s); the response is returned "
+                       "unchanged", type(exc).__name__, exc, exc_info=exc)
+
+    def _log_events(self, events: tuple[UsageEvent, ...]) -> None:
+        for ev in events:
+            if ev.kind == "unpriced":
+                model = ev.record.model
+                if self.once(f"unpriced:{model}"):
+                    logger.warning("promptcache: no prices for model %r (%s); its cost is "
+                                   "unknown", model, _price_error(model))
+            elif ev.kind != "zero_hit_alarm":  # the tracker warns about that one itself
+                logger.warning("promptcache: %s: %s", ev.kind, ev.message)
+            else:
+                logger.warning("promptcache: %s", ev.message)
+
+
+def _price_error(model: str | None) -> str:
+    if model is None:
+        return "the response names no model"
+    try:
+        from promptcache.catalog import get_prices
+
+        get_prices(model)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return "the tracker's price table failed"
+
+
+def last_breakpoint(view: PrefixView) -> int | None:
+    """Index of the segment the request's last cache entry ends at, or None.
+
+    Anthropic and OpenAI explicit mode: the last segment carrying a breakpoint (markers and the
+    automatic one). OpenAI implicit caching caches the whole prompt: the last segment.
+    """
+    bps = view.breakpoints()
+    if bps:
+        return max(s.index for s in bps)
+    if view.provider != "anthropic" and view.segments:
+        return len(view.segments) - 1
+    return None
+
+
+def first_divergence(before: list[str], after: list[str]) -> int:
+    """Index of the first segment whose chained digest differs (``len(before)`` when ``after``
+    extends ``before``; ``len(after)`` when ``after`` is a strict prefix of ``before``)."""
+    n = min(len(before), len(after))
+    if n and before[n - 1] == after[n - 1]:  # chained digests: equal at n-1 means equal before
+        return n
+    lo, hi = 0, n
+    while lo < hi:  # first index whose digests differ (they differ from there on)
+        mid = (lo + hi) // 2
+        if before[mid] == after[mid]:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def explain_break(a: Mapping[str, Any], b: Mapping[str, Any], provider: str,
+                  model: str | None) -> str:
+    """One paragraph: the diff's cause code, where, and the fix, for request ``b`` after ``a``."""
+    from promptcache.diff import diff
+
+    result = diff(a, b, provider=provider, model=model)
+    parts = [f"cause {result.cause}"]
+    primary = result.primary
+    if primary is not None:
+        parts.append(primary.title)
+        if primary.path:
+            parts.append(f"at {primary.path}")
+    div = result.divergence
+    if div is not None:
+        parts.append(f"first divergence {div.path} (tier {div.tier}, token {div.token_offset}): "
+                     f"{div.before!r} -> {div.after!r}")
+    if result.lost_tokens is not None:
+        parts.append(f"{result.lost_tokens} cached tokens lost")
+    if primary is not None and primary.fix_hint:
+        parts.append(f"fix: {primary.fix_hint}")
+    return "; ".join(parts)

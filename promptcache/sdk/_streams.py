@@ -1,0 +1,422 @@
+"""Stream proxies: the SDK's own events, unchanged, with usage recorded when the stream ends.
+
+A proxy wraps one SDK stream object (``anthropic.Stream`` / ``AsyncStream``,
+``anthropic.lib.streaming.MessageStream`` and its manager, ``openai.Stream`` /
+``AsyncStream``). It yields exactly the events the SDK yields, passes every other attribute
+through (``response``, ``request_id``, ``text_stream``, ...) and reports ``isinstance`` as the
+SDK class. Usage is recorded once, at the first of:
+
+- the last event (iteration ends);
+- ``close()`` or leaving a ``with`` / ``async with`` block;
+- an early ``break`` out of ``for event in stream`` (CPython closes the loop's iterator at
+  once; for ``async for`` the event loop closes it soon after);
+- ``get_final_message()`` / ``get_final_text()`` / ``until_done()`` (Anthropic
+  ``MessageStream``: the usage comes from the SDK's accumulated message snapshot, so it is the
+  same record a non-streamed call of the same request gives).
+
+A stream that carried no usage (an OpenAI chat stream without
+``stream_options={"include_usage": True}``, or one left before its usage event) is recorded
+with unknown (``None``) counts and a one-time warning. The proxy never adds ``include_usage``
+itself: that would add a chunk to the caller's stream.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Any
+
+from promptcache.sdk._observe import _USAGE_FORMAT, Call, Observer, logger
+
+__all__ = [
+    "AsyncMessageStreamManagerProxy",
+    "AsyncMessageStreamProxy",
+    "AsyncStreamProxy",
+    "MessageStreamManagerProxy",
+    "MessageStreamProxy",
+    "StreamProxy",
+    "is_token_event",
+]
+
+#: Event types that arrive before any generated token (no cache read is possible earlier
+#: than the first token: https://platform.claude.com/docs/en/build-with-claude/prompt-caching).
+_PRELUDE_TYPES = frozenset({
+    "message_start", "ping", "content_block_start",
+    "response.created", "response.in_progress", "response.queued",
+    "response.output_item.added", "response.content_part.added",
+})
+
+
+def is_token_event(event: Any) -> bool:
+    """Whether a streamed event carries (or follows) the first generated token.
+
+    Anthropic: any event but ``message_start`` / ``ping`` / ``content_block_start``. OpenAI
+    Responses: any event but the ``created`` / ``in_progress`` / ``added`` prelude. OpenAI chat
+    chunks: a delta with content, a tool call or a refusal, a finish reason, or usage.
+    """
+    kind = getattr(event, "type", None)
+    if isinstance(kind, str):
+        return kind not in _PRELUDE_TYPES
+    choices = getattr(event, "choices", None)
+    if choices is None:
+        return True
+    for choice in choices:
+        delta = getattr(choice, "delta", None)
+        if getattr(choice, "finish_reason", None) is not None:
+            return True
+        if delta is not None and (getattr(delta, "content", None) or
+                                  getattr(delta, "tool_calls", None) or
+                                  getattr(delta, "refusal", None)):
+            return True
+    return getattr(event, "usage", None) is not None
+
+
+class _Tap:
+    """Accumulates one stream's usage and records it once."""
+
+    __slots__ = ("acc", "call", "done", "first_token", "obs")
+
+    def __init__(self, obs: Observer | None, call: Call | None) -> None:
+        self.obs = obs
+        self.call = call
+        self.first_token: float | None = None
+        self.done = obs is None or call is None
+        self.acc: Any = None
+        if obs is not None and call is not None:
+            try:
+                from promptcache.usage import StreamUsage
+
+                self.acc = StreamUsage(_USAGE_FORMAT[call.shape], **obs.stream_fields(call))
+            except Exception as exc:
+                logger.warning("promptcache: stream usage tracking unavailable (%s: %s)",
+                               type(exc).__name__, exc, exc_info=True)
+
+    def feed(self, event: Any) -> None:
+        if self.first_token is None and is_token_event(event):
+            self.first_token = time.time()
+        if self.done or self.acc is None:
+            return
+        try:
+            self.acc.feed(event)
+        except Exception as exc:
+            logger.warning("promptcache: could not read a streamed event's usage (%s: %s)",
+                           type(exc).__name__, exc, exc_info=True)
+            self.acc = None
+
+    def finish(self, how: str, snapshot: Any = None) -> None:
+        if self.done:
+            return
+        self.done = True
+        obs, call = self.obs, self.call
+        assert obs is not None and call is not None
+        end = time.time()
+        try:
+            if snapshot is not None and getattr(snapshot, "usage", None) is not None:
+                obs.record_response(call, snapshot, end, self.first_token)
+                return
+            if self.acc is not None and self.acc.seen_usage:
+                rec = self.acc.record()
+                update: dict[str, Any] = {"end": end}
+                if self.first_token is not None:
+                    update["first_token"] = self.first_token
+                obs.add(rec.model_copy(update=update))
+                return
+            if how == "end" and call.shape == "openai-chat":
+                why = ("an OpenAI chat stream carries usage only with stream_options="
+                       "{'include_usage': True}; the wrapper does not add it")
+            else:
+                why = f"the stream was {how} before its usage arrived"
+            obs.warn_once(f"stream-usage:{call.shape}:{how}",
+                          f"promptcache: streamed usage unknown ({why}); recorded as unknown")
+            obs.add(obs.unknown_record(call, end, self.first_token, "stream_usage_missing"))
+        except Exception as exc:
+            logger.warning("promptcache: stream usage tracking failed (%s: %s)",
+                           type(exc).__name__, exc, exc_info=True)
+
+
+class _Base:
+    __slots__ = ("_pc_buffer", "_pc_tap", "_pc_target")
+
+    def __init__(self, target: Any, obs: Observer | None = None, call: Call | None = None
+                 ) -> None:
+        object.__setattr__(self, "_pc_target", target)
+        object.__setattr__(self, "_pc_tap", _Tap(obs, call))
+        object.__setattr__(self, "_pc_buffer", deque())
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # isinstance(proxy, SDK stream class) holds
+        return type(self._pc_target)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pc_target, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._pc_target, name, value)
+
+    def __dir__(self) -> list[str]:
+        return dir(self._pc_target)
+
+    def __repr__(self) -> str:
+        return f"<promptcache stream {self._pc_target!r}>"
+
+    def _pc_snapshot(self) -> Any:
+        return None
+
+    def _pc_finish(self, how: str) -> None:
+        self._pc_tap.finish(how, self._pc_snapshot())
+
+
+class StreamProxy(_Base):
+    """Proxy of a sync SDK stream (``anthropic.Stream``, ``openai.Stream``)."""
+
+    __slots__ = ()
+
+    def _pc_fetch(self) -> Any:
+        try:
+            event = next(self._pc_target)
+        except StopIteration:
+            self._pc_finish("end")
+            raise
+        except BaseException:
+            self._pc_finish("interrupted by an error")
+            raise
+        self._pc_tap.feed(event)
+        return event
+
+    def _pc_pull(self) -> Any:
+        if self._pc_buffer:
+            return self._pc_buffer.popleft()
+        return self._pc_fetch()
+
+    def __next__(self) -> Any:
+        return self._pc_pull()
+
+    def __iter__(self) -> Any:
+        def events() -> Any:
+            finished = False
+            try:
+                while True:
+                    try:
+                        event = self._pc_pull()
+                    except StopIteration:
+                        finished = True
+                        return
+                    yield event
+            finally:
+                if not finished:
+                    self._pc_finish("left early")
+
+        return events()
+
+    def __enter__(self) -> Any:
+        self._pc_target.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        try:
+            return self._pc_target.__exit__(*exc)
+        finally:
+            self._pc_finish("closed")
+
+    def close(self) -> None:
+        """Close the SDK stream (records the usage seen so far)."""
+        try:
+            self._pc_target.close()
+        finally:
+            self._pc_finish("closed")
+
+    def _pc_wait_first_token(self) -> None:
+        """Read ahead (buffering, so the caller still sees every event) until the first
+        generated token or the end of the stream."""
+        while self._pc_tap.first_token is None:
+            try:
+                self._pc_buffer.append(self._pc_fetch())
+            except StopIteration:
+                return
+
+
+class MessageStreamProxy(StreamProxy):
+    """Proxy of ``anthropic.lib.streaming.MessageStream`` (what ``messages.stream()`` yields)."""
+
+    __slots__ = ()
+
+    def _pc_snapshot(self) -> Any:
+        try:
+            return self._pc_target.current_message_snapshot
+        except Exception:  # no message_start yet
+            return None
+
+    def get_final_message(self) -> Any:
+        """The SDK's ``get_final_message()``; records the usage of the final message."""
+        try:
+            return self._pc_target.get_final_message()
+        finally:
+            self._pc_finish("read to its final message")
+
+    def get_final_text(self) -> str:
+        """The SDK's ``get_final_text()``; records the usage of the final message."""
+        try:
+            text: str = self._pc_target.get_final_text()
+            return text
+        finally:
+            self._pc_finish("read to its final message")
+
+    def until_done(self) -> None:
+        """The SDK's ``until_done()``; records the usage of the final message."""
+        try:
+            self._pc_target.until_done()
+        finally:
+            self._pc_finish("read to its end")
+
+
+class MessageStreamManagerProxy(_Base):
+    """Proxy of ``anthropic.lib.streaming.MessageStreamManager`` (``messages.stream()``)."""
+
+    __slots__ = ("_pc_call", "_pc_obs", "_pc_stream")
+
+    def __init__(self, target: Any, obs: Observer, call: Call) -> None:
+        super().__init__(target)
+        object.__setattr__(self, "_pc_obs", obs)
+        object.__setattr__(self, "_pc_call", call)
+        object.__setattr__(self, "_pc_stream", None)
+
+    def __enter__(self) -> Any:
+        self._pc_call.start = time.time()
+        stream = MessageStreamProxy(self._pc_target.__enter__(), self._pc_obs, self._pc_call)
+        object.__setattr__(self, "_pc_stream", stream)
+        return stream
+
+    def __exit__(self, *exc: Any) -> Any:
+        try:
+            return self._pc_target.__exit__(*exc)
+        finally:
+            if self._pc_stream is not None:
+                self._pc_stream._pc_finish("closed")
+
+
+class AsyncStreamProxy(_Base):
+    """Proxy of an async SDK stream (``anthropic.AsyncStream``, ``openai.AsyncStream``)."""
+
+    __slots__ = ()
+
+    async def _pc_fetch(self) -> Any:
+        try:
+            event = await self._pc_target.__anext__()
+        except StopAsyncIteration:
+            self._pc_finish("end")
+            raise
+        except BaseException:
+            self._pc_finish("interrupted by an error")
+            raise
+        self._pc_tap.feed(event)
+        return event
+
+    async def _pc_pull(self) -> Any:
+        if self._pc_buffer:
+            return self._pc_buffer.popleft()
+        return await self._pc_fetch()
+
+    async def __anext__(self) -> Any:
+        return await self._pc_pull()
+
+    def __aiter__(self) -> Any:
+        async def events() -> Any:
+            finished = False
+            try:
+                while True:
+                    try:
+                        event = await self._pc_pull()
+                    except StopAsyncIteration:
+                        finished = True
+                        return
+                    yield event
+            finally:
+                if not finished:
+                    self._pc_finish("left early")
+
+        return events()
+
+    async def __aenter__(self) -> Any:
+        await self._pc_target.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        try:
+            return await self._pc_target.__aexit__(*exc)
+        finally:
+            self._pc_finish("closed")
+
+    async def close(self) -> None:
+        """Close the SDK stream (records the usage seen so far)."""
+        try:
+            await self._pc_target.close()
+        finally:
+            self._pc_finish("closed")
+
+    async def _pc_wait_first_token(self) -> None:
+        """Async twin of :meth:`StreamProxy._pc_wait_first_token`."""
+        while self._pc_tap.first_token is None:
+            try:
+                self._pc_buffer.append(await self._pc_fetch())
+            except StopAsyncIteration:
+                return
+
+
+class AsyncMessageStreamProxy(AsyncStreamProxy):
+    """Proxy of ``anthropic.lib.streaming.AsyncMessageStream``."""
+
+    __slots__ = ()
+
+    def _pc_snapshot(self) -> Any:
+        try:
+            return self._pc_target.current_message_snapshot
+        except Exception:
+            return None
+
+    async def get_final_message(self) -> Any:
+        """The SDK's ``get_final_message()``; records the usage of the final message."""
+        try:
+            return await self._pc_target.get_final_message()
+        finally:
+            self._pc_finish("read to its final message")
+
+    async def get_final_text(self) -> str:
+        """The SDK's ``get_final_text()``; records the usage of the final message."""
+        try:
+            text: str = await self._pc_target.get_final_text()
+            return text
+        finally:
+            self._pc_finish("read to its final message")
+
+    async def until_done(self) -> None:
+        """The SDK's ``until_done()``; records the usage of the final message."""
+        try:
+            await self._pc_target.until_done()
+        finally:
+            self._pc_finish("read to its end")
+
+
+class AsyncMessageStreamManagerProxy(_Base):
+    """Proxy of ``anthropic.lib.streaming.AsyncMessageStreamManager``."""
+
+    __slots__ = ("_pc_call", "_pc_obs", "_pc_stream")
+
+    def __init__(self, target: Any, obs: Observer, call: Call) -> None:
+        super().__init__(target)
+        object.__setattr__(self, "_pc_obs", obs)
+        object.__setattr__(self, "_pc_call", call)
+        object.__setattr__(self, "_pc_stream", None)
+
+    async def __aenter__(self) -> Any:
+        self._pc_call.start = time.time()
+        stream = AsyncMessageStreamProxy(await self._pc_target.__aenter__(), self._pc_obs,
+                                         self._pc_call)
+        object.__setattr__(self, "_pc_stream", stream)
+        return stream
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        try:
+            return await self._pc_target.__aexit__(*exc)
+        finally:
+            if self._pc_stream is not None:
+                self._pc_stream._pc_finish("closed")

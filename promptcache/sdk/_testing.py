@@ -1,0 +1,92 @@
+"""Test helpers for users' own suites: the requests a wrapped client sent, and
+:func:`assert_cache_stable`, which fails with the diff's explanation when a request breaks the
+prefix the previous request of its session cached.
+
+Use with the pytest plugin's local-backend fixtures, or with any wrapped client::
+
+    def test_agent_keeps_its_prefix(promptcache_anthropic):
+        client = promptcache.wrap(promptcache_anthropic, session="t")
+        run_my_agent(client)
+        assert_cache_stable(client)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from promptcache.sdk._observe import SentRequest, explain_break, first_divergence, last_breakpoint
+
+__all__ = ["assert_cache_stable", "sent_requests"]
+
+
+def sent_requests(client: Any) -> list[SentRequest]:
+    """The requests a wrapped client (and its copies) sent, oldest first (the last 256).
+
+    Raises:
+        TypeError: ``client`` was not returned by :func:`promptcache.sdk.wrap`.
+    """
+    from promptcache.sdk._wrap import observer_of
+
+    obs = observer_of(client)
+    with obs.shared.lock:
+        return list(obs.shared.history)
+
+
+def _as_sent(item: Any, provider: str | None) -> SentRequest:
+    if isinstance(item, SentRequest):
+        return item
+    if isinstance(item, Mapping):
+        from promptcache.prefix import detect_provider
+
+        return SentRequest(provider or detect_provider(item), item, None, None, 0.0)
+    raise TypeError(f"assert_cache_stable takes request payloads (mappings) or SentRequest "
+                    f"records, not {type(item).__name__}")
+
+
+def assert_cache_stable(requests: Iterable[SentRequest | Mapping[str, Any]] | Any, *,
+                        provider: str | None = None, model: str | None = None) -> None:
+    """Fail when a request breaks the prefix the previous request of its session cached.
+
+    For each session (payloads given as plain mappings form one session), every request is
+    compared with the one before it: when their rendered prefixes diverge at or before the
+    earlier request's last breakpoint (Anthropic markers and the automatic breakpoint; OpenAI:
+    the whole earlier prompt), what that request cached cannot be read, and the assertion fails
+    with :func:`promptcache.diff.diff`'s cause, first divergence and fix.
+
+    Args:
+        requests: payloads in send order, :class:`SentRequest` records, or a wrapped client
+            (its :func:`sent_requests`).
+        provider: request shape of plain payloads (detected when None).
+        model: model id for the diff's token counts (default: the payloads' own).
+
+    Raises:
+        AssertionError: a request breaks its session's cached prefix (the message names the
+            request indexes, the session and the diff's explanation).
+        InvalidRequestError: a payload is malformed.
+    """
+    from promptcache.planner import prefix_digests
+    from promptcache.prefix import render
+    from promptcache.sdk._wrap import is_wrapped
+
+    items = sent_requests(requests) if is_wrapped(requests) else list(requests)
+    last: dict[str | None, tuple[int, SentRequest, list[str], int | None, Any]] = {}
+    for i, item in enumerate(items):
+        sent = _as_sent(item, provider)
+        payload_model = sent.payload.get("model")
+        m = model or (payload_model if isinstance(payload_model, str) else None)
+        view = render(sent.payload, sent.provider, model=m)
+        digests = prefix_digests(view)
+        prev = last.get(sent.session)
+        if prev is not None and prev[1].provider == sent.provider:
+            j, before, before_digests, before_bp, before_view = prev
+            cut = first_divergence(before_digests, digests)
+            if before_bp is not None and cut <= before_bp:
+                where = (before_view.segments[cut].path if cut < len(before_view.segments)
+                         else "<end>")
+                why = explain_break(before.payload, sent.payload, sent.provider, m)
+                session = "" if sent.session is None else f" of session {sent.session!r}"
+                raise AssertionError(
+                    f"request {i}{session} breaks the prefix request {j} cached (up to "
+                    f"{before_view.segments[before_bp].path}): they diverge at {where}; {why}")
+        last[sent.session] = (i, sent, digests, last_breakpoint(view), view)

@@ -1,0 +1,716 @@
+"""wrap(): the real anthropic / openai clients over httpx2.MockTransport (no SDK patching).
+
+Each test builds the official client with ``http_client=httpx2.Client(transport=
+httpx2.MockTransport(handler))`` (anthropic 2.x / openai 3.x use httpx2), where ``handler``
+returns canned API JSON or SSE and records the request bodies it received.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+
+from promptcache import PromptCacheLintError
+from promptcache.sdk import (
+    PromptCacheWarning,
+    assert_cache_stable,
+    awarm_then_fanout,
+    is_wrapped,
+    keepalive,
+    sent_requests,
+    tracker_of,
+    unwrap,
+    warm_then_fanout,
+    wrap,
+)
+from promptcache.usage import JsonlSink, MemorySink, UsageRecord, UsageTracker
+
+SYSTEM = "You are a careful assistant for a plant nursery. " * 120
+MODEL = "claude-sonnet-4-5"
+OA_MODEL = "gpt-4o"
+
+A_USAGE = {"input_tokens": 11, "cache_read_input_tokens": 1400,
+           "cache_creation_input_tokens": 100,
+           "cache_creation": {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 0},
+           "output_tokens": 5}
+OA_USAGE = {"prompt_tokens": 1500, "completion_tokens": 5, "total_tokens": 1505,
+            "prompt_tokens_details": {"cached_tokens": 1408}}
+
+
+# ---------------------------------------------------------------------------- canned API
+def _message(usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"id": "msg_01", "type": "message", "role": "assistant", "model": MODEL,
+            "content": [{"type": "text", "text": "Water twice a week."}],
+            "stop_reason": "end_turn", "stop_sequence": None, "usage": usage or A_USAGE}
+
+
+def _sse(events: list[tuple[str | None, Any]]) -> bytes:
+    out = []
+    for name, data in events:
+        head = f"event: {name}\n" if name else ""
+        body = data if isinstance(data, str) else json.dumps(data)
+        out.append(f"{head}data: {body}\n\n")
+    return "".join(out).encode()
+
+
+def _anthropic_sse() -> bytes:
+    start = _message({**A_USAGE, "output_tokens": 1})
+    start["content"] = []
+    start["stop_reason"] = None
+    return _sse([
+        ("message_start", {"type": "message_start", "message": start}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("ping", {"type": "ping"}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": "Water twice"}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": " a week."}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta",
+                           "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                           "usage": {"output_tokens": 5}}),
+        ("message_stop", {"type": "message_stop"}),
+    ])
+
+
+def _completion() -> dict[str, Any]:
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": OA_MODEL,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "Twice a week."}}],
+            "usage": OA_USAGE}
+
+
+def _chat_sse(include_usage: bool) -> bytes:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+                "model": OA_MODEL, "choices": [{"index": 0, "delta": delta,
+                                                "finish_reason": finish}]}
+    events: list[tuple[str | None, Any]] = [
+        (None, chunk({"role": "assistant", "content": ""})),
+        (None, chunk({"content": "Twice"})),
+        (None, chunk({"content": " a week."})),
+        (None, chunk({}, "stop")),
+    ]
+    if include_usage:
+        events.append((None, {"id": "chatcmpl-1", "object": "chat.completion.chunk",
+                              "created": 1, "model": OA_MODEL, "choices": [],
+                              "usage": OA_USAGE}))
+    events.append((None, "[DONE]"))
+    return _sse(events)
+
+
+def _response() -> dict[str, Any]:
+    return {"id": "resp_1", "object": "response", "created_at": 1, "model": OA_MODEL,
+            "status": "completed", "output": [], "parallel_tool_calls": True,
+            "tool_choice": "auto", "tools": [],
+            "usage": {"input_tokens": 1500, "input_tokens_details": {"cached_tokens": 1408},
+                      "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": 1505}}
+
+
+class Api:
+    """A MockTransport handler speaking both providers; keeps every request body it got."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.fail_with: tuple[int, dict[str, Any]] | None = None
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content or b"{}")
+        self.bodies.append(body)
+        if self.fail_with is not None:
+            return httpx2.Response(self.fail_with[0], json=self.fail_with[1])
+        path = request.url.path
+        sse = {"content-type": "text/event-stream"}
+        if path.endswith("/v1/messages"):
+            if body.get("stream"):
+                return httpx2.Response(200, content=_anthropic_sse(), headers=sse)
+            return httpx2.Response(200, json=_message())
+        if path.endswith("/chat/completions"):
+            if body.get("stream"):
+                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                return httpx2.Response(200, content=_chat_sse(usage), headers=sse)
+            return httpx2.Response(200, json=_completion())
+        if path.endswith("/responses"):
+            return httpx2.Response(200, json=_response())
+        return httpx2.Response(404, json={"error": {"message": "not found"}})
+
+
+@pytest.fixture
+def api() -> Api:
+    return Api()
+
+
+@pytest.fixture
+def raw_anthropic(api: Api) -> anthropic.Anthropic:
+    return anthropic.Anthropic(api_key="k", base_url="http://api.test", max_retries=0,
+                               http_client=httpx2.Client(transport=httpx2.MockTransport(api)))
+
+
+@pytest.fixture
+def raw_openai(api: Api) -> openai.OpenAI:
+    return openai.OpenAI(api_key="k", base_url="http://api.test/v1", max_retries=0,
+                         http_client=httpx2.Client(transport=httpx2.MockTransport(api)))
+
+
+@pytest.fixture
+def async_anthropic(api: Api) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(
+        api_key="k", base_url="http://api.test", max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(api)))
+
+
+@pytest.fixture
+def async_openai(api: Api) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(
+        api_key="k", base_url="http://api.test/v1", max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(api)))
+
+
+@pytest.fixture(autouse=True)
+def _quiet_expected_warnings() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the SDK's model deprecation notice
+        warnings.simplefilter("ignore", PromptCacheWarning)
+        yield
+
+
+def a_request(**extra: Any) -> dict[str, Any]:
+    return {"model": MODEL, "max_tokens": 64,
+            "system": [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": "How often do I water a fern?"}], **extra}
+
+
+def oa_request(**extra: Any) -> dict[str, Any]:
+    return {"model": OA_MODEL, "max_tokens": 64,
+            "messages": [{"role": "system", "content": SYSTEM},
+                         {"role": "user", "content": "How often do I water a fern?"}], **extra}
+
+
+def counts(rec: UsageRecord) -> dict[str, Any]:
+    """A record without its timing / id fields (what must match between stream and not)."""
+    return rec.model_dump(exclude={"start", "end", "first_token", "request_id"})
+
+
+# ---------------------------------------------------------------------------- transparency
+def test_wrapped_client_is_the_client(raw_anthropic: anthropic.Anthropic) -> None:
+    client = wrap(raw_anthropic, label="x")
+    assert isinstance(client, anthropic.Anthropic)
+    assert is_wrapped(client) and not is_wrapped(raw_anthropic)
+    assert unwrap(client) is raw_anthropic
+    assert client.api_key == "k" and str(client.base_url).startswith("http://api.test")
+    assert client.messages.batches is raw_anthropic.messages.batches  # unobserved: passed through
+    other = client.with_options(timeout=5.0)
+    assert is_wrapped(other) and isinstance(other, anthropic.Anthropic)
+    assert tracker_of(other) is tracker_of(client)
+
+
+def test_wrap_rejects_other_objects() -> None:
+    with pytest.raises(TypeError, match=r"anthropic\.Anthropic"):
+        wrap(object())
+    with pytest.raises(ValueError, match="lint"):
+        wrap(anthropic.Anthropic(api_key="k"), lint="loud")  # type: ignore[arg-type]
+
+
+def test_anthropic_response_unchanged_and_usage_tracked(api: Api,
+                                                        raw_anthropic: anthropic.Anthropic
+                                                        ) -> None:
+    tracker = UsageTracker()
+    client = wrap(raw_anthropic, tracker=tracker, label="default", lint="off")
+    msg = client.messages.create(**a_request(), promptcache_label="faq",
+                                 promptcache_session="s1")
+    plain = raw_anthropic.messages.create(**a_request())
+    assert type(msg) is anthropic.types.Message
+    assert msg.model_dump() == plain.model_dump()
+    assert api.bodies[0] == api.bodies[1]  # the overrides never reach the API
+    assert "promptcache_label" not in api.bodies[0]
+    [rec] = tracker.records
+    assert (rec.label, rec.session, rec.provider, rec.model) == ("faq", "s1", "anthropic", MODEL)
+    assert (rec.uncached_input, rec.cache_read, rec.cache_write, rec.output) == (11, 1400, 100, 5)
+    assert rec.request_id is None or isinstance(rec.request_id, str)
+    assert rec.start is not None and rec.end is not None and rec.start <= rec.end
+
+
+def test_api_errors_propagate_unchanged(api: Api, raw_anthropic: anthropic.Anthropic) -> None:
+    api.fail_with = (400, {"type": "error", "error": {"type": "invalid_request_error",
+                                                      "message": "bad"}})
+    client = wrap(raw_anthropic, lint="off")
+    with pytest.raises(anthropic.BadRequestError) as wrapped_err:
+        client.messages.create(**a_request())
+    with pytest.raises(anthropic.BadRequestError) as plain_err:
+        raw_anthropic.messages.create(**a_request())
+    assert type(wrapped_err.value) is type(plain_err.value)
+    assert wrapped_err.value.body == plain_err.value.body
+    assert tracker_of(client).records == []
+
+
+# ---------------------------------------------------------------------------- streams
+def test_raw_stream_yields_the_sdk_events_and_records_usage(
+        raw_anthropic: anthropic.Anthropic) -> None:
+    client = wrap(raw_anthropic, lint="off")
+    stream = client.messages.create(**a_request(), stream=True)
+    assert isinstance(stream, anthropic.Stream)
+    events = [e.model_dump() for e in stream]
+    plain = [e.model_dump() for e in raw_anthropic.messages.create(**a_request(), stream=True)]
+    assert events == plain
+    client.messages.create(**a_request())
+    streamed, non_streamed = tracker_of(client).records
+    assert counts(streamed) == counts(non_streamed)  # issue 7: stream == non-stream
+    assert streamed.first_token is not None
+
+
+def test_early_break_records_what_was_seen(raw_anthropic: anthropic.Anthropic) -> None:
+    client = wrap(raw_anthropic, lint="off")
+    for event in client.messages.create(**a_request(), stream=True):
+        if event.type == "content_block_delta":
+            break
+    [rec] = tracker_of(client).records
+    assert (rec.cache_read, rec.cache_write, rec.uncached_input) == (1400, 100, 11)
+    assert rec.output == 1  # only message_start's count had arrived
+
+
+def test_stream_context_manager_and_close(raw_anthropic: anthropic.Anthropic) -> None:
+    client = wrap(raw_anthropic, lint="off")
+    with client.messages.create(**a_request(), stream=True) as stream:
+        next(stream)
+    stream2 = client.messages.create(**a_request(), stream=True)
+    stream2.close()
+    first, second = tracker_of(client).records
+    assert first.cache_read == 1400
+    assert second.cache_read is None and "stream_usage_missing" in second.flags
+
+
+def test_message_stream_manager_get_final_message(raw_anthropic: anthropic.Anthropic) -> None:
+    client = wrap(raw_anthropic, lint="off")
+    with client.messages.stream(**a_request()) as stream:
+        texts = list(stream.text_stream)
+        final = stream.get_final_message()
+    assert "".join(texts) == "Water twice a week."
+    assert type(final).__name__ == "ParsedMessage"
+    with client.messages.stream(**a_request()) as stream:
+        kinds = [e.type for e in stream]
+    assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
+    client.messages.create(**a_request())
+    a, b, c = tracker_of(client).records
+    assert counts(a) == counts(b) == counts(c)
+
+
+def test_openai_stream_without_include_usage_records_unknown_and_warns_once(
+        api: Api, raw_openai: openai.OpenAI, caplog: pytest.LogCaptureFixture) -> None:
+    client = wrap(raw_openai, lint="off")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PromptCacheWarning)
+        for _ in range(2):
+            chunks = list(client.chat.completions.create(**oa_request(), stream=True))
+    assert len(chunks) == 4
+    assert all("stream_options" not in body for body in api.bodies)  # never added for the user
+    recs = tracker_of(client).records
+    assert [r.cache_read for r in recs] == [None, None]
+    assert tracker_of(client).summary().hit_rate is None  # unknown, never 0
+    assert len([w for w in caught if "include_usage" in str(w.message)]) == 1
+
+
+def test_openai_stream_with_usage_equals_non_stream(raw_openai: openai.OpenAI) -> None:
+    client = wrap(raw_openai, lint="off")
+    stream = client.chat.completions.create(**oa_request(), stream=True,
+                                            stream_options={"include_usage": True})
+    assert isinstance(stream, openai.Stream)
+    list(stream)
+    client.chat.completions.create(**oa_request())
+    streamed, plain = tracker_of(client).records
+    assert counts(streamed) == counts(plain)
+    assert (plain.cache_read, plain.uncached_input) == (1408, 92)
+
+
+def test_responses_create_tracked(raw_openai: openai.OpenAI) -> None:
+    client = wrap(raw_openai, lint="off")
+    resp = client.responses.create(model=OA_MODEL, input="hello", instructions=SYSTEM)
+    assert type(resp).__name__ == "Response"
+    [rec] = tracker_of(client).records
+    assert (rec.provider, rec.cache_read, rec.input_total) == ("openai-responses", 1408, 1500)
+
+
+def test_vllm_without_prompt_tokens_details_is_unknown_not_zero(api: Api) -> None:
+    def vllm(request: httpx2.Request) -> httpx2.Response:
+        body = _completion()
+        body["usage"] = {"prompt_tokens": 1500, "completion_tokens": 5, "total_tokens": 1505}
+        return httpx2.Response(200, json=body)
+
+    raw = openai.OpenAI(api_key="EMPTY", base_url="http://vllm.test:8000/v1", max_retries=0,
+                        http_client=httpx2.Client(transport=httpx2.MockTransport(vllm)))
+    client = wrap(raw, lint="off")
+    client.chat.completions.create(model="meta-llama/Llama-3.1-8B-Instruct",
+                                   messages=[{"role": "user", "content": "hi"}])
+    [rec] = tracker_of(client).records
+    assert rec.cache_read is None and rec.output == 5
+
+
+# ---------------------------------------------------------------------------- async
+async def test_async_clients(api: Api, async_anthropic: anthropic.AsyncAnthropic,
+                             async_openai: openai.AsyncOpenAI) -> None:
+    tracker = UsageTracker()
+    ac = wrap(async_anthropic, tracker=tracker, lint="off")
+    oc = wrap(async_openai, tracker=tracker, lint="off")
+    assert isinstance(ac, anthropic.AsyncAnthropic) and isinstance(oc, openai.AsyncOpenAI)
+    msg = await ac.messages.create(**a_request())
+    assert type(msg) is anthropic.types.Message
+    stream = await ac.messages.create(**a_request(), stream=True)
+    assert isinstance(stream, anthropic.AsyncStream)
+    events = [e async for e in stream]
+    assert events[0].type == "message_start"
+    async with ac.messages.stream(**a_request()) as ms:
+        final = await ms.get_final_message()
+    assert final.usage.output_tokens == 5
+    await oc.chat.completions.create(**oa_request())
+    ostream = await oc.chat.completions.create(**oa_request(), stream=True,
+                                               stream_options={"include_usage": True})
+    async with ostream:
+        async for _ in ostream:
+            pass
+    recs = tracker.records
+    assert len(recs) == 5
+    assert counts(recs[0]) == counts(recs[1]) == counts(recs[2])
+    assert counts(recs[3]) == counts(recs[4])
+
+
+# ---------------------------------------------------------------------------- auto_cache
+def test_auto_cache_places_markers_and_keeps_the_callers(api: Api,
+                                                         raw_anthropic: anthropic.Anthropic
+                                                         ) -> None:
+    client = wrap(raw_anthropic, auto_cache=True, lint="off")
+    req = a_request()
+    req["messages"] = [{"role": "user", "content": [{"type": "text", "text": "Q " * 50}]}]
+    before = json.dumps(req, sort_keys=True)
+    client.messages.create(**req)
+    assert json.dumps(req, sort_keys=True) == before  # the caller's dict is not mutated
+    sent = api.bodies[0]
+    assert sent["system"][0]["cache_control"] == {"type": "ephemeral"}  # the caller's marker
+    assert "cache_control" in sent["messages"][-1]["content"][-1]  # the planner's turn end
+
+
+def test_auto_cache_off_per_call(api: Api, raw_anthropic: anthropic.Anthropic) -> None:
+    client = wrap(raw_anthropic, auto_cache=True, lint="off")
+    req = a_request()
+    client.messages.create(**req, promptcache_auto_cache=False)
+    assert api.bodies[0] == json.loads(json.dumps(req))
+
+
+def test_auto_cache_sets_prompt_cache_key_when_absent(api: Api, raw_openai: openai.OpenAI
+                                                      ) -> None:
+    client = wrap(raw_openai, auto_cache=True, lint="off")
+    client.chat.completions.create(**oa_request())
+    client.chat.completions.create(**oa_request(prompt_cache_key="mine"))
+    key = api.bodies[0]["prompt_cache_key"]
+    assert key.startswith("pc-") and api.bodies[1]["prompt_cache_key"] == "mine"
+    client.chat.completions.create(**oa_request())
+    assert api.bodies[2]["prompt_cache_key"] == key  # same stable prefix, same key
+
+
+# ---------------------------------------------------------------------------- lint
+def too_many_breakpoints() -> dict[str, Any]:
+    blocks = [{"type": "text", "text": f"part {i} " + SYSTEM,
+               "cache_control": {"type": "ephemeral"}} for i in range(5)]
+    return {"model": MODEL, "max_tokens": 64, "system": blocks,
+            "messages": [{"role": "user", "content": "hi"}]}
+
+
+def test_lint_error_raises_before_sending(api: Api, raw_anthropic: anthropic.Anthropic) -> None:
+    client = wrap(raw_anthropic, lint="error")
+    with pytest.raises(PromptCacheLintError) as err:
+        client.messages.create(**too_many_breakpoints())
+    assert api.bodies == []
+    assert "PC301" in {f.code for f in err.value.findings}
+
+
+def test_lint_warn_reports_each_finding_once(raw_anthropic: anthropic.Anthropic,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    client = wrap(raw_anthropic)  # lint="warn" by default
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PromptCacheWarning)
+        with caplog.at_level(logging.WARNING, logger="promptcache"):
+            client.messages.create(**too_many_breakpoints())
+            client.messages.create(**too_many_breakpoints())
+    pc301 = [w for w in caught if "PC301" in str(w.message)]
+    assert len(pc301) == 1
+    assert len([r for r in caplog.records if "PC301" in r.getMessage()]) == 1
+
+
+def test_lint_off_skips(raw_anthropic: anthropic.Anthropic) -> None:
+    client = wrap(raw_anthropic, lint="off")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PromptCacheWarning)
+        client.messages.create(**too_many_breakpoints())
+
+
+# ---------------------------------------------------------------------------- live diff
+def test_live_diff_logs_the_cause_when_a_session_breaks_its_prefix(
+        raw_anthropic: anthropic.Anthropic, caplog: pytest.LogCaptureFixture) -> None:
+    client = wrap(raw_anthropic, session="chat-1", lint="off")
+    first = a_request()
+    second = a_request()
+    second["system"] = [{"type": "text", "text": "Today is 2026-11-29. " + SYSTEM,
+                         "cache_control": {"type": "ephemeral"}}]
+    with caplog.at_level(logging.WARNING, logger="promptcache"):
+        client.messages.create(**first)
+        client.messages.create(**first)  # identical: no divergence
+        assert not [r for r in caplog.records if "diverges" in r.getMessage()]
+        client.messages.create(**second)
+    [log] = [r for r in caplog.records if "diverges" in r.getMessage()]
+    assert "chat-1" in log.getMessage() and "system[0]" in log.getMessage()
+    assert "cause " in log.getMessage()
+
+
+def test_appending_turns_is_not_a_divergence(raw_anthropic: anthropic.Anthropic,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    client = wrap(raw_anthropic, session="chat-2", auto_cache=True, lint="off")
+    req = a_request()
+    with caplog.at_level(logging.WARNING, logger="promptcache"):
+        for turn in range(3):
+            client.messages.create(**req)
+            req = {**req, "messages": [*req["messages"],
+                                       {"role": "assistant", "content": "Twice a week."},
+                                       {"role": "user", "content": f"And in turn {turn}?"}]}
+    assert not [r for r in caplog.records if "diverges" in r.getMessage()]
+    assert_cache_stable(client)
+
+
+# ---------------------------------------------------------------------------- faults
+class ExplodingSink:
+    def write(self, record: UsageRecord) -> None:
+        raise RuntimeError("sink exploded")
+
+
+@pytest.mark.parametrize("sink_factory", [lambda: ExplodingSink(),
+                                          lambda: JsonlSink("/dev/full")],
+                         ids=["raising-sink", "full-disk"])
+def test_a_failing_sink_never_fails_the_call(raw_anthropic: anthropic.Anthropic,
+                                             caplog: pytest.LogCaptureFixture,
+                                             sink_factory: Callable[[], Any]) -> None:
+    tracker = UsageTracker(sinks=[sink_factory()])
+    client = wrap(raw_anthropic, tracker=tracker, lint="off")
+    with caplog.at_level(logging.WARNING, logger="promptcache"):
+        msg = client.messages.create(**a_request())
+    assert msg.model_dump() == raw_anthropic.messages.create(**a_request()).model_dump()
+    text = caplog.text
+    assert "usage tracking failed" in text
+    assert "sink exploded" in text or "No space left on device" in text
+
+
+def test_a_broken_catalog_entry_never_fails_the_call(raw_anthropic: anthropic.Anthropic,
+                                                     caplog: pytest.LogCaptureFixture,
+                                                     tmp_path: Any,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    broken = tmp_path / "prices.toml"
+    broken.write_text('[models."claude-sonnet-4-5"]\ninput = -3\n')  # a negative price
+    monkeypatch.setenv("PROMPTCACHE_PRICES", str(broken))
+    client = wrap(raw_anthropic, tracker=UsageTracker(), auto_cache=True)
+    with caplog.at_level(logging.WARNING, logger="promptcache"):
+        msg = client.messages.create(**a_request())
+    assert type(msg) is anthropic.types.Message
+    assert "no prices for model 'claude-sonnet-4-5'" in caplog.text
+    assert "prices.toml" in caplog.text  # the reason names the broken file
+    [rec] = tracker_of(client).records
+    assert rec.cache_read == 1400 and tracker_of(client).summary().cost is None
+
+
+def test_an_unreadable_request_is_sent_unchanged(api: Api, raw_anthropic: anthropic.Anthropic,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    client = wrap(raw_anthropic, auto_cache=True)
+    req = a_request()
+    req["messages"] = [{"role": "user", "content": 42}]  # render() rejects it; the API decides
+    with caplog.at_level(logging.WARNING, logger="promptcache"):
+        client.messages.create(**req)
+    assert api.bodies[0]["messages"] == [{"role": "user", "content": 42}]
+    assert "request preparation failed" in caplog.text
+
+
+def test_a_sink_fault_inside_a_stream_never_fails_the_stream(
+        raw_anthropic: anthropic.Anthropic, caplog: pytest.LogCaptureFixture) -> None:
+    client = wrap(raw_anthropic, tracker=UsageTracker(sinks=[ExplodingSink()]), lint="off")
+    with caplog.at_level(logging.WARNING, logger="promptcache"):
+        events = list(client.messages.create(**a_request(), stream=True))
+    assert len(events) == 7 and "sink exploded" in caplog.text  # the SDK drops ping
+
+
+# ---------------------------------------------------------------------------- assert_cache_stable
+def test_assert_cache_stable_explains_the_break() -> None:
+    first = a_request()
+    second = a_request(tools=[{"name": "lookup", "description": "Find a plant",
+                               "input_schema": {"type": "object", "properties": {}}}])
+    assert_cache_stable([first, first])
+    with pytest.raises(AssertionError, match=r"request 1 breaks the prefix request 0 cached"
+                       ) as err:
+        assert_cache_stable([first, second])
+    assert "cause " in str(err.value) and "tools" in str(err.value)
+
+
+def test_assert_cache_stable_per_session(raw_anthropic: anthropic.Anthropic) -> None:
+    client = wrap(raw_anthropic, lint="off")
+    changed = a_request()
+    changed["system"] = [{"type": "text", "text": SYSTEM + " v2",
+                          "cache_control": {"type": "ephemeral"}}]
+    client.messages.create(**a_request(), promptcache_session="a")
+    client.messages.create(**changed, promptcache_session="b")  # another session: fine
+    assert_cache_stable(client)
+    client.messages.create(**changed, promptcache_session="a")
+    assert [s.session for s in sent_requests(client)] == ["a", "b", "a"]
+    with pytest.raises(AssertionError, match="session 'a'"):
+        assert_cache_stable(client)
+
+
+# ---------------------------------------------------------------------------- fan-out
+def test_warm_then_fanout_sends_one_first(api: Api, raw_anthropic: anthropic.Anthropic) -> None:
+    client = wrap(raw_anthropic, lint="off")
+    calls = [lambda i=i: client.messages.create(**a_request(metadata={"user_id": f"u{i}"}),
+                                                stream=(i == 0)) for i in range(4)]
+    results = warm_then_fanout(calls)
+    assert api.bodies[0]["metadata"] == {"user_id": "u0"}  # the warm-up went out first
+    assert sorted(b["metadata"]["user_id"] for b in api.bodies[1:]) == ["u1", "u2", "u3"]
+    first = results[0]
+    assert isinstance(first, anthropic.Stream)
+    kinds = [e.type for e in first]
+    assert kinds[0] == "message_start" and len(kinds) == 7  # read-ahead events are replayed
+    assert all(type(r) is anthropic.types.Message for r in results[1:])
+    assert len(tracker_of(client).records) == 4
+
+
+def test_warm_then_fanout_raw_stream_and_errors(api: Api, raw_anthropic: anthropic.Anthropic
+                                                ) -> None:
+    stream_call = lambda: raw_anthropic.messages.create(**a_request(), stream=True)  # noqa: E731
+    [first] = warm_then_fanout([stream_call])
+    assert len(list(first)) == 7  # the SDK drops the ping event
+    with pytest.raises(TypeError, match="stream=True"):
+        warm_then_fanout([lambda: raw_anthropic.messages.stream(**a_request())])
+
+    def boom() -> Any:
+        raise RuntimeError("boom")
+
+    out = warm_then_fanout([lambda: raw_anthropic.messages.create(**a_request()), boom],
+                           return_exceptions=True)
+    assert isinstance(out[1], RuntimeError)
+    with pytest.raises(RuntimeError):
+        warm_then_fanout([lambda: raw_anthropic.messages.create(**a_request()), boom])
+
+
+async def test_awarm_then_fanout(api: Api, async_anthropic: anthropic.AsyncAnthropic) -> None:
+    client = wrap(async_anthropic, lint="off")
+    calls = [lambda i=i: client.messages.create(**a_request(metadata={"user_id": f"u{i}"}),
+                                                stream=(i == 0)) for i in range(3)]
+    results = await awarm_then_fanout(calls)
+    assert api.bodies[0]["metadata"] == {"user_id": "u0"}
+    events = [e async for e in results[0]]
+    assert len(events) == 7 and events[0].type == "message_start"
+    assert len(results) == 3
+
+
+# ---------------------------------------------------------------------------- keepalive
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    def clock(self) -> float:
+        return self.now
+
+
+def test_keepalive_pings_are_prewarms_bounded_by_max_pings(api: Api,
+                                                           raw_anthropic: anthropic.Anthropic
+                                                           ) -> None:
+    t = FakeTime()
+    handle = keepalive(raw_anthropic, a_request(stream=True), every=240, max_pings=3,
+                       max_usd=None, sleep=t.sleep, clock=t.clock, start=False)
+    handle.run()
+    assert handle.stopped == "max_pings" and handle.pings == 3
+    assert [b["max_tokens"] for b in api.bodies] == [0, 0, 0]
+    assert all("stream" not in b for b in api.bodies)
+    assert t.now == 1_800_000_000.0 + 4 * 240
+    assert handle.spent_usd is not None and handle.spent_usd > 0
+
+
+def test_keepalive_spend_cap(api: Api, raw_anthropic: anthropic.Anthropic) -> None:
+    t = FakeTime()
+    one = keepalive(raw_anthropic, a_request(), max_pings=1, max_usd=None, sleep=t.sleep,
+                    start=False)
+    one.run()
+    assert one.spent_usd is not None and one.pings == 1
+    per_ping = one.spent_usd
+    # below the first ping's worst case (the whole prompt written at the 1h rate): no ping
+    tiny = keepalive(raw_anthropic, a_request(), max_pings=100, max_usd=per_ping * 3,
+                     sleep=t.sleep, start=False)
+    tiny.run()
+    assert (tiny.stopped, tiny.pings) == ("spend_cap", 0)
+    cap = Decimal("0.05")
+    capped = keepalive(raw_anthropic, a_request(), max_pings=1000, max_usd=cap,
+                       sleep=t.sleep, start=False)
+    capped.run()
+    assert capped.stopped == "spend_cap" and capped.pings >= 2
+    assert capped.spent_usd is not None
+    assert capped.spent_usd <= cap < capped.spent_usd + per_ping  # stopped at the last one
+    assert capped.spent_usd == per_ping * capped.pings
+
+
+def test_keepalive_stop_handle_and_openai_ping(api: Api, raw_openai: openai.OpenAI) -> None:
+    t = FakeTime()
+    handle: Any = None
+
+    def sleep(seconds: float) -> None:
+        t.sleep(seconds)
+        if handle is not None and handle.pings == 2:
+            handle.stop()
+
+    handle = keepalive(raw_openai, oa_request(), max_pings=10, max_usd="5", sleep=sleep,
+                       start=False)
+    handle.run()
+    assert handle.stopped == "stopped" and handle.pings == 2
+    assert all(b["max_completion_tokens"] == 1 and "max_tokens" not in b for b in api.bodies)
+
+
+def test_keepalive_refuses_what_the_api_rejects(raw_anthropic: anthropic.Anthropic) -> None:
+    from promptcache import InvalidRequestError
+
+    with pytest.raises(InvalidRequestError, match="thinking"):
+        keepalive(raw_anthropic, a_request(thinking={"type": "enabled", "budget_tokens": 2048}),
+                  start=False)
+
+
+def test_keepalive_unpriced_model_stops_under_a_cap(api: Api) -> None:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = _completion()
+        body["model"] = "my-private-model"
+        return httpx2.Response(200, json=body)
+
+    raw = openai.OpenAI(api_key="k", base_url="http://vllm.test/v1", max_retries=0,
+                        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    t = FakeTime()
+    handle = keepalive(raw, {"model": "my-private-model", "messages": [
+        {"role": "user", "content": "hi"}]}, max_usd=Decimal("1"), sleep=t.sleep, start=False)
+    handle.run()
+    assert handle.stopped == "unpriced" and handle.pings == 1
+
+
+def test_keepalive_thread_stops(raw_anthropic: anthropic.Anthropic) -> None:
+    handle = keepalive(raw_anthropic, a_request(), every=30.0, max_usd=None)
+    assert handle.running
+    handle.stop()
+    handle.join(5)
+    assert handle.stopped == "stopped" and handle.pings == 0
+
+
+def test_memory_sink_gets_every_record(raw_anthropic: anthropic.Anthropic) -> None:
+    sink = MemorySink()
+    client = wrap(raw_anthropic, tracker=UsageTracker(sinks=[sink]), lint="off")
+    client.messages.create(**a_request())
+    list(client.messages.create(**a_request(), stream=True))
+    assert len(sink) == 2
