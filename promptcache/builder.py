@@ -32,6 +32,18 @@ order would leak into the prompt (``refuse_sets``; when off, sets are sorted). E
 byte-identical payloads. Blank text parts are always dropped: the Anthropic API rejects
 whitespace-only text blocks (BR-10).
 
+Example (an agent loop; each request reads what the previous one wrote)::
+
+    plan = None
+    for step in steps:
+        b = PromptBuilder("claude-sonnet-4-6", previous=plan, stable_ttl="1h")
+        b.tools(TOOLS).system(INSTRUCTIONS).document(README, title="README.md")
+        b.history(*conversation)                      # earlier turns, tool runs included
+        b.turn(step.question).tail(f"Now: {b.volatile(now())}")
+        response = client.messages.create(**b.to_anthropic(max_tokens=1024))
+        plan = b.last_plan                            # feeds the lagging breakpoints
+    rich.print(b.explain())                           # segments, positions, markers, why
+
 Deviations from DESIGN.md: the planner is :mod:`promptcache.planner` (the SDK wrapper uses it on
 raw payloads); dynamic system text is a section of its own between context and history, because
 BR-08 needs it inside ``system`` but after the marker.
@@ -439,8 +451,8 @@ class PromptBuilder:
             InvalidRequestError: a tool is malformed or a name repeats.
         """
         self._enter("tools")
-        for i, tool in enumerate(tools):
-            self._add_tool(tool, f"tools[{len(self._tools)}]" if i >= 0 else "")
+        for tool in tools:
+            self._add_tool(tool, f"tools[{len(self._tools)}]")
         return self
 
     def tool(self, name: str, description: str = "", input_schema: Mapping[str, Any] | None = None,
