@@ -192,7 +192,7 @@ class _Acc:
         self.first_start: float | None = None
         self.last_end: float | None = None
 
-    def add(self, rec: UsageRecord, cost: Cost | None) -> None:
+    def add(self, rec: UsageRecord, cost: _Priced) -> None:
         self.requests += 1
         total = rec.total_input
         if total is None or rec.cache_read is None:
@@ -208,11 +208,9 @@ class _Acc:
         self.cache_write_1h += rec.cache_write_1h or 0
         self.output += rec.output or 0
         self.reasoning += rec.reasoning or 0
-        self.cost = _plus(self.cost, None if cost is None else cost.total)
-        self.input_cost = _plus(self.input_cost, None if cost is None else cost.input)
-        self.uncached_input_cost = _plus(
-            self.uncached_input_cost, None if cost is None else cost.uncached_input_cost
-        )
+        self.cost = _plus(self.cost, cost.total)
+        self.input_cost = _plus(self.input_cost, cost.input)
+        self.uncached_input_cost = _plus(self.uncached_input_cost, cost.uncached_input_cost)
         if rec.start is not None:
             self.first_start = rec.start if self.first_start is None else min(self.first_start,
                                                                               rec.start)
@@ -231,6 +229,21 @@ class _Acc:
             uncached_input_cost=self.uncached_input_cost, first_start=self.first_start,
             last_end=self.last_end,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Priced:
+    """The three cost numbers every accumulator adds, computed once per record."""
+
+    total: Decimal | None
+    input: Decimal | None
+    uncached_input_cost: Decimal | None
+
+    @classmethod
+    def of(cls, cost: Cost | None) -> _Priced:
+        if cost is None:
+            return cls(None, None, None)
+        return cls(cost.total, cost.input, cost.uncached_input_cost)
 
 
 def _plus(a: Decimal | None, b: Decimal | None) -> Decimal | None:
@@ -426,13 +439,14 @@ class UsageTracker:
             if self._keep:
                 self._records.append(record)
                 self._costs.append(cost)
-            self._total.add(record, cost)
+            priced = _Priced.of(cost)
+            self._total.add(record, priced)
             g = self._groups
-            g["label"][(record.label,)].add(record, cost)
-            g["model"][(record.model,)].add(record, cost)
-            g["label_model"][(record.label, record.model)].add(record, cost)
+            g["label"][(record.label,)].add(record, priced)
+            g["model"][(record.model,)].add(record, priced)
+            g["label_model"][(record.label, record.model)].add(record, priced)
             if record.session is not None:
-                g["session"][(record.session,)].add(record, cost)
+                g["session"][(record.session,)].add(record, priced)
             if cost is None:
                 events.append(UsageEvent("unpriced", f"no prices for model {record.model!r}",
                                          record))
