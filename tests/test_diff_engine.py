@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import struct
 import zlib
 from typing import Any
@@ -397,3 +398,42 @@ def test_openai_diagnostics_mapping() -> None:
 def test_every_cause_code_documented() -> None:
     for code, info in CAUSES.items():
         assert info.code == code and info.fix_hint and info.source.startswith("https://")
+
+
+# ------------------------------------------------------------------------- reuse, OpenAI 5.6
+def test_prepare_once_compare_many() -> None:
+    from promptcache.diff import compare, prepare
+
+    reqs = [prepare(convo(k)) for k in (2, 4, 6)]
+    results = [compare(a, b, usage_b={"input_tokens": 1, "cache_read_input_tokens": 0,
+                                      "cache_creation_input_tokens": 3000})
+               for a, b in itertools.pairwise(reqs)]
+    assert all(r.verdict == "unexplained_miss" for r in results)
+    assert all(r.miss_cost_usd is not None and r.miss_cost_usd > 0 for r in results)
+    unpriced = compare(reqs[0], reqs[1], prices=None,
+                       usage_b={"input_tokens": 1, "cache_read_input_tokens": 0,
+                                "cache_creation_input_tokens": 3000})
+    assert unpriced.miss_cost_usd is None and unpriced.extra_cost_base_tokens is not None
+
+
+def _sol(mode: str | None, marker: bool, user: str) -> dict[str, Any]:
+    part: dict[str, Any] = {"type": "input_text", "text": text(1500, "sol-doc")}
+    if marker:
+        part["prompt_cache_breakpoint"] = {"mode": "explicit"}
+    body: dict[str, Any] = {"model": "gpt-5.6-sol", "input": [
+        {"role": "user", "content": [part, {"type": "input_text", "text": user}]}]}
+    if mode:
+        body["prompt_cache_options"] = {"mode": mode}
+    return body
+
+
+def test_openai_explicit_mode_reads_only_explicit_breakpoints() -> None:
+    implicit = diff(_sol(None, False, "q1"), _sol(None, False, "q2"))
+    explicit = diff(_sol("explicit", True, "q1"), _sol("explicit", True, "q2"))
+    off = diff(_sol("explicit", False, "q1"), _sol("explicit", False, "q2"))
+    assert implicit.predicted is not None and explicit.predicted is not None
+    assert off.predicted is not None
+    # implicit: 128-token steps; explicit: the breakpoint boundary, not rounded; off: nothing
+    assert (implicit.predicted.cache_read - 1024) % 128 == 0
+    assert explicit.predicted.cache_read >= implicit.predicted.cache_read
+    assert off.predicted.cache_read == 0

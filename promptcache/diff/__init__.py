@@ -3,14 +3,26 @@
 
 Public surface: :func:`diff`, :class:`DiffResult`, :func:`explain`, :class:`ExplainReport`,
 the cause table :data:`CAUSES`, and the click commands ``diff_command`` / ``explain_command``
-(wired into ``promptcache diff`` / ``promptcache explain``).
+(wired into ``promptcache diff`` / ``promptcache explain``). Code that diffs many requests
+(the SDK wrapper's live per-session diff) renders each request once with :func:`prepare` and
+compares prepared requests with :func:`compare`.
+
+Example::
+
+    from promptcache.diff import diff
+
+    result = diff(previous_request, request, usage_b=response.usage)
+    print(result.cause, result.divergence.path if result.divergence else "-",
+          result.lost_tokens, result.miss_cost_usd)
+    for cause in result.causes:
+        print(cause.code, cause.fix_hint)
 """
 
 from __future__ import annotations
 
 from promptcache.diff._causes import CAUSES, CauseInfo
 from promptcache.diff._cli import diff_command, explain_command
-from promptcache.diff._engine import diff
+from promptcache.diff._engine import Prepared, compare, diff, prepare
 from promptcache.diff._explain import explain
 from promptcache.diff._model import (
     Cause,
@@ -37,9 +49,12 @@ __all__ = [
     "ExplainReport",
     "ObservedUsage",
     "PredictedUsage",
+    "Prepared",
     "RequestExplanation",
+    "compare",
     "diff",
     "diff_command",
     "explain",
     "explain_command",
+    "prepare",
 ]

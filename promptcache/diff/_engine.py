@@ -667,19 +667,33 @@ def _openai_ttl(p: Prepared) -> float:
     return _OPENAI_IN_MEMORY_S
 
 
+def _openai_explicit_only(p: Prepared) -> bool:
+    """``prompt_cache_options.mode == "explicit"`` (GPT-5.6+): no implicit breakpoint.
+    Source: https://github.com/openai/openai-python (``prompt_cache_options``)."""
+    opts = p.view.params.get("prompt_cache_options")
+    return isinstance(opts, Mapping) and opts.get("mode") == "explicit"
+
+
 def _predict_openai(pa: Prepared, pb: Prepared, identical: int, cut: int,
                     gap: float | None) -> _Prediction:
     if gap is not None and gap > _openai_ttl(pa):
         read = 0
     else:
         common = min(identical, pa.total)
-        read = _openai_round(common, pb.policy)
+        # prompt_cache_options.mode == "explicit": only explicit breakpoints are written
+        read = 0 if _openai_explicit_only(pa) else _openai_round(common, pb.policy)
         for j in pa.bps:  # explicit breakpoints (GPT-5.6+): boundaries are not rounded
             if j < cut and pa.end(j) <= common and pa.end(j) >= int(
                     getattr(pb.policy, "min_cacheable_tokens", 1024) or 1024):
                 read = max(read, pa.end(j))
     writes_billed = bool(getattr(pb.policy, "write_multipliers", None))
-    write = max(0, _openai_round(pb.total, pb.policy) - read) if writes_billed else 0
+    if not writes_billed:
+        write = 0
+    elif _openai_explicit_only(pb):
+        write = max((pb.end(k) for k in pb.bps), default=0)
+        write = max(0, write - read)
+    else:
+        write = max(0, _openai_round(pb.total, pb.policy) - read)
     idx = None
     if read:
         idx = next((s.index for s in pb.segments if s.end_token >= read), None)
@@ -688,8 +702,8 @@ def _predict_openai(pa: Prepared, pb: Prepared, identical: int, cut: int,
 
 # ---------------------------------------------------------------------------- compare
 def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
-            usage_a: Usage | None = None, usage_b: Usage | None = None,
-            diagnostics_b: RawDiagnostics | None = None, prices: Prices | None = None,
+            usage_a: Any = None, usage_b: Any = None,
+            diagnostics_b: Any = None, prices: Any = "catalog",
             redact: bool = False, same_workspace: bool | None = None,
             with_checks: bool = True) -> DiffResult:
     """Explain why ``pb`` cannot reuse what ``pa`` left in the cache (see the module doc).
@@ -697,10 +711,12 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
     Args:
         pa, pb: prepared requests (:func:`prepare`), same provider family.
         gap: seconds from A's start to B's start (None: TTL not checked).
-        usage_a: A's reported usage (calibrates estimated token counts).
+        usage_a: A's reported usage (a usage object, response, ``UsageRecord`` or parsed
+            usage; calibrates estimated token counts).
         usage_b: B's reported usage (compared with the prediction).
-        diagnostics_b: the provider's own diagnosis of B.
-        prices: USD per MTok (None: costs are None).
+        diagnostics_b: B's response (or its diagnostics object): the provider's diagnosis.
+        prices: ``"catalog"`` (the catalog's prices for B's model), a USD-per-MTok mapping /
+            object, or None (no costs).
         redact: excerpts as hashes only.
         same_workspace: whether A and B were sent with the same API key / workspace (caches
             are per workspace); None when unknown.
@@ -712,6 +728,16 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
     if pa.family != pb.family:
         raise InvalidRequestError("", f"cannot compare a {pa.family} request with a "
                                       f"{pb.family} request")
+    if usage_a is not None and not isinstance(usage_a, Usage):
+        usage_a = read_usage(usage_a, pa.family)
+    if usage_b is not None and not isinstance(usage_b, Usage):
+        usage_b = read_usage(usage_b, pb.family)
+    if diagnostics_b is not None and not isinstance(diagnostics_b, RawDiagnostics):
+        diagnostics_b = parse_diagnostics(diagnostics_b)
+    if isinstance(prices, str) and prices == "catalog":
+        prices = read_prices(pb.model)
+    elif prices is not None and not isinstance(prices, Prices):
+        prices = read_prices(pb.model, prices)
     n_a, n_b = len(pa.keys), len(pb.keys)
     n = min(n_a, n_b)
     first = next((k for k in range(n) if pa.keys[k] != pb.keys[k]), n)
