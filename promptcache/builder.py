@@ -788,8 +788,12 @@ class PromptBuilder:
         if params:
             canon = _Canon(self.options)
             for k, v in params.items():
-                if k in out or k in ("model",):
-                    raise InvalidRequestError(k, "is set by the builder")
+                if k in ("prompt_cache_key", "prompt_cache_options") and fmt != "anthropic":
+                    out[k] = canon.json(v, k)  # the caller's own routing key / options win
+                    continue
+                if k in out or k in ("model", "cache_control"):
+                    raise InvalidRequestError(k, "is set by the builder (markers and sections "
+                                                 "come from the plan)")
                 out[k] = canon.json(v, k)
         return out
 

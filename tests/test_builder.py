@@ -424,3 +424,10 @@ def test_equal_inputs_give_byte_identical_payloads() -> None:
     b = json.dumps(agent_builder().to_anthropic()).encode()
     assert a == b
     assert list(_rows(agent_builder().explain())) == list(_rows(agent_builder().explain()))
+
+
+def test_caller_key_wins_and_top_level_cache_control_is_refused() -> None:
+    out = agent_builder(GPT_IMPLICIT).to_openai_chat(prompt_cache_key="tenant-7")
+    assert out["prompt_cache_key"] == "tenant-7"
+    with pytest.raises(InvalidRequestError, match="cache_control"):
+        agent_builder().to_anthropic(cache_control={"type": "ephemeral"})
