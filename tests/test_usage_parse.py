@@ -332,6 +332,18 @@ def test_unknown_provider_and_unreadable_object() -> None:
         parse_usage({"prompt_tokens": 1}, provider="mistral")
     with pytest.raises(InvalidRequestError, match="cannot read usage"):
         parse_usage(42)
+    with pytest.raises(InvalidRequestError, match="none of the openai usage fields"):
+        parse_usage(Response.model_validate(_response(RESP_USAGE)), provider="openai")
+
+
+def test_responses_mixed_write_ttls_leave_ttl_unset() -> None:
+    usage = json.loads(json.dumps(RESP_USAGE))
+    usage["input_tokens_details"]["cache_write_tokens_details"] = {"ttl_30m_tokens": 1500,
+                                                                   "ttl_12h_tokens": 500}
+    rec = parse_usage(_response(usage))
+    assert rec.cache_write == 2000 and rec.cache_write_ttl is None
+    usage["input_tokens_details"].pop("cache_write_tokens_details")
+    assert parse_usage(_response(usage)).cache_write_ttl == "30m"
 
 
 def test_record_invariants() -> None:

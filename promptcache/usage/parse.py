@@ -241,7 +241,7 @@ def _build_openai_responses(raw: Raw) -> dict[str, Any]:
     ttl: str | None = None
     if write:
         t30, t12 = raw.get("ttl_30m_tokens") or 0, raw.get("ttl_12h_tokens") or 0
-        ttl = "12h" if t12 and not t30 else "30m" if t30 or not t12 else None
+        ttl = None if t12 and t30 else "12h" if t12 else "30m"  # mixed TTLs: no single ttl
     return {
         "uncached_input": _split_inclusive(raw.get("input_tokens"), read, write, flags),
         "cache_read": read,
@@ -528,6 +528,10 @@ def parse_usage(obj: Any, *, provider: str | None = None, **fields: Any) -> Usag
     fmt, raw, meta = _extract(obj, provider)
     if raw is None:
         raise InvalidRequestError("usage", "the response carries no usage object")
+    if all(v is None for k, v in raw.items() if k not in _META_KEYS):
+        raise InvalidRequestError(
+            "usage", f"none of the {fmt} usage fields is present (wrong provider=?)"
+        )
     return _make_record(fmt, raw, meta, (), fields)
 
 
