@@ -1,0 +1,409 @@
+"""Local backend through the official clients: TTL, lookback, minimum, pre-warm, isolation,
+images, and every error path (400 / 404 / 413 / 529 / 503 / 500) in the provider's JSON shape.
+
+Expected token numbers come from the chat template's spans, not from the accounting module.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from promptcache.local.app import ServerOptions
+from promptcache.local.engine import Engine
+from promptcache.local.template import apply_template
+from promptcache.local.testing import SMALL_MODEL, LocalBackend, shared_runner
+from tests.cases import filler
+
+pytestmark = pytest.mark.local
+
+MODEL = "claude-sonnet-5"  # minimum cacheable prefix 1,024 tokens (catalog)
+SYSTEM = filler(1500, "local api errors system")
+EPH = {"type": "ephemeral"}
+EPH_1H = {"type": "ephemeral", "ttl": "1h"}
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[LocalBackend]:
+    with LocalBackend(mode="fast", pool_mb=48, **SMALL_MODEL) as b:
+        yield b
+
+
+def _engine(**kwargs: Any) -> Engine:
+    return Engine(shared_runner(device="cpu", **SMALL_MODEL), mode="fast", **kwargs)
+
+
+def _payload(
+    messages: list[dict[str, Any]], *, system_cc: dict[str, Any] | None = EPH, **extra: Any
+) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "text", "text": SYSTEM}
+    if system_cc is not None:
+        block["cache_control"] = system_cc
+    return {"model": MODEL, "max_tokens": 2, "system": [block], "messages": messages, **extra}
+
+
+def _user(text: str, cc: dict[str, Any] | None = None) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "text", "text": text}
+    if cc is not None:
+        block["cache_control"] = cc
+    return {"role": "user", "content": [block]}
+
+
+def _sys_end(payload: dict[str, Any]) -> int:
+    return apply_template(payload, "anthropic").span_of("system[0]").end
+
+
+# ---------------------------------------------------------------------------------- TTL
+def test_five_minute_ttl_expires_on_the_clock(backend: LocalBackend) -> None:
+    client = backend.anthropic(api_key="ttl-5m")
+    payload = _payload([_user("What changed?")])
+    sys_end = _sys_end(payload)
+    first = client.messages.create(**payload)
+    assert first.usage.cache_creation_input_tokens == sys_end
+    backend.clock.advance(299)  # type: ignore[attr-defined]
+    second = client.messages.create(**payload)
+    assert second.usage.cache_read_input_tokens == sys_end  # and the read refreshes the TTL
+    backend.clock.advance(299)  # type: ignore[attr-defined]
+    assert client.messages.create(**payload).usage.cache_read_input_tokens == sys_end
+    backend.clock.advance(300)  # type: ignore[attr-defined]
+    expired = client.messages.create(**payload)
+    assert expired.usage.cache_read_input_tokens == 0
+    assert expired.usage.cache_creation_input_tokens == sys_end
+
+
+def test_one_hour_ttl(backend: LocalBackend) -> None:
+    client = backend.anthropic(api_key="ttl-1h")
+    payload = _payload([_user("q")], system_cc=EPH_1H)
+    sys_end = _sys_end(payload)
+    first = client.messages.create(**payload)
+    assert first.usage.cache_creation is not None
+    assert first.usage.cache_creation.ephemeral_1h_input_tokens == sys_end
+    assert first.usage.cache_creation.ephemeral_5m_input_tokens == 0
+    backend.clock.advance(3000)  # type: ignore[attr-defined]
+    assert client.messages.create(**payload).usage.cache_read_input_tokens == sys_end
+    backend.clock.advance(3601)  # type: ignore[attr-defined]
+    assert client.messages.create(**payload).usage.cache_read_input_tokens == 0
+
+
+# ---------------------------------------------------------------------------------- lookback
+def _tool_pairs(n: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i in range(n):
+        out.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": f"toolu_{i}", "name": "grep", "input": {"q": i}}
+                ],
+            }
+        )
+        out.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": f"hit {i}"}
+                ],
+            }
+        )
+    return out
+
+
+@pytest.mark.parametrize(("pairs", "hit"), [(10, True), (11, False)])
+def test_lookback_of_20_positions(backend: LocalBackend, pairs: int, hit: bool) -> None:
+    client = backend.anthropic(api_key=f"lookback-{pairs}")
+    first = _payload([_user("Find the bug.", EPH)], system_cc=None)
+    written = apply_template(first, "anthropic").spans[-1].end
+    assert client.messages.create(**first).usage.cache_creation_input_tokens == written
+    messages = [_user("Find the bug."), *_tool_pairs(pairs)]
+    messages[-1]["content"][-1]["cache_control"] = EPH
+    second = _payload(messages, system_cc=None)
+    prompt = apply_template(second, "anthropic")
+    assert prompt.spans[-1].segment.position - prompt.spans[1].segment.position == 2 * pairs
+    usage = client.messages.create(**second).usage
+    assert usage.cache_read_input_tokens == (written if hit else 0)
+    assert usage.cache_creation_input_tokens == prompt.spans[-1].end - (written if hit else 0)
+
+
+# ---------------------------------------------------------------------------------- minimum
+def test_below_the_minimum_nothing_is_cached(backend: LocalBackend) -> None:
+    client = backend.anthropic(api_key="minimum")
+    short = {
+        "model": MODEL,
+        "max_tokens": 1,
+        "system": [{"type": "text", "text": filler(300, "short"), "cache_control": EPH}],
+        "messages": [_user("hi")],
+    }
+    total = apply_template(short, "anthropic").total_tokens
+    for _ in range(2):
+        usage = client.messages.create(**short).usage
+        assert (usage.cache_creation_input_tokens, usage.cache_read_input_tokens) == (0, 0)
+        assert usage.input_tokens == total
+    # 1,500 tokens is enough for Sonnet 5 (1,024) but not for Opus 4.6 (4,096)
+    opus = _payload([_user("hi")], model="claude-opus-4-6")
+    usage = client.messages.create(**opus).usage
+    assert usage.cache_creation_input_tokens == 0
+
+
+# ---------------------------------------------------------------------------------- pre-warm
+def test_max_tokens_zero_prewarms(backend: LocalBackend) -> None:
+    client = backend.anthropic(api_key="prewarm")
+    warm = _payload([_user("warm")], max_tokens=0)
+    msg = client.messages.create(**warm)
+    sys_end = _sys_end(warm)
+    assert msg.content == [] and msg.stop_reason == "max_tokens"
+    assert msg.usage.output_tokens == 0
+    assert msg.usage.cache_creation_input_tokens == sys_end
+    real = client.messages.create(**_payload([_user("the real question")]))
+    assert real.usage.cache_read_input_tokens == sys_end
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {
+            "tool_choice": {"type": "any"},
+            "tools": [{"name": "t", "input_schema": {"type": "object"}}],
+        }
+    ],
+)
+def test_prewarm_rejects_forced_tool_choice(backend: LocalBackend, extra: dict[str, Any]) -> None:
+    with pytest.raises(anthropic.BadRequestError) as err:
+        backend.anthropic().messages.create(**_payload([_user("x")], max_tokens=0, **extra))
+    assert err.value.status_code == 400
+    assert err.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
+
+
+def test_prewarm_rejects_stream(backend: LocalBackend) -> None:
+    response = backend.http_client().post(
+        "/v1/messages",
+        headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
+        json={**_payload([_user("x")], max_tokens=0), "stream": True},
+    )
+    assert response.status_code == 400
+    assert response.json()["type"] == "error"
+
+
+# ---------------------------------------------------------------------------------- isolation
+def test_tenants_and_models_are_isolated(backend: LocalBackend) -> None:
+    payload = _payload([_user("same prompt")])
+    sys_end = _sys_end(payload)
+    assert (
+        backend.anthropic(api_key="tenant-a")
+        .messages.create(**payload)
+        .usage.cache_creation_input_tokens
+        == sys_end
+    )
+    other = backend.anthropic(api_key="tenant-b").messages.create(**payload)
+    assert other.usage.cache_read_input_tokens == 0
+    again = backend.anthropic(api_key="tenant-a").messages.create(**payload)
+    assert again.usage.cache_read_input_tokens == sys_end
+    other_model = backend.anthropic(api_key="tenant-a").messages.create(
+        **{**payload, "model": "claude-opus-4-8"}
+    )
+    assert other_model.usage.cache_read_input_tokens == 0
+
+
+# ---------------------------------------------------------------------------------- automatic
+def test_top_level_cache_control_moves_forward(backend: LocalBackend) -> None:
+    client = backend.anthropic(api_key="automatic")
+    turn1 = _payload([_user("first question")], system_cc=None, cache_control=EPH)
+    end1 = apply_template(turn1, "anthropic").spans[-1].end
+    assert client.messages.create(**turn1).usage.cache_creation_input_tokens == end1
+    turn2 = copy.deepcopy(turn1)
+    turn2["messages"] += [{"role": "assistant", "content": "ok"}, _user("second question")]
+    p2 = apply_template(turn2, "anthropic")
+    usage = client.messages.create(**turn2).usage
+    assert usage.cache_read_input_tokens == end1
+    assert usage.cache_creation_input_tokens == p2.spans[-1].end - end1
+    assert usage.input_tokens == p2.total_tokens - p2.spans[-1].end
+
+
+# ---------------------------------------------------------------------------------- images
+def _image(data: bytes) -> dict[str, Any]:
+    return {
+        "type": "image",
+        "source": {
+            "type": "base64",
+            "media_type": "image/png",
+            "data": base64.b64encode(data).decode(),
+        },
+    }
+
+
+def test_images_are_part_of_the_prefix(backend: LocalBackend) -> None:
+    client = backend.anthropic(api_key="images")
+
+    def ask(img: bytes) -> tuple[Any, Any]:
+        content = [_image(img), {"type": "text", "text": "Describe.", "cache_control": EPH}]
+        payload = _payload([{"role": "user", "content": content}])
+        return client.messages.create(**payload).usage, apply_template(payload, "anthropic")
+
+    first, prompt = ask(b"\x89PNG one")
+    end = prompt.spans[-1].end
+    assert first.cache_creation_input_tokens == end
+    assert ask(b"\x89PNG one")[0].cache_read_input_tokens == end
+    changed, _ = ask(b"\x89PNG two")
+    assert changed.cache_read_input_tokens == prompt.span_of("system[0]").end
+
+
+# ---------------------------------------------------------------------------------- 400s
+def test_five_breakpoints_is_the_api_400(backend: LocalBackend) -> None:
+    messages = [_user(f"m{i}", EPH) for i in range(4)]
+    with pytest.raises(anthropic.BadRequestError) as err:
+        backend.anthropic().messages.create(**_payload(messages))
+    body = err.value.body
+    assert body["type"] == "error"  # type: ignore[index]
+    assert body["error"] == {  # type: ignore[index]
+        "type": "invalid_request_error",
+        "message": "A maximum of 4 blocks with cache_control may be provided. Found 5.",
+    }
+
+
+def test_automatic_counts_against_the_four(backend: LocalBackend) -> None:
+    messages = [_user(f"m{i}", EPH) for i in range(3)] + [_user("last")]
+    with pytest.raises(anthropic.BadRequestError, match="Found 5"):
+        backend.anthropic().messages.create(**_payload(messages, cache_control=EPH))
+
+
+def test_one_hour_after_five_minutes_is_the_api_400(backend: LocalBackend) -> None:
+    with pytest.raises(anthropic.BadRequestError) as err:
+        backend.anthropic().messages.create(**_payload([_user("x", EPH_1H)], system_cc=EPH))
+    message = err.value.body["error"]["message"]  # type: ignore[index]
+    assert message.startswith(
+        "messages.0.content.0.cache_control.ttl: a ttl='1h' cache_control block must not come "
+        "after a ttl='5m' cache_control block."
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"model": MODEL, "messages": [{"role": "user", "content": "x"}]}, "max_tokens"),
+        ({"model": MODEL, "max_tokens": 1, "messages": "x"}, "messages"),
+        (
+            {"model": MODEL, "max_tokens": 1, "messages": [{"role": "user", "content": 3}]},
+            "messages.0.content",
+        ),
+        ({"max_tokens": 1, "messages": [{"role": "user", "content": "x"}]}, "model"),
+    ],
+)
+def test_malformed_anthropic_requests(
+    backend: LocalBackend, body: dict[str, Any], fragment: str
+) -> None:
+    response = backend.http_client().post(
+        "/v1/messages", headers={"anthropic-version": "2023-06-01"}, json=body
+    )
+    assert response.status_code == 400
+    data = response.json()
+    assert data["type"] == "error" and data["error"]["type"] == "invalid_request_error"
+    assert fragment in data["error"]["message"]
+
+
+def test_invalid_json_gets_the_provider_shape(backend: LocalBackend) -> None:
+    a = backend.http_client().post("/v1/messages", content=b"{not json")
+    assert a.status_code == 400 and a.json()["type"] == "error"
+    o = backend.http_client().post("/v1/chat/completions", content=b"[1, 2]")
+    assert o.status_code == 400 and o.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_unknown_model_is_404(backend: LocalBackend) -> None:
+    with pytest.raises(anthropic.NotFoundError):
+        backend.anthropic().messages.create(**{**_payload([_user("x")]), "model": "claude-nope"})
+    with pytest.raises(openai.NotFoundError):
+        backend.openai().chat.completions.create(
+            model="gpt-nope", messages=[{"role": "user", "content": "x"}], max_tokens=1
+        )
+
+
+def test_openai_malformed_and_unsupported_cache_params(backend: LocalBackend) -> None:
+    client = backend.openai()
+    with pytest.raises(openai.BadRequestError) as err:
+        client.chat.completions.create(model="gpt-4o", messages=[], max_tokens=1)
+    assert err.value.body["param"] == "messages"  # type: ignore[index]
+    with pytest.raises(openai.BadRequestError, match="prompt_cache_options"):
+        client.chat.completions.create(
+            model="gpt-4o",
+            messages=[{"role": "user", "content": "x"}],
+            max_tokens=1,
+            extra_body={"prompt_cache_options": {"mode": "implicit"}},
+        )
+
+
+# ---------------------------------------------------------------------------------- 413
+def test_body_over_the_limit_is_413() -> None:
+    small = LocalBackend(_engine(num_blocks=64), options=ServerOptions(max_body_bytes=20_000))
+    big = filler(6000, "big body")
+    with pytest.raises(anthropic.APIStatusError) as a_err:
+        small.anthropic().messages.create(model=MODEL, max_tokens=1, messages=[_user(big)])
+    assert a_err.value.status_code == 413
+    assert a_err.value.body["error"]["type"] == "request_too_large"  # type: ignore[index]
+    with pytest.raises(openai.APIStatusError) as o_err:
+        small.openai().chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": big}], max_tokens=1
+        )
+    assert o_err.value.status_code == 413
+    assert o_err.value.body["type"] == "invalid_request_error"  # type: ignore[index]  # SDK unwraps "error"
+
+
+# ---------------------------------------------------------------------------------- 529 / 503
+def test_pool_exhausted_is_529_and_503() -> None:
+    tiny = LocalBackend(_engine(num_blocks=8))  # 128 tokens of KV blocks
+    payload = _payload([_user("x")])
+    with pytest.raises(anthropic.APIStatusError) as a_err:
+        tiny.anthropic().messages.create(**payload)
+    assert a_err.value.status_code == 529
+    assert a_err.value.body["error"]["type"] == "overloaded_error"  # type: ignore[index]
+    with pytest.raises(anthropic.APIStatusError) as s_err:  # streaming: before the stream starts
+        with tiny.anthropic().messages.stream(**payload) as stream:
+            list(stream)
+    assert s_err.value.status_code == 529
+    with pytest.raises(openai.InternalServerError) as o_err:
+        tiny.openai().chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": SYSTEM}], max_tokens=1
+        )
+    assert o_err.value.status_code == 503
+    # a prompt that fits is still served
+    ok = tiny.anthropic().messages.create(model=MODEL, max_tokens=1, messages=[_user("hi")])
+    assert ok.usage.input_tokens > 0
+
+
+# ---------------------------------------------------------------------------------- 500
+def test_an_unexpected_error_does_not_crash_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    local = LocalBackend(_engine(num_blocks=256))
+    real = local.service.engine.generate
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("simulated engine fault")
+
+    monkeypatch.setattr(local.service.engine, "generate", boom)
+    with pytest.raises(anthropic.InternalServerError) as err:
+        local.anthropic().messages.create(model=MODEL, max_tokens=1, messages=[_user("x")])
+    assert err.value.body["error"]["type"] == "api_error"  # type: ignore[index]
+    with pytest.raises(openai.InternalServerError):
+        local.openai().chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "x"}], max_tokens=1
+        )
+    monkeypatch.setattr(local.service.engine, "generate", real)
+    msg = local.anthropic().messages.create(model=MODEL, max_tokens=1, messages=[_user("x")])
+    assert msg.usage.output_tokens == 1
+    statuses = {k: v for k, v in local.metrics().items() if k.startswith("promptcache_requests")}
+    assert any('status="500"' in k for k in statuses) and any('status="200"' in k for k in statuses)
+
+
+def test_raw_sse_order(backend: LocalBackend) -> None:
+    response = backend.http_client().post(
+        "/v1/messages",
+        headers={"x-api-key": "sse", "anthropic-version": "2023-06-01"},
+        content=json.dumps({**_payload([_user("stream me")]), "stream": True}),
+    )
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = [line[7:] for line in response.text.splitlines() if line.startswith("event: ")]
+    assert events[0] == "message_start" and events[-1] == "message_stop"
+    assert events[-2] == "message_delta" and events[-3] == "content_block_stop"
