@@ -437,3 +437,15 @@ def test_openai_explicit_mode_reads_only_explicit_breakpoints() -> None:
     assert (implicit.predicted.cache_read - 1024) % 128 == 0
     assert explicit.predicted.cache_read >= implicit.predicted.cache_read
     assert off.predicted.cache_read == 0
+
+
+def test_prompt_length_tier_prices_apply() -> None:
+    """Claude Haiku 5.5 above 100K prompt tokens: every token at the higher tier."""
+    a = convo(2, model="claude-haiku-5-5")
+    a["system"][0]["text"] = text(110_000, "big-system")
+    b = convo(4, model="claude-haiku-5-5")
+    b["system"][0]["text"] = a["system"][0]["text"] + " v2"
+    r = diff(a, b)
+    assert r.lost_tokens is not None and r.lost_tokens > 100_000
+    # tier above 100K: write 0.625, read 0.05 USD/MTok (base tier: 0.125 and 0.01)
+    assert r.miss_cost_usd == pytest.approx(r.lost_tokens * (0.625 - 0.05) / 1e6)

@@ -16,6 +16,10 @@ Example::
           result.lost_tokens, result.miss_cost_usd)
     for cause in result.causes:
         print(cause.code, cause.fix_hint)
+
+Deviation from DESIGN.md: a package instead of one ``diff.py``: the cause table, the result
+types, the observed-side readers (usage, diagnostics, prices), the engine, ``explain`` and the
+CLI each live in their own module, so a cause or an input kind is added in one place.
 """
 
 from __future__ import annotations

@@ -964,6 +964,9 @@ def _costs(pb: Prepared, lost: int | None, predicted: PredictedUsage | None,
                        if writes else 1.0)
     base = lost_written * (write_mult - read_mult) + lost_plain * (1.0 - read_mult)
     usd: float | None = None
+    if prices is not None:
+        prices = prices.for_prompt(predicted.cache_read + predicted.cache_write
+                                   + predicted.uncached_input)
     if prices is not None and prices.input is not None and prices.cache_read is not None:
         wr = prices.write_rate(ttl) if writes else prices.input
         wr = prices.input if wr is None else wr

@@ -223,13 +223,25 @@ def get_policy_or_none(model: str | None) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Prices:
-    """USD per million tokens (None = unknown)."""
+    """USD per million tokens (None = unknown); ``source`` keeps the catalog's
+    ``ModelPrices`` so prompt-length tiers (Haiku 5.5 above 100K, OpenAI above 272K) apply."""
 
     input: float | None
     cache_read: float | None
     cache_write_5m: float | None
     cache_write_1h: float | None
     cache_write: float | None
+    source: Any = None
+
+    def for_prompt(self, prompt_tokens: int) -> Prices:
+        """The flat prices of one request of ``prompt_tokens`` tokens (tiers applied)."""
+        if self.source is None or not getattr(self.source, "tiers", None):
+            return self
+        try:
+            flat = self.source.for_prompt(max(0, prompt_tokens))
+        except (ValueError, AttributeError):
+            return self
+        return _prices_from(flat) or self
 
     def write_rate(self, ttl: str | None) -> float | None:
         """USD/MTok of a cache write with ``ttl`` (Anthropic 5m/1h; OpenAI one rate)."""
@@ -266,13 +278,18 @@ def read_prices(model: str | None, override: Any = None) -> Prices | None:
         except (PromptCacheError, KeyError, ValueError, LookupError):
             return None
 
+    return _prices_from(src)
+
+
+def _prices_from(src: Any) -> Prices | None:
     def field(name: str) -> float | None:
         if isinstance(src, Mapping):
             return _num(src.get(name))
         return _num(getattr(src, name, None))
 
     prices = Prices(field("input"), field("cache_read"), field("cache_write_5m"),
-                    field("cache_write_1h"), field("cache_write"))
+                    field("cache_write_1h"), field("cache_write"),
+                    None if isinstance(src, Mapping) else src)
     if prices.input is None:
         return None
     return prices
