@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from promptcache._errors import PoolExhaustedError
 from promptcache.local.hashing import (
@@ -103,6 +103,7 @@ class KVBlock:
         block_id: index into the pool (and into the KV storage tensors), ``0..num_blocks-1``.
         ref_cnt: live requests using this block; ``0`` means it is in the free queue.
         token_ids: the block's tokens, set when the block is registered (verifies a hit).
+        token_bytes: the same tokens packed as little-endian uint32 (the fast comparison).
         parent_hash: hash of the previous block in the chain, or the root (verifies a hit).
         prev_free, next_free: free-queue links (only meaningful while ``ref_cnt == 0``).
     """
@@ -112,6 +113,7 @@ class KVBlock:
     _block_hash: BlockHash | None = None
     token_ids: tuple[int, ...] = ()
     parent_hash: BlockHash | None = None
+    token_bytes: bytes = b""
     prev_free: KVBlock | None = field(default=None, repr=False)
     next_free: KVBlock | None = field(default=None, repr=False)
 
@@ -130,6 +132,7 @@ class KVBlock:
         """Forget the hash and contents (the block was evicted)."""
         self._block_hash = None
         self.token_ids = ()
+        self.token_bytes = b""
         self.parent_hash = None
 
 
@@ -286,25 +289,30 @@ class BlockPool:
         if not self.enable_caching:
             return []
         bs = self.block_size
+        step = 4 * bs
         registered: list[int] = []
+        table = self.cached_block_hash_to_block
+        packed = pack_tokens(token_ids[start * bs : stop * bs])
         for i in range(start, stop):
             block = blocks[i]
-            if block.block_hash is not None:
+            if block._block_hash is not None:
                 continue
             h = hashes[i]
             parent = root if i == 0 else hashes[i - 1]
-            toks = tuple(token_ids[i * bs : (i + 1) * bs])
-            existing = self.cached_block_hash_to_block.get(h)
+            off = (i - start) * step
+            raw = packed[off : off + step]
+            existing = table.get(h)
             if existing is not None:
-                if existing.parent_hash == parent and existing.token_ids == toks:
+                if existing.parent_hash == parent and existing.token_bytes == raw:
                     self.duplicates += 1
                 else:
                     self.collisions += 1
                 continue
             block.block_hash = h
-            block.token_ids = toks
+            block.token_ids = tuple(token_ids[i * bs : (i + 1) * bs])
+            block.token_bytes = raw
             block.parent_hash = parent
-            self.cached_block_hash_to_block[h] = block
+            table[h] = block
             registered.append(i)
         return registered
 
@@ -337,7 +345,7 @@ class BlockPool:
         return out
 
     def _maybe_evict(self, block: KVBlock) -> None:
-        h = block.block_hash
+        h = block._block_hash
         if h is None:
             return
         if self.cached_block_hash_to_block.get(h) is block:
@@ -363,7 +371,7 @@ class BlockPool:
                 raise RuntimeError(f"block {block.block_id} freed more often than allocated")
             block.ref_cnt -= 1
             if block.ref_cnt == 0:
-                if block.block_hash is None:
+                if block._block_hash is None:
                     self.free_block_queue.appendleft(block)
                 else:
                     self.free_block_queue.append(block)
@@ -588,23 +596,27 @@ class KVCacheManager:
         bs = self.block_size
         fn = self._fn
         table = self.pool.cached_block_hash_to_block
-        get_cached = self.pool.get_cached_block
-        packed = pack_tokens(tokens[: max_blocks * bs])
+        packed = memoryview(pack_tokens(tokens[: max_blocks * bs]))
         step = 4 * bs
         blocks: list[KVBlock] = []
-        hashes: list[BlockHash] = []
-        parent = root
-        for i in range(max_blocks):
-            h = BlockHash(fn(parent + packed[i * step : (i + 1) * step]))
-            if h not in table:
-                break
-            block = get_cached(h, tokens[i * bs : (i + 1) * bs], parent)
+        hashes: list[bytes] = []
+        parent: bytes = root
+        off = 0
+        for _ in range(max_blocks):
+            chunk = packed[off : off + step]
+            h = fn(parent + chunk)
+            block = table.get(h)  # type: ignore[call-overload]
             if block is None:
+                break
+            # inline of BlockPool.get_cached_block: verify stored tokens and parent
+            if block.parent_hash != parent or block.token_bytes != chunk:
+                self.pool.collisions += 1
                 break
             blocks.append(block)
             hashes.append(h)
             parent = h
-        return MatchResult(blocks, len(blocks) * bs, hashes)
+            off += step
+        return MatchResult(blocks, len(blocks) * bs, cast(list[BlockHash], hashes))
 
     # -- request lifecycle ------------------------------------------------------------------------
 
@@ -616,6 +628,7 @@ class KVCacheManager:
         root: BlockHash | None = None,
         tenant_salt: bytes | str = b"",
         max_cached_tokens: int | None = None,
+        match: MatchResult | None = None,
     ) -> Allocation:
         """Match the prefix and pin blocks for the whole prompt (hits + new blocks).
 
@@ -624,6 +637,9 @@ class KVCacheManager:
             tokens: the prompt's token ids (``>= 1``).
             root / tenant_salt: the chain root (see :meth:`root`).
             max_cached_tokens: reuse at most this many tokens (e.g. ``0`` to force a miss).
+            match: a :meth:`match_prefix` result for these tokens and root computed just before
+                (under the same lock), to skip hashing twice; ``max_cached_tokens`` is then
+                ignored.
 
         Raises:
             ValueError: empty prompt or a ``request_id`` already live.
@@ -635,7 +651,8 @@ class KVCacheManager:
             raise ValueError(f"request {request_id!r} is already allocated")
         if root is None:
             root = self.root(tenant_salt)
-        match = self.match_prefix(tokens, root=root, max_tokens=max_cached_tokens)
+        if match is None:
+            match = self.match_prefix(tokens, root=root, max_tokens=max_cached_tokens)
         bs = self.block_size
         num_total = -(-len(tokens) // bs)
         num_new = num_total - len(match.blocks)

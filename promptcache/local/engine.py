@@ -40,7 +40,7 @@ from typing import Any, Literal
 import torch
 
 from promptcache._errors import InvalidRequestError
-from promptcache.local.blocks import BlockPool, CacheStats, KVCacheManager
+from promptcache.local.blocks import BlockPool, CacheStats, KVCacheManager, MatchResult
 from promptcache.local.hashing import BlockHash, HashFn
 from promptcache.local.kv import KVPairs, KVStorage, TailStore
 from promptcache.local.model import ModelRunner, ModelShape
@@ -219,14 +219,14 @@ class Engine:
 
     def _lookup(
         self, tokens: Sequence[int], tenant_salt: bytes | str
-    ) -> tuple[int, int, BlockHash, int]:
-        """``(reused, block_tokens, parent hash of the tail, tail length)``."""
+    ) -> tuple[int, MatchResult, BlockHash, int]:
+        """``(reused, full-block match, parent hash of the tail, tail length)``."""
         root = self.manager.root(tenant_salt)
         match = self.manager.match_prefix(tokens, root=root)
         m = match.num_cached_tokens
         parent = match.block_hashes[-1] if match.block_hashes else root
         t = self.tails.longest(parent, tokens[m : m + self.block_size], len(tokens) - 1 - m)
-        return m + t, m, parent, t
+        return m + t, match, parent, t
 
     @property
     def stats(self) -> CacheStats:
@@ -327,10 +327,9 @@ class Engine:
         matcher = _StopMatcher(stop_token_seqs or ())
         with self._lock, torch.inference_mode():
             rid = f"req-{next(self._ids)}"
-            _, block_tokens, parent, tail_len = self._lookup(prompt, tenant_salt)
-            alloc = self.manager.allocate(
-                rid, prompt, tenant_salt=tenant_salt, max_cached_tokens=block_tokens
-            )
+            _, match, parent, tail_len = self._lookup(prompt, tenant_salt)
+            block_tokens = match.num_cached_tokens
+            alloc = self.manager.allocate(rid, prompt, tenant_salt=tenant_salt, match=match)
             try:
                 assert alloc.num_cached_tokens == block_tokens
                 return self._run(

@@ -30,7 +30,7 @@ import hashlib
 import sys
 from array import array
 from collections.abc import Callable, Sequence
-from typing import Literal, NewType
+from typing import Literal, NewType, cast
 
 from promptcache._errors import InvalidRequestError
 
@@ -192,12 +192,12 @@ def block_hashes(
     n_full = len(tokens) // block_size
     if n_full <= start:
         return []
-    packed = pack_tokens(tokens[start * block_size : n_full * block_size])
+    packed = memoryview(pack_tokens(tokens[start * block_size : n_full * block_size]))
     step = 4 * block_size
     prev: bytes = root if parent is None else parent
-    out: list[BlockHash] = []
+    out: list[bytes] = []
     append = out.append
     for off in range(0, len(packed), step):
         prev = fn(prev + packed[off : off + step])
-        append(BlockHash(prev))
-    return out
+        append(prev)
+    return cast(list[BlockHash], out)  # NewType: no per-block wrapper call
