@@ -106,3 +106,37 @@ def test_naive_single_trailing_breakpoint_falls_below(backend: Any) -> None:
     ratios = _read_ratios(usage)
     assert all(r < 0.90 for r in ratios), ratios
     assert sum(r for r, _ in usage) < 0.5 * sum(t for _, t in usage[:-1])
+
+
+def _openai_request(question: str, strip_explicit: bool) -> dict[str, Any]:
+    b = PromptBuilder("gpt-5.6-sol")
+    b.system("You answer questions about the handbook." + filler(1500, "handbook"))
+    b.turn(question + filler(200, question))
+    payload = b.to_openai_chat(max_completion_tokens=1)
+    if strip_explicit:
+        for msg in payload["messages"]:
+            if isinstance(msg.get("content"), list):
+                for part in msg["content"]:
+                    part.pop("prompt_cache_breakpoint", None)
+    return payload
+
+
+@pytest.mark.parametrize("strip_explicit", [False, True])
+def test_openai_explicit_breakpoint_lets_a_new_conversation_read_the_system(
+        strip_explicit: bool) -> None:
+    """GPT-5.6+: only breakpoints write. The planner's explicit marker at the system end is
+    what a second conversation (same system, new question) reads; the implicit breakpoint on
+    the newest message alone leaves it nothing to read."""
+    with testing.LocalBackend(hidden_size=64, layers=2, heads=4, kv_heads=2, pool_mb=64,
+                              mode="fast", seed=0, api_key=f"oa-{strip_explicit}") as be:
+        client = be.openai()
+        first = client.chat.completions.create(**_openai_request("Q1", strip_explicit))
+        second = client.chat.completions.create(**_openai_request("Q2", strip_explicit))
+    assert first.usage is not None and second.usage is not None
+    details = second.usage.prompt_tokens_details
+    cached = (details.cached_tokens or 0) if details is not None else 0
+    if strip_explicit:
+        assert cached == 0
+    else:
+        assert cached >= 1500  # the whole system prompt, read by the other conversation
+        assert cached < second.usage.prompt_tokens
