@@ -327,6 +327,14 @@ def test_br22_identical_payloads_unexplained_provider_side(with_usage_a: bool) -
     assert r.miss_cost_usd is not None and r.miss_cost_usd > 0
 
 
+def test_br22_lint_finds_nothing_either() -> None:
+    """The case's negative test: no client-side finding may be invented (lint agrees)."""
+    lint = pytest.importorskip("promptcache.lint")
+    body = _br22_body()
+    assert lint.lint_request(body, model=MODEL, previous=dict(body)) == \
+        case("BR-22")["expected"]["lint_findings"]
+
+
 def test_every_diff_case_has_a_test() -> None:
     from tests.cases import load_cases
 
