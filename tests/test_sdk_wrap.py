@@ -35,7 +35,7 @@ from promptcache.sdk import (
 from promptcache.usage import JsonlSink, MemorySink, UsageRecord, UsageTracker
 
 SYSTEM = "You are a careful assistant for a plant nursery. " * 120
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-sonnet-4-6"
 OA_MODEL = "gpt-4o"
 
 A_USAGE = {"input_tokens": 11, "cache_read_input_tokens": 1400,
@@ -511,13 +511,13 @@ def test_a_broken_catalog_entry_never_fails_the_call(raw_anthropic: anthropic.An
                                                      tmp_path: Any,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     broken = tmp_path / "prices.toml"
-    broken.write_text('[models."claude-sonnet-4-5"]\ninput = -3\n')  # a negative price
+    broken.write_text('[models."claude-sonnet-4-6"]\ninput = -3\n')  # a negative price
     monkeypatch.setenv("PROMPTCACHE_PRICES", str(broken))
     client = wrap(raw_anthropic, tracker=UsageTracker(), auto_cache=True)
     with caplog.at_level(logging.WARNING, logger="promptcache"):
         msg = client.messages.create(**a_request())
     assert type(msg) is anthropic.types.Message
-    assert "no prices for model 'claude-sonnet-4-5'" in caplog.text
+    assert "no prices for model 'claude-sonnet-4-6'" in caplog.text
     assert "prices.toml" in caplog.text  # the reason names the broken file
     [rec] = tracker_of(client).records
     assert rec.cache_read == 1400 and tracker_of(client).summary().cost is None

@@ -62,6 +62,10 @@ _USAGE_FORMAT: dict[str, str] = {"anthropic": "anthropic", "openai-chat": "opena
                                  "openai-responses": "openai-responses"}
 
 
+#: Flags the wrapper itself puts on records whose usage is unknown.
+_OWN_FLAGS = frozenset({"stream_usage_missing", "usage_unparsable"})
+
+
 class PromptCacheWarning(UserWarning):
     """Warned by the wrapper: a lint finding (``lint="warn"``), a streamed response whose usage
     is unknown, or a request that breaks its session's cached prefix."""
@@ -428,10 +432,10 @@ class Observer:
                 if self.once(f"unpriced:{model}"):
                     logger.warning("promptcache: no prices for model %r (%s); its cost is "
                                    "unknown", model, _price_error(model))
-            elif ev.kind != "zero_hit_alarm":  # the tracker warns about that one itself
-                logger.warning("promptcache: %s: %s", ev.kind, ev.message)
+            elif ev.kind == "usage_anomaly" and set(ev.record.flags) <= _OWN_FLAGS:
+                continue  # already reported when the record was made
             else:
-                logger.warning("promptcache: %s", ev.message)
+                logger.warning("promptcache: %s: %s", ev.kind, ev.message)
 
 
 def _price_error(model: str | None) -> str:

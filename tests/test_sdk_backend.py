@@ -1,0 +1,217 @@
+"""wrap() against the local backend with the official clients (issue 8 acceptance).
+
+The clients come from the pytest plugin's fixtures (``promptcache_anthropic`` ...), each test on
+its own cache tenant. The backend is a real engine (seeded random Llama, fast mode) behind the
+FastAPI app, so usage numbers are the backend's own accounting, and ``backend.metrics()``
+counters are the ground truth the tracker must match.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from promptcache.local.testing import LocalBackend
+from promptcache.sdk import PromptCacheWarning, keepalive, tracker_of, warm_then_fanout, wrap
+from promptcache.usage import UsageRecord, UsageTracker
+
+pytestmark = [pytest.mark.local, pytest.mark.slow]
+
+A_MODEL = "claude-sonnet-4-6"
+O_MODEL = "gpt-4o"
+SYSTEM = ("You are the support assistant of a plant nursery. Answer briefly, cite the care "
+          "sheet, and never invent a species. ") * 60  # about 1,500 tokens
+_COUNTERS = ("promptcache_prompt_tokens_total", "promptcache_cache_read_tokens_total",
+             "promptcache_cache_write_tokens_total", "promptcache_output_tokens_total")
+
+
+@pytest.fixture(autouse=True)
+def _quiet() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PromptCacheWarning)
+        yield
+
+
+def _counters(backend: LocalBackend) -> dict[str, float]:
+    m = backend.metrics()
+    return {k: m.get(k, 0.0) for k in _COUNTERS}
+
+
+def _delta(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
+    return {k.removeprefix("promptcache_").removesuffix("_tokens_total"): int(after[k] - before[k])
+            for k in _COUNTERS}
+
+
+def _totals(tracker: UsageTracker) -> dict[str, int]:
+    s = tracker.summary()
+    assert s.requests_unknown == 0
+    return {"prompt": s.total_input, "cache_read": s.cache_read, "cache_write": s.cache_write,
+            "output": s.output}
+
+
+def _a(question: str, **extra: Any) -> dict[str, Any]:
+    return {"model": A_MODEL, "max_tokens": 4, "system": SYSTEM,
+            "messages": [{"role": "user", "content": question}], **extra}
+
+
+def _o(question: str, **extra: Any) -> dict[str, Any]:
+    return {"model": O_MODEL, "max_tokens": 4,
+            "messages": [{"role": "system", "content": SYSTEM},
+                         {"role": "user", "content": question}], **extra}
+
+
+def _counts(rec: UsageRecord) -> dict[str, Any]:
+    return rec.model_dump(exclude={"start", "end", "first_token", "request_id"})
+
+
+# ---------------------------------------------------------------------------- totals
+def test_sync_totals_equal_backend_metrics(promptcache_backend: LocalBackend,
+                                           promptcache_anthropic: anthropic.Anthropic,
+                                           promptcache_openai: openai.OpenAI) -> None:
+    tracker = UsageTracker()
+    ac = wrap(promptcache_anthropic, tracker=tracker, auto_cache=True)
+    oc = wrap(promptcache_openai, tracker=tracker)
+    before = _counters(promptcache_backend)
+    ac.messages.create(**_a("Fern?"))
+    list(ac.messages.create(**_a("Fern?"), stream=True))
+    with ac.messages.stream(**_a("Cactus?")) as stream:
+        stream.get_final_message()
+    oc.chat.completions.create(**_o("Fern?"))
+    list(oc.chat.completions.create(**_o("Fern?"), stream=True,
+                                    stream_options={"include_usage": True}))
+    oc.responses.create(model=O_MODEL, instructions=SYSTEM, input="Orchid?", max_output_tokens=4)
+    list(oc.responses.create(model=O_MODEL, instructions=SYSTEM, input="Orchid?",
+                             max_output_tokens=4, stream=True))
+    assert len(tracker.records) == 7
+    assert _totals(tracker) == _delta(before, _counters(promptcache_backend))
+    assert tracker.summary().cache_read > 0
+
+
+async def test_async_totals_equal_backend_metrics(
+        promptcache_backend: LocalBackend, promptcache_async_anthropic: anthropic.AsyncAnthropic,
+        promptcache_async_openai: openai.AsyncOpenAI) -> None:
+    tracker = UsageTracker()
+    ac = wrap(promptcache_async_anthropic, tracker=tracker, auto_cache=True)
+    oc = wrap(promptcache_async_openai, tracker=tracker, auto_cache=True)
+    before = _counters(promptcache_backend)
+    await ac.messages.create(**_a("Fern?"))
+    async for _ in await ac.messages.create(**_a("Fern?"), stream=True):
+        pass
+    async with ac.messages.stream(**_a("Cactus?")) as stream:
+        await stream.get_final_message()
+    await oc.chat.completions.create(**_o("Fern?"))
+    async for _ in await oc.chat.completions.create(**_o("Fern?"), stream=True,
+                                                    stream_options={"include_usage": True}):
+        pass
+    await oc.responses.create(model=O_MODEL, instructions=SYSTEM, input="Orchid?",
+                              max_output_tokens=4)
+    assert len(tracker.records) == 6
+    assert _totals(tracker) == _delta(before, _counters(promptcache_backend))
+    assert tracker.summary().cache_read > 0
+
+
+# ---------------------------------------------------------------------------- 5-turn chat
+def test_five_turn_anthropic_chat_reads_the_earlier_prefix(
+        promptcache_anthropic: anthropic.Anthropic) -> None:
+    client = wrap(promptcache_anthropic, auto_cache=True, session="five-turns")
+    messages: list[dict[str, Any]] = []
+    for turn in range(5):
+        messages.append({"role": "user", "content": f"Question {turn}: " + "why? " * 40})
+        msg = client.messages.create(model=A_MODEL, max_tokens=4, system=SYSTEM,
+                                     messages=messages)
+        messages.append({"role": "assistant", "content": msg.content})
+    recs = tracker_of(client).records
+    assert recs[0].cache_read == 0 and (recs[0].cache_write or 0) > 0
+    for prev, cur in itertools.pairwise(recs):
+        assert prev.total_input is not None and cur.cache_read is not None
+        assert cur.cache_read >= 0.9 * prev.total_input, (prev, cur)
+
+
+def test_five_turn_openai_chat_reads_the_earlier_prefix(promptcache_openai: openai.OpenAI
+                                                        ) -> None:
+    client = wrap(promptcache_openai, auto_cache=True, session="five-turns")
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
+    for turn in range(5):
+        messages.append({"role": "user", "content": f"Question {turn}: " + "why? " * 40})
+        resp = client.chat.completions.create(model=O_MODEL, max_tokens=4, messages=messages)
+        messages.append({"role": "assistant", "content": resp.choices[0].message.content})
+    recs = tracker_of(client).records
+    for prev, cur in itertools.pairwise(recs):
+        assert prev.total_input is not None and cur.cache_read is not None
+        assert cur.cache_read >= 0.9 * prev.total_input, (prev, cur)
+
+
+# ---------------------------------------------------------------------------- stream == not
+def test_streamed_and_non_streamed_give_identical_records(
+        promptcache_anthropic: anthropic.Anthropic, promptcache_openai: openai.OpenAI) -> None:
+    ac = wrap(promptcache_anthropic, lint="off")
+    req = _a("Fern?", system=[{"type": "text", "text": SYSTEM,
+                                "cache_control": {"type": "ephemeral"}}])
+    ac.messages.create(**req)  # writes the prefix; the calls below all read it
+    ac.messages.create(**req)
+    list(ac.messages.create(**req, stream=True))
+    with ac.messages.stream(**req) as stream:
+        stream.get_final_message()
+    _, plain, raw_stream, managed = tracker_of(ac).records
+    assert (plain.cache_read or 0) > 0
+    assert _counts(plain) == _counts(raw_stream) == _counts(managed)
+
+    oc = wrap(promptcache_openai, lint="off")
+    oc.chat.completions.create(**_o("Fern?"))
+    oc.chat.completions.create(**_o("Fern?"))
+    list(oc.chat.completions.create(**_o("Fern?"), stream=True,
+                                    stream_options={"include_usage": True}))
+    _, o_plain, o_stream = tracker_of(oc).records
+    assert (o_plain.cache_read or 0) > 0
+    assert _counts(o_plain) == _counts(o_stream)
+
+
+# ---------------------------------------------------------------------------- fan-out
+def test_warm_then_fanout_turns_writes_into_reads(promptcache_anthropic: anthropic.Anthropic
+                                                  ) -> None:
+    client = wrap(promptcache_anthropic, auto_cache=True, lint="off")
+    calls = [lambda i=i: client.messages.create(**_a(f"Plant number {i}?"), stream=(i == 0))
+             for i in range(4)]
+    results = warm_then_fanout(calls)
+    list(results[0])
+    recs = tracker_of(client).records
+    assert len(recs) == 4
+    writes = [r for r in recs if (r.cache_read or 0) == 0]
+    assert len(writes) == 1  # only the warm-up wrote the shared prefix
+    assert all((r.cache_read or 0) >= 1000 for r in recs if r not in writes)
+
+
+# ---------------------------------------------------------------------------- keepalive
+def test_keepalive_keeps_a_5m_entry_alive(promptcache_backend: LocalBackend,
+                                          promptcache_anthropic: anthropic.Anthropic) -> None:
+    client = wrap(promptcache_anthropic, auto_cache=True, lint="off")
+    req = _a("Fern?")
+    client.messages.create(**req)
+    clock: Any = promptcache_backend.clock
+    handle = keepalive(client, req, every=240, max_pings=3, max_usd="1", sleep=clock.advance,
+                       start=False)
+    handle.run()  # 3 pings, 240 s apart, then one more wait: 960 s in all
+    assert handle.stopped == "max_pings" and handle.pings == 3
+    assert all((r.cache_read or 0) > 0 for r in handle.records)  # each ping read the entry
+    assert handle.spent_usd is not None and handle.spent_usd > 0
+    client.messages.create(**req)
+    last = tracker_of(client).records[-1]
+    assert (last.cache_read or 0) > 1000  # still cached after 16 minutes of a 5-minute TTL
+    assert [r.label for r in tracker_of(client).records].count("keepalive") == 3
+
+
+def test_without_keepalive_the_entry_expires(promptcache_backend: LocalBackend,
+                                             promptcache_anthropic: anthropic.Anthropic) -> None:
+    client = wrap(promptcache_anthropic, auto_cache=True, lint="off")
+    req = _a("Cactus?")
+    client.messages.create(**req)
+    clock: Any = promptcache_backend.clock
+    clock.advance(301)
+    client.messages.create(**req)
+    assert tracker_of(client).records[-1].cache_read == 0
