@@ -206,3 +206,26 @@ def test_explain_cli(tmp_path: Path) -> None:
     assert runner.invoke(main, ["explain", str(clean)]).exit_code == 0
     missing = runner.invoke(main, ["explain", str(tmp_path / "nope.jsonl")])
     assert missing.exit_code == 2 and "nope.jsonl" in missing.output
+
+
+def test_usage_tracker_jsonl_is_read(tmp_path: Path) -> None:
+    """The usage tracker's JSONL sink output works as a usage-only log (BR-18 series)."""
+    usage = pytest.importorskip("promptcache.usage")
+    from tests.cases import case
+
+    series = case("BR-18")["input"]["usage_series"]
+    path = tmp_path / "usage.jsonl"
+    sink = usage.JsonlSink(path)
+    for k, s in enumerate(series):
+        sink.write(usage.UsageRecord(provider="anthropic", model=MODEL, uncached_input=10,
+                                     cache_read=s["cache_read_input_tokens"],
+                                     cache_write=s["cache_creation_input_tokens"],
+                                     session="gptme", start=1000.0 + 30 * k,
+                                     request_id=f"msg_{k}"))
+    sink.close()
+    report = explain(path)
+    assert [x.status for x in report.requests] == ["cold_start", "hit", "hit",
+                                                   "prefix_regression"]
+    last = report.requests[-1]
+    assert last.response_id == "msg_3" and last.lost_tokens == 9473
+    assert last.miss_cost_usd == pytest.approx(9473 * (3.75 - 0.3) / 1e6)

@@ -5,9 +5,10 @@ A log is JSONL, one request per line. Each line is an object with the request un
 ``usage`` (or a whole ``response`` carrying ``usage``, ``id`` and diagnostics), a
 ``timestamp`` (seconds since the epoch, milliseconds, or ISO-8601; also ``ts`` / ``time`` /
 ``start``), a ``session_id`` (also ``session`` / ``conversation_id``), a ``response_id``,
-``diagnostics`` / ``prompt_cache_diagnostics``, ``provider`` and ``model``. Lines with usage
-but no request are checked with the append-only identity ``read[n] >= read[n-1] +
-write[n-1]`` (case BR-18's tracker rule).
+``diagnostics`` / ``prompt_cache_diagnostics``, ``provider`` and ``model``. Lines written by
+the usage tracker's JSONL sink (serialised ``UsageRecord`` s) are read as usage-only lines.
+Lines with usage but no request are checked with the append-only identity ``read[n] >=
+read[n-1] + write[n-1]`` (case BR-18's tracker rule).
 
 Sessions: an explicit id wins. Otherwise a request joins the session whose last request's
 content keys (segment fingerprints without cache markers) are a prefix of its own (the
@@ -119,6 +120,15 @@ def _entry(n: int, obj: Any, label: str) -> _Entry:
         raise InputError(label, f"line {n}: a log line must be a JSON object")
     response = obj.get("response") if isinstance(obj.get("response"), Mapping) else None
     request = next((obj[k] for k in _REQUEST_KEYS if isinstance(obj.get(k), Mapping)), None)
+    if request is None:  # some loggers store the body as a JSON string
+        raw = next((obj[k] for k in _REQUEST_KEYS if isinstance(obj.get(k), str)), None)
+        if raw is not None and raw.lstrip().startswith("{"):
+            try:
+                request = json.loads(raw)
+            except ValueError:
+                raise InputError(label, f"line {n}: the request is not valid JSON") from None
+    if request is None and _is_usage_record(obj):
+        return _record_entry(n, obj, label)
     if request is None and ("messages" in obj or "input" in obj):
         request = {k: v for k, v in obj.items()
                    if k not in ("usage", "response", "timestamp", "session_id", "response_id",
@@ -137,6 +147,31 @@ def _entry(n: int, obj: Any, label: str) -> _Entry:
     provider = obj.get("provider") if isinstance(obj.get("provider"), str) else None
     return _Entry(n, request, usage, timestamp, session,
                   str(rid) if rid is not None else None, parse_diagnostics(obj), provider, model)
+
+
+def _is_usage_record(obj: Mapping[str, Any]) -> bool:
+    """A line written by the usage tracker's JSONL sink (a serialised ``UsageRecord``)."""
+    return "provider" in obj and ("uncached_input" in obj or "cache_read" in obj) \
+        and "usage" not in obj
+
+
+def _record_entry(n: int, obj: Mapping[str, Any], label: str) -> _Entry:
+    try:
+        from promptcache.usage.record import UsageRecord
+
+        rec: Any = UsageRecord.model_validate(dict(obj))
+    except ImportError:
+        rec = {"input_tokens": obj.get("uncached_input"),
+               "cache_read_input_tokens": obj.get("cache_read"),
+               "cache_creation_input_tokens": obj.get("cache_write")}
+    except ValueError as exc:
+        raise InputError(label, f"line {n}: not a usage record ({exc})") from None
+    start = obj.get("start")
+    return _Entry(n, None, rec, float(start) if isinstance(start, (int, float)) else None,
+                  str(obj["session"]) if obj.get("session") is not None else None,
+                  str(obj["request_id"]) if obj.get("request_id") is not None else None,
+                  None, str(obj.get("provider")) if obj.get("provider") else None,
+                  obj.get("model") if isinstance(obj.get("model"), str) else None)
 
 
 def explain(log: str | Path | Iterable[Any], *, provider: str | None = None,
