@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from promptcache.local.blocks import KVCacheManager
 from promptcache.sim.caches import BlockHashMemo, BlockSimCache, RadixSimCache
@@ -20,6 +25,14 @@ def _req(index: int, tokens: list[int], reply: list[int], adapter: str = "") -> 
     return Request(index=index, conversation=index, turn=0, adapter=adapter, arrival_s=0.0,
                    think_s=0.0, stream=tokens + reply, prompt_len=len(tokens),
                    insert_len=len(tokens) + len(reply), output_tokens=len(reply))
+
+
+def test_the_simulator_does_not_import_torch() -> None:
+    code = ("import sys, promptcache.sim, promptcache.sim.cli; "
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_block_cache_is_the_backend_class() -> None:
@@ -90,10 +103,40 @@ def _cached_in_order(cache: BlockSimCache | RadixSimCache, requests: list[Reques
     return total
 
 
+_tokens = st.lists(st.integers(0, 2), max_size=14)
+
+
+@settings(max_examples=150)
+@given(st.lists(st.tuples(_tokens, st.lists(st.integers(0, 2), max_size=5)), min_size=1,
+                max_size=30),
+       st.integers(20, 60))
+def test_block_size_one_equals_radix_step_by_step(
+    requests: list[tuple[list[int], list[int]]], capacity: int
+) -> None:
+    """Any sequence of requests whose last prompt token is new (as in chat: a turn ends with
+    a new user message): same peeks, same hits, same evictions after every request.
+
+    Without that condition the two differ in one corner: when a prompt is entirely a prefix of
+    cached content, the hit is capped at n - 1 and the backend's ``commit`` finds the last
+    block already registered (a duplicate) and leaves its LRU position alone, so that parent
+    can be evicted before the children a later request added; the radix tree's insert
+    refreshes the whole path.
+    """
+    block, radix = BlockSimCache(capacity, 1), RadixSimCache(capacity)
+    for i, (prompt, reply) in enumerate(requests):
+        req = _req(i, [*prompt, 100 + i], reply)
+        assert block.peek(req) == radix.peek(req)
+        assert block.start(req) == radix.start(req)
+        block.finish(req)
+        radix.finish(req)
+        assert block.evicted_tokens == radix.evicted_tokens
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_radix_at_least_block_on_the_same_request_sequence(seed: int) -> None:
-    # The cache-level claim: same requests in the same order, equal capacity.
-    w = generate_workload(WorkloadConfig(conversations=60, duration_s=300), seed=seed)
+    # The cache-level claim: same requests in the same order, equal capacity (held for
+    # seeds 0-9 x these 5 capacities when written).
+    w = generate_workload(WorkloadConfig(conversations=40, duration_s=200), seed=seed)
     start = {r.conversation: r.arrival_s for r in w.requests if r.arrival_s is not None}
     order = sorted(w.requests, key=lambda r: (start[r.conversation] or 0.0) + 60.0 * r.turn)
     ws = working_set_tokens(w)
@@ -104,28 +147,26 @@ def test_radix_at_least_block_on_the_same_request_sequence(seed: int) -> None:
         assert radix >= block, (fraction, radix, block)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, 5])
 def test_radix_at_least_block_in_the_simulator(seed: int) -> None:
-    # Whole simulator (closed loop): FCFS keeps the order, so the claim holds run by run.
-    # Under lpm/lpm-ageing the two caches rank waiting requests differently (tokens vs whole
-    # blocks), the schedules diverge, and a single run can come out up to ~1 point either
-    # way; there the claim is checked on the average over capacities.
-    w = generate_workload(WorkloadConfig(conversations=60, duration_s=300), seed=seed)
+    # Whole simulator (closed loop): more hits mean shorter prefills, so follow-up turns
+    # arrive earlier and the interleaving of conversations differs between the two caches;
+    # under lpm the caches also rank waiting requests differently (tokens vs whole blocks).
+    # A single run can therefore come out slightly either way (seed 5 at 25 % capacity, FCFS:
+    # radix 0.1 point below block); the claim holds on the average over capacities and
+    # policies, and no run is more than 1 point below.
+    w = generate_workload(WorkloadConfig(conversations=40, duration_s=200), seed=seed)
     ws = working_set_tokens(w)
     caps = [max(int(ws * f), w.max_request_tokens + 32) for f in (0.04, 0.1, 0.25)] + [None]
     results = sweep(w, SimConfig(), caches=["block", "radix"], capacities=caps,
                     policies=POLICIES)
     by = {(r.cache, r.capacity_tokens, r.policy): r for r in results}
-    for cap in caps:
-        block, radix = by["block", cap, "fcfs"], by["radix", cap, "fcfs"]
-        assert radix.hit_rate >= block.hit_rate, cap
-        assert radix.mean_prefill_s <= block.mean_prefill_s, cap
-    for policy in ("lpm", "lpm-ageing"):
-        radix_mean = sum(by["radix", c, policy].hit_rate for c in caps) / len(caps)
-        block_mean = sum(by["block", c, policy].hit_rate for c in caps) / len(caps)
-        assert radix_mean >= block_mean, policy
-        for cap in caps:
-            assert by["radix", cap, policy].hit_rate >= by["block", cap, policy].hit_rate - 0.01
+    diffs = [by["radix", c, p].hit_rate - by["block", c, p].hit_rate
+             for c in caps for p in POLICIES]
+    assert sum(diffs) / len(diffs) > 0
+    assert min(diffs) > -0.01
+    for p in POLICIES:  # with no eviction the order does not matter: radix >= block exactly
+        assert by["radix", None, p].hit_rate >= by["block", None, p].hit_rate
 
 
 def test_block_hash_memo_matches_the_backend_hashing() -> None:

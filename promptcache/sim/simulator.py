@@ -20,6 +20,9 @@ Model (deliberately small; every simplification is listed)::
 - Metrics: token-weighted hit rate = cached prompt tokens / prompt tokens (a ratio of sums);
   prefill seconds per request; TTFT = queue wait + prefill; maximum wait (starvation).
 
+A replica admits in policy order: when the request the policy picks does not fit, the replica
+admits nothing more until a running request finishes (no skipping ahead to a smaller one).
+
 Events at the same instant run finishes first (they free KV), then arrivals, each in the
 order they were scheduled, so a run is deterministic for a seed.
 """
@@ -196,6 +199,8 @@ class _Run:
         self.policy: SchedulePolicy = make_policy(
             config.policy, ageing_tokens_per_s=config.ageing_tokens_per_s
         )
+        if memo is None and config.cache == "block":
+            memo = BlockHashMemo(config.block_size)  # shared by the replicas
         self.replicas = [
             _Replica(i, make_cache(config.cache, capacity, block_size=config.block_size,
                                    memo=memo))
