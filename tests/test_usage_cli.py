@@ -123,7 +123,8 @@ def test_report_text_lists_diagnostics(tmp_path: Path) -> None:
                                    output=1, session="s1", start=start, request_id=f"r{i}"))
     res = CliRunner().invoke(main, ["report", str(path)])
     assert res.exit_code == 0
-    assert "collapse: session 's1': cache reads dropped to 0 (ttl_expired)" in res.output
+    assert "collapse: session 's1', request r2: cache reads dropped to 0 (ttl_expired)" in (
+        res.output)
     data = json.loads(CliRunner().invoke(main, ["report", str(path), "--format",
                                                 "json"]).output)
     assert data["events"] == {"collapse": 1}

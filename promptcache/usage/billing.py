@@ -32,9 +32,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from promptcache.usage.record import UsageRecord
+
+if TYPE_CHECKING:
+    from promptcache.catalog import ModelPrices
 
 __all__ = ["Cost", "PriceTable", "TierLike", "explicit_prices", "price_record"]
 
@@ -328,7 +331,7 @@ def explicit_prices(
     cache_write: Decimal | float | str | None = None,
     model_id: str = "explicit",
     note: str | None = None,
-) -> Any:
+) -> ModelPrices:
     """A :class:`promptcache.catalog.ModelPrices` from explicit USD-per-MTok numbers.
 
     For case tests and private deployments: pass it as ``prices=`` to :func:`price_record` or as

@@ -535,7 +535,8 @@ class UsageTracker:
         if rec.cache_read == 0 and ((prev.cache_read or 0) > 0 or (prev.writes or 0) > 0):
             cause = classify_collapse(prev, rec, prev_state.ttl)
             return [UsageEvent(
-                "collapse", f"session {rec.session!r}: cache reads dropped to 0 ({cause})",
+                "collapse", f"session {rec.session!r}{_rid(rec)}: cache reads dropped to 0 "
+                f"({cause})",
                 rec, {**data, "cause": cause, "previous_read": prev.cache_read},
             )]
         if gap is not None and gap > prev_state.ttl:
@@ -545,7 +546,7 @@ class UsageTracker:
             return []
         return [UsageEvent(
             "prefix_regression",
-            f"session {rec.session!r}: read {reg.observed_read} tokens, expected at least "
+            f"session {rec.session!r}{_rid(rec)}: read {reg.observed_read} tokens, expected at least "
             f"{reg.expected_min_read} (read[n-1] + creation[n-1]); shortfall {reg.shortfall}",
             rec, {**data, "expected_min_read": reg.expected_min_read,
                   "observed_read": reg.observed_read, "shortfall": reg.shortfall},
@@ -636,6 +637,10 @@ class UsageTracker:
         """Groups of concurrent cold writes with at least two writes."""
         with self._lock:
             return [g for groups in self._cold.values() for g in groups if g.writes >= 2]
+
+
+def _rid(rec: UsageRecord) -> str:
+    return "" if rec.request_id is None else f", request {rec.request_id}"
 
 
 def _overlaps(one: UsageRecord, other: UsageRecord) -> bool:
