@@ -366,3 +366,27 @@ def test_request_errors() -> None:
         m.free("zzz")
     with pytest.raises(ValueError):
         BlockPool(0, 4)
+
+
+def test_lru_across_requests_and_a_hit_refreshes_recency() -> None:
+    m = make_manager(6, 4)
+    a = [*range(8), 1000]  # 2 full blocks + partial
+    b = [*range(100, 108), 1001]
+    for rid, toks in (("a", a), ("b", b)):
+        m.allocate(rid, toks)
+        m.commit(rid, toks)
+    m.free("a")
+    m.free("b")
+    # partial blocks (uncached) first, then a's chain tail-first, then b's
+    assert free_ids(m) == [5, 2, 1, 0, 4, 3]
+    # a hit on a's prefix pins and then re-frees its blocks: they become most recent
+    m.allocate("a2", a)
+    assert [blk.block_id for blk in m.blocks_of("a2")] == [0, 1, 5]
+    m.free("a2")
+    assert free_ids(m) == [5, 2, 4, 3, 1, 0]
+    # a 4-block miss now evicts b's chain (tail first) before a's
+    m.allocate("c", list(range(500, 516)))
+    assert [blk.block_id for blk in m.blocks_of("c")] == [5, 2, 4, 3]
+    assert m.stats.evictions == 2
+    assert m.match_prefix(b).num_cached_tokens == 0
+    assert m.match_prefix(a).num_cached_tokens == 8

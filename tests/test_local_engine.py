@@ -283,3 +283,16 @@ def test_cuda_engine_exact_and_fast() -> None:
     fast = Engine(r, num_blocks=32, mode="fast")
     a = fast.generate(toks, max_tokens=8).output_ids
     assert fast.generate(toks, max_tokens=8).output_ids == a
+
+
+def test_forced_hash_collision_never_serves_wrong_kv(runner: ModelRunner) -> None:
+    def constant(_: bytes) -> bytes:
+        return b"\x07" * 32
+
+    eng = Engine(runner, num_blocks=16, hash_fn=constant)
+    first, second = prompt(40, seed=40), prompt(40, seed=41)
+    eng.generate(first, max_tokens=0)
+    cached, reused = logits_of(eng, second)
+    assert reused == 0 and eng.stats.collisions >= 1
+    uncached, _ = logits_of(Engine(runner, num_blocks=16), second)
+    assert torch.equal(cached, uncached)
