@@ -43,7 +43,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from promptcache.local.errors import BackendAPIError
 from promptcache.local.template import TemplatedPrompt
@@ -59,7 +59,9 @@ __all__ = [
     "PolicyLike",
     "SystemClock",
     "anthropic_breakpoints",
+    "block_floor_reuse",
     "boundary_keys",
+    "classify_block_reuse",
     "openai_automatic_cached_tokens",
     "openai_breakpoints",
     "plan_reads_and_writes",
@@ -505,3 +507,34 @@ def openai_automatic_cached_tokens(
         return 0
     step = step_tokens or 1
     return min_tokens + step * ((reused_tokens - min_tokens) // step)
+
+
+def block_floor_reuse(shared_prefix_tokens: int, block_size: int) -> int:
+    """Tokens a block-hash prefix cache can reuse of a shared prefix: only full blocks are
+    shared, so ``floor(shared / block_size) * block_size``.
+
+    Source: vLLM automatic prefix caching (https://docs.vllm.ai/en/latest/design/prefix_caching.html);
+    the failure it explains: https://github.com/vllm-project/vllm/issues/54607 (a 240-token system
+    prompt under 784-token blocks reuses nothing).
+
+    Raises:
+        ValueError: negative ``shared_prefix_tokens`` or ``block_size < 1``.
+    """
+    if shared_prefix_tokens < 0 or block_size < 1:
+        raise ValueError("need shared_prefix_tokens >= 0 and block_size >= 1")
+    return shared_prefix_tokens // block_size * block_size
+
+
+def classify_block_reuse(
+    shared_prefix_tokens: int, block_size: int
+) -> Literal["no_shared_prefix", "below_block_floor", "reusable"]:
+    """Why a shared prefix is (not) reused: ``"no_shared_prefix"`` (nothing shared),
+    ``"below_block_floor"`` (shared, but shorter than one block: 0 reusable tokens) or
+    ``"reusable"``.
+
+    Raises:
+        ValueError: as :func:`block_floor_reuse`.
+    """
+    if block_floor_reuse(shared_prefix_tokens, block_size) > 0:
+        return "reusable"
+    return "below_block_floor" if shared_prefix_tokens > 0 else "no_shared_prefix"
