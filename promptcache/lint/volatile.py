@@ -17,6 +17,7 @@ day (and coarser) to info and finer to warning, per the goose report behind BR-0
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -107,62 +108,110 @@ def _has_letters_and_digits(s: str) -> bool:
     return any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
 
 
-def scan_text(text: str) -> list[VolatileMatch]:
-    """Every volatile literal in ``text``, in order of position, without overlaps.
+_DIGIT_RUN = re.compile(r"\d+")
+_WORDISH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+#: Characters of context kept on each side of a digit run (longer than any pattern's
+#: non-digit stretch: month names, weekday, "GMT").
+_PAD = 40
+
+
+def _windows(text: str) -> list[tuple[int, int]]:
+    """Spans of ``text`` around its digit runs, merged; every pattern needs a digit, so the
+    rest of the text is never scanned (prompts are mostly prose)."""
+    out: list[tuple[int, int]] = []
+    n = len(text)
+    for m in _DIGIT_RUN.finditer(text):
+        s = max(0, m.start() - _PAD)
+        e = min(n, m.end() + _PAD)
+        for _ in range(80):
+            if s > 0 and text[s - 1] in _WORDISH:
+                s -= 1
+            else:
+                break
+        for _ in range(80):
+            if e < n and text[e] in _WORDISH:
+                e += 1
+            else:
+                break
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def scan_text(text: str, max_matches: int = 64) -> list[VolatileMatch]:
+    """The volatile literals in ``text``, in order of position, without overlaps.
+
+    Only the neighbourhoods of digit runs are scanned (every recognised value holds a digit),
+    which keeps prose-heavy prompts cheap.
+
+    Args:
+        max_matches: stop collecting after this many (a text with thousands of clock times is
+            reported by its first ones; the cost stays linear).
 
     Returns:
-        :class:`VolatileMatch` objects; empty for text without any. Linear in ``len(text)``.
+        :class:`VolatileMatch` objects; empty for text without any.
     """
     if not text:
         return []
+    windows = _windows(text)
+    if not windows:
+        return []
     found: list[VolatileMatch] = []
-    taken: list[tuple[int, int]] = []
+    starts: list[int] = []  # sorted starts of taken spans
+    ends: list[int] = []  # their ends, in the same order
 
     def free(s: int, e: int) -> bool:
-        return all(e <= a or s >= b for a, b in taken)
+        i = bisect.bisect_left(starts, s)
+        if i < len(starts) and starts[i] < e:
+            return False
+        return not (i > 0 and ends[i - 1] > s)
 
     def add(kind: str, sub: str, gran: str | None, m: re.Match[str]) -> None:
         s, e = m.span()
-        if not free(s, e):
+        if len(found) >= max_matches or not free(s, e):
             return
-        taken.append((s, e))
+        i = bisect.bisect_left(starts, s)
+        starts.insert(i, s)
+        ends.insert(i, e)
         found.append(VolatileMatch(kind, sub, gran, s, e, m.group(0), _json_key(text, s)))
 
-    has_digit = any(c.isdigit() for c in text)
-    if has_digit and "-" in text:
-        for m in _UUID.finditer(text):
-            if set(m.group(0).replace("-", "")) <= {"0"}:
-                continue
-            add("id", "uuid", None, m)
-        for m in _DATETIME.finditer(text):
-            frac = m.group("frac")
-            if frac:
-                gran = "millisecond" if len(frac) - 1 <= 3 else "microsecond"
-            elif m.group("sec"):
-                gran = "second"
-            else:
-                gran = "minute"
-            add("timestamp", "datetime", gran, m)
-    if not has_digit:
-        return found
-    for m in _RFC2822.finditer(text):
+    def each(pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
+        for ws, we in windows:
+            yield from pattern.finditer(text, ws, we)
+
+    for m in each(_UUID):
+        if set(m.group(0).replace("-", "")) <= {"0"}:
+            continue
+        add("id", "uuid", None, m)
+    for m in each(_DATETIME):
+        frac = m.group("frac")
+        if frac:
+            gran = "millisecond" if len(frac) - 1 <= 3 else "microsecond"
+        elif m.group("sec"):
+            gran = "second"
+        else:
+            gran = "minute"
+        add("timestamp", "datetime", gran, m)
+    for m in each(_RFC2822):
         add("timestamp", "datetime", "second" if m.group("sec") else "minute", m)
-    for m in _ULID.finditer(text):
+    for m in each(_ULID):
         if _has_letters_and_digits(m.group(0)) and sum(c.isdigit() for c in m.group(0)) >= 3:
             add("id", "ulid", None, m)
-    for m in _PREFIXED.finditer(text):
+    for m in each(_PREFIXED):
         if _has_letters_and_digits(m.group(0).split("_", 1)[-1]):
             add("id", "prefixed-id", None, m)
-    for m in _DATE.finditer(text):
+    for m in each(_DATE):
         if _CLOCK_WORDS.search(_context(text, m.start())):
             add("timestamp", "date", "day", m)
-    for m in _TIME.finditer(text):
+    for m in each(_TIME):
         if _CLOCK_WORDS.search(_context(text, m.start(), 32)):
             add("timestamp", "time", "second" if m.group("sec") else "minute", m)
-    for m in _EPOCH.finditer(text):
+    for m in each(_EPOCH):
         if _CLOCK_WORDS.search(_context(text, m.start(), 32)):
             add("timestamp", "epoch", "millisecond" if len(m.group("ms")) == 13 else "second", m)
-    for m in _HEX.finditer(text):
+    for m in each(_HEX):
         value = m.group(0)
         if _has_letters_and_digits(value) and _ID_WORDS.search(_context(text, m.start(), 32)):
             add("id", "hex", None, m)

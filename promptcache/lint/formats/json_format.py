@@ -11,19 +11,15 @@ from typing import IO, TYPE_CHECKING
 if TYPE_CHECKING:
     from promptcache.lint.api import LintResult
 
+from promptcache.lint.formats._meta import tool_version
+
 __all__ = ["emit"]
 
 
 def emit(result: LintResult, stream: IO[str]) -> None:
     """Write the result as one JSON document."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        ver = version("promptcache")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        ver = "0"
     doc = {
-        "version": ver,
+        "version": tool_version(),
         "findings": [f.to_dict() for f in result.findings],
         "errors": [{"file": e.file, "reason": e.reason} for e in result.errors],
         "files": result.files,

@@ -13,6 +13,7 @@ import json
 from pathlib import PurePath
 from typing import IO, TYPE_CHECKING, Any
 
+from promptcache.lint.formats._meta import tool_version
 from promptcache.lint.rules import all_rules
 
 if TYPE_CHECKING:
@@ -71,12 +72,7 @@ def to_sarif(result: LintResult) -> dict[str, Any]:
         "message": {"text": e.reason},
         "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(e.file)}}}],
     } for e in result.errors]
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        ver = version("promptcache")
-    except PackageNotFoundError:  # pragma: no cover
-        ver = "0"
+    ver = tool_version()
     return {
         "$schema": _SCHEMA,
         "version": "2.1.0",

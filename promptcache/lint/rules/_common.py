@@ -43,6 +43,10 @@ def content_key(seg: Segment) -> str:
                                          seg.kind.encode(), data))).hexdigest()
 
 
+#: A block with more volatile values than this is reported by its first ones.
+MAX_HITS_PER_SEGMENT = 8
+
+
 @dataclass(frozen=True, slots=True)
 class VolatileHit:
     """A volatile literal inside the cached prefix of one request."""
@@ -71,8 +75,12 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
         for seg in ctx.view.segments[:end + 1]:
             if not seg.text or not _regenerated(seg):
                 continue
-            for m in scan_text(seg.text):
-                before = counter.count(seg.text[:m.start]) if m.start else 0
+            before = 0
+            last = 0
+            for m in scan_text(seg.text, MAX_HITS_PER_SEGMENT):
+                # tokens before the match, counted piecewise (linear, +-1 token per piece)
+                before += counter.count(seg.text[last:m.start]) if m.start > last else 0
+                last = m.start
                 invalidated = max(0, end_token - (seg.start_token + before))
                 bp = ctx.covering_breakpoint(seg) if ctx.view.provider == "anthropic" else None
                 hits.append(VolatileHit(seg, m, text_path(seg), invalidated,
