@@ -229,3 +229,19 @@ def test_usage_tracker_jsonl_is_read(tmp_path: Path) -> None:
     last = report.requests[-1]
     assert last.response_id == "msg_3" and last.lost_tokens == 9473
     assert last.miss_cost_usd == pytest.approx(9473 * (3.75 - 0.3) / 1e6)
+
+
+def test_documented_rule_contradicted_by_usage_is_reported() -> None:
+    """BR-16's caveat: tool_choice changed, yet the provider read the messages."""
+    reqs = conversation("alpha", 2)
+    reqs[1]["tool_choice"] = {"type": "any"}
+    lines = [{"request": reqs[0],
+              "usage": {"input_tokens": 3, "cache_read_input_tokens": 0,
+                        "cache_creation_input_tokens": 1700}},
+             {"request": reqs[1],
+              "usage": {"input_tokens": 3, "cache_read_input_tokens": 1700,
+                        "cache_creation_input_tokens": 260}}]
+    report = explain(lines)
+    second = report.requests[1]
+    assert second.status == "hit" and report.misses == 0
+    assert second.detail["causes_not_confirmed_by_usage"] == ["tool_choice_changed"]

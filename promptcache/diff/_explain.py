@@ -42,7 +42,7 @@ from promptcache.diff._inputs import (
     read_prices,
     read_usage,
 )
-from promptcache.diff._model import CauseSummary, ExplainReport, RequestExplanation
+from promptcache.diff._model import CauseSummary, DiffResult, ExplainReport, RequestExplanation
 
 __all__ = ["explain", "iter_log"]
 
@@ -389,8 +389,7 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session,
             predicted_cache_read=pred, observed_cache_read=observed,
             lost_tokens=res.lost_tokens if missed else 0,
             miss_cost_usd=res.miss_cost_usd if missed else 0.0,
-            diagnostics=res.diagnostics,
-            detail={"gap_seconds": gap} if gap is not None else {})
+            diagnostics=res.diagnostics, detail=_detail(res, gap, missed))
     # usage only: the append-only identity
     if e.usage is None or prev.usage is None or e.usage.cache_read is None \
             or prev.usage.cache_read is None:
@@ -415,6 +414,20 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session,
                 "rule": "in an append-only conversation within TTL, read[n] should be >= "
                         "read[n-1] + creation[n-1]",
                 **({"gap_seconds": gap} if gap is not None else {})})
+
+
+def _detail(res: DiffResult, gap: float | None, missed: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if gap is not None:
+        out["gap_seconds"] = gap
+    if not missed:
+        found = [c.code for c in res.causes if c.code != "no_difference"]
+        if found and res.observed is not None:
+            # the payload changed in a way documented to invalidate, yet the read happened
+            out["causes_not_confirmed_by_usage"] = found
+    if missed and res.notes:
+        out["notes"] = res.notes
+    return out
 
 
 def _report(out: list[RequestExplanation], n_sessions: int) -> ExplainReport:
