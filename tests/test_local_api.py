@@ -366,3 +366,50 @@ def test_raw_message_json_shape(backend: LocalBackend) -> None:
     openai_usage = backend.openai(api_key="raw").chat.completions.create(**chat_payload(1)).usage
     assert openai_usage is not None
     assert isinstance(openai_usage, openai.types.CompletionUsage)
+
+
+# ---------------------------------------------------------------------------------- GPT-5.6+
+def gpt56_payload(turn: int, *, explicit_system: bool) -> dict[str, Any]:
+    payload = chat_payload(turn, model="gpt-5.6-sol")
+    part: dict[str, Any] = {"type": "text", "text": SYSTEM}
+    if explicit_system:
+        part["prompt_cache_breakpoint"] = {"mode": "explicit"}
+    payload["messages"][0] = {"role": "system", "content": [part]}
+    return payload
+
+
+def _chat_cache(usage: Any) -> tuple[int, int, int | None]:
+    details = usage.prompt_tokens_details
+    return usage.prompt_tokens, details.cached_tokens, details.cache_write_tokens
+
+
+def test_gpt56_chat_implicit_and_explicit_breakpoints(backend: LocalBackend) -> None:
+    client = backend.openai(api_key="tenant-gpt56-implicit")
+    previous_end = 0
+    for turn in range(1, TURNS + 1):
+        payload = gpt56_payload(turn, explicit_system=True)
+        prompt = apply_template(payload, "openai-chat")
+        last = prompt.spans[-1].end  # the implicit breakpoint: the newest message
+        usage = client.chat.completions.create(**payload).usage
+        assert _chat_cache(usage) == (prompt.total_tokens, previous_end, last - previous_end)
+        previous_end = last
+
+
+def test_gpt56_explicit_mode(backend: LocalBackend) -> None:
+    # explicit mode with no breakpoint: no caching at all, no write charge
+    off = backend.openai(api_key="tenant-gpt56-off")
+    for _ in range(2):
+        payload = gpt56_payload(1, explicit_system=False)
+        usage = off.chat.completions.create(
+            **payload, prompt_cache_options={"mode": "explicit"}
+        ).usage
+        assert _chat_cache(usage)[1:] == (0, 0)
+    # explicit mode, breakpoint on the system part: only that prefix is written, then read
+    on = backend.openai(api_key="tenant-gpt56-explicit")
+    sys_end = apply_template(gpt56_payload(1, explicit_system=True), "openai-chat").spans[0].end
+    for turn, expected in ((1, (0, sys_end)), (2, (sys_end, 0)), (3, (sys_end, 0))):
+        payload = gpt56_payload(turn, explicit_system=True)
+        usage = on.chat.completions.create(
+            **payload, prompt_cache_options={"mode": "explicit"}
+        ).usage
+        assert _chat_cache(usage)[1:] == expected, f"turn {turn}"

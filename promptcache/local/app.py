@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from promptcache._errors import PoolExhaustedError, UnknownModelError
+from promptcache._errors import InvalidRequestError, PoolExhaustedError, UnknownModelError
 from promptcache.catalog import CachePolicy, get_policy, known_models
 from promptcache.local.accounting import (
     CacheLedger,
@@ -259,6 +259,8 @@ class BackendService:
                 )
             except PoolExhaustedError as exc:
                 raise BackendAPIError(529, "overloaded_error", "Overloaded") from exc
+            except InvalidRequestError as exc:  # e.g. a prompt id outside a checkpoint's vocab
+                raise BackendAPIError(400, "invalid_request_error", str(exc)) from exc
             if plan is not None and ledger is not None:
                 commit_plan(plan, ledger)
         if plan is not None and result.reused_tokens < plan.read_tokens:
