@@ -171,3 +171,15 @@ def test_incremental_decoder_matches_batch_decode() -> None:
     dec = TokenDecoder()
     streamed = "".join(dec.feed(i) for i in ids) + dec.flush()
     assert streamed == decode_tokens(ids) == "naïve café — 日本語 ✓"
+
+
+def test_tool_choice_changes_only_the_messages_tier() -> None:
+    base = _conversation()
+    auto = apply_template({**base, "tool_choice": {"type": "auto"}}, "anthropic")
+    anyt = apply_template({**base, "tool_choice": {"type": "any"}}, "anthropic")
+    system_end = auto.span_of("system[0]").end
+    assert auto.token_ids[:system_end] == anyt.token_ids[:system_end]
+    first_message = auto.span_of("messages[0].content")
+    assert auto.token_ids[: first_message.end] != anyt.token_ids[: first_message.end]
+    plain = apply_template(base, "anthropic")
+    assert plain.token_ids[:system_end] == auto.token_ids[:system_end]

@@ -22,6 +22,10 @@ Invariants (tested in tests/test_local_template.py):
   breakpoint covers, so every prefix-cache boundary lies strictly inside the prompt.
 * ``cache_control`` / ``prompt_cache_breakpoint`` markers do not change tokens (they are
   stripped before encoding), so adding a breakpoint never invalidates a prefix.
+* Request settings that the hosted API renders at the start of the messages tier
+  (``tool_choice``, ``thinking``, ``output_config``; Anthropic) are encoded once, before the
+  first message, inside that message's span: changing them misses the messages tier but still
+  hits tools and system (hosted-api-rules.md 1.7).
 * Images are "hashed into the prefix": an image becomes an image marker plus
   :data:`IMAGE_TOKENS` ids derived from the SHA-256 of its source (base64 data or URL and
   ``detail``), so the same image gives the same ids and any change to it changes them.
@@ -73,6 +77,8 @@ _TURN_START = "<|start|>{role}<|message|>"
 _SEP = "<|sep|>"
 _TURN_END = "<|end|>"
 _IMAGE = "<|image|>"
+_SETTINGS = "<|settings|>"
+_MESSAGES_TIER_PARAMS = ("tool_choice", "thinking", "output_config")
 _GENERATION_ROLE = "assistant"
 
 # keys that mark breakpoints and must not change tokens; never stripped below these keys
@@ -229,6 +235,19 @@ def _role(segment: Segment) -> str:
     return segment.role or segment.tier
 
 
+def _messages_tier_settings(view: PrefixView) -> list[int]:
+    """Tokens of the Anthropic request settings that only affect the messages tier
+    (``tool_choice``, ``thinking``, ``output_config``): changing them invalidates the messages
+    cache but keeps tools and system (hosted-api-rules.md 1.7)."""
+    if view.provider != "anthropic":
+        return []
+    found = {k: view.params[k] for k in _MESSAGES_TIER_PARAMS if view.params.get(k) is not None}
+    if not found:
+        return []
+    text = json.dumps(_strip_markers(found), ensure_ascii=False, separators=(",", ":"))
+    return [*_marker(_SETTINGS), *encode_text(text)]
+
+
 def apply_template(
     payload: Mapping[str, Any] | PrefixView,
     provider: Provider | None = None,
@@ -253,11 +272,15 @@ def apply_template(
     segments = view.segments
     ids: list[int] = []
     spans: list[SegmentSpan] = []
+    settings = _messages_tier_settings(view)
     for i, segment in enumerate(segments):
         start = len(ids)
         key = _turn_key(segment)
         opens = i == 0 or _turn_key(segments[i - 1]) != key
         closes = i == len(segments) - 1 or _turn_key(segments[i + 1]) != key
+        if settings and segment.tier == "messages":
+            ids.extend(settings)  # once, before the first message
+            settings = []
         if opens:
             ids.extend(_marker(_TURN_START.format(role=_role(segment))))
         content_start = len(ids)
