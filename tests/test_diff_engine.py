@@ -9,6 +9,8 @@ import zlib
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from promptcache._errors import InvalidRequestError
 from promptcache.diff import CAUSES, diff
@@ -449,3 +451,42 @@ def test_prompt_length_tier_prices_apply() -> None:
     assert r.lost_tokens is not None and r.lost_tokens > 100_000
     # tier above 100K: write 0.625, read 0.05 USD/MTok (base tier: 0.125 and 0.01)
     assert r.miss_cost_usd == pytest.approx(r.lost_tokens * (0.625 - 0.05) / 1e6)
+
+
+# ------------------------------------------------------------------------- properties
+_texts = st.lists(st.text(alphabet="abc xyz.", min_size=1, max_size=20), min_size=2,
+                  max_size=8)
+
+
+def _plain(texts: list[str]) -> dict[str, Any]:
+    return {"system": "You are terse.",
+            "messages": [{"role": "user" if k % 2 == 0 else "assistant",
+                          "content": [{"type": "text", "text": f"{k}:{t}"}]}
+                         for k, t in enumerate(texts)]}
+
+
+@settings(max_examples=40, deadline=None)
+@given(_texts, st.integers(min_value=0, max_value=3))
+def test_property_append_is_never_a_change(texts: list[str], extra: int) -> None:
+    a = _plain(texts)
+    b = _plain(texts + [f"more {k}" for k in range(extra)])
+    r = diff(a, b, provider="anthropic")
+    assert r.cause == "no_difference" and r.divergence is None
+    assert r.invalidated_levels == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(_texts, st.data())
+def test_property_an_edit_is_found_where_it_is(texts: list[str], data: st.DataObject) -> None:
+    k = data.draw(st.integers(min_value=0, max_value=len(texts) - 1))
+    a = _plain(texts)
+    edited = list(texts)
+    edited[k] = edited[k] + "!"
+    b = _plain(edited)
+    r = diff(a, b, provider="anthropic")
+    assert r.divergence is not None
+    assert r.divergence.segment_path == f"messages[{k}].content[0]"
+    assert r.divergence.path == f"messages[{k}].content[0].text"
+    assert r.divergence.char_offset == len(f"{k}:{texts[k]}")
+    assert r.cause == "message_rewritten"
+    assert r.invalidated_levels == ["messages"]
