@@ -38,6 +38,8 @@ from promptcache.lint.sources.templating import (
 
 __all__ = ["SOURCE", "PromptFileSource"]
 
+_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it
+
 _PROMPT_KEY = re.compile(
     r"(?i)^(?:system|prompt|prompts|template|templates|instructions?|messages?|content|"
     r"preamble|persona)$|(?:_|^)(?:template|prompt|message|instructions?)s?$"
@@ -90,7 +92,7 @@ def _yaml_position(node: yaml.ScalarNode, lines: list[str], base_line: int) -> P
 def _yaml_templates(file: str, text: str, base_line: int = 1,
                     model: str | None = None) -> list[TemplateContext]:
     try:
-        docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        docs = list(yaml.compose_all(text, Loader=_LOADER))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + base_line}" if mark is not None else ""

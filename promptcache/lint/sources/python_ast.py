@@ -10,7 +10,7 @@ Propagation, within a module, sequentially through each function body: assignmen
 tuple targets, ``self.x``, ``d[k] = v``, ``x += ...``, ``.append/.extend/.insert/.update``),
 f-strings, ``.format``, ``%``, ``+``, ``str.join``, containers, comprehensions, method calls on
 a tainted receiver, calls that take a tainted argument, and calls of module-level functions and
-methods whose return value is tainted (summaries, two rounds). ``sorted()`` removes set-order
+methods whose return value is tainted (summaries, computed on first call and memoised). ``sorted()`` removes set-order
 taint. ``.strftime(fmt)`` / ``.date()`` / ``.replace(second=0, ...)`` set the granularity.
 
 Sinks (the cached prefix): the ``system=``, ``tools=``, ``instructions=``,
@@ -128,6 +128,28 @@ def _dotted(node: ast.expr) -> str | None:
 class _Module:
     aliases: dict[str, str] = field(default_factory=dict)
     summaries: dict[str, Taints] = field(default_factory=dict)
+    funcs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = field(default_factory=dict)
+    in_progress: set[str] = field(default_factory=set)
+
+    def summary(self, name: str) -> Taints | None:
+        """Return taint of the module function / method ``name`` (computed on first use,
+        memoised; recursion yields no taint). None when the module defines no such function."""
+        if name in self.summaries:
+            return self.summaries[name]
+        defs = self.funcs.get(name)
+        if not defs:
+            return None
+        if name in self.in_progress:
+            return _EMPTY
+        self.in_progress.add(name)
+        out: set[_Taint] = set()
+        for fn in defs:
+            scope = _Scope(self, record=False)
+            scope.run(fn.body)
+            out |= scope.returns
+        self.in_progress.discard(name)
+        self.summaries[name] = frozenset(out)
+        return self.summaries[name]
     globals: dict[str, Taints] = field(default_factory=dict)
     flows: dict[tuple[int, int, str, int], Flow] = field(default_factory=dict)
 
@@ -257,9 +279,9 @@ class _Scope:
                 return _EMPTY
             if name in ("set", "frozenset") and node.args:
                 return args_taint | {self._new(node, "set-order", None, _origin(node))}
-            summary = self.mod.summaries.get(name)
+            summary = self.mod.summary(name)
             if summary is None and name.startswith(("self.", "cls.")):
-                summary = self.mod.summaries.get(name.split(".", 1)[1])
+                summary = self.mod.summary(name.split(".", 1)[1])
             if summary is not None:
                 return summary | args_taint
         if isinstance(func, ast.Attribute):
@@ -515,21 +537,22 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
 
 
 def analyze(tree: ast.Module) -> list[Flow]:
-    """Every flow of a volatile value into a cached-prefix argument in ``tree``."""
+    """Every flow of a volatile value into a cached-prefix argument in ``tree``.
+
+    Module-level code runs first (its names are the globals every function sees); each
+    function's return taint is computed on first call (memoised); then every function body is
+    walked once more, recording flows into sinks.
+    """
     mod = _Module(aliases=_aliases(tree))
     funcs = list(_functions(tree))
-    for round_ in range(3):
-        record = round_ == 2
-        module_scope = _Scope(mod, record=record, is_module=True)
-        module_scope.run(tree.body)
-        mod.globals = dict(module_scope.env)
-        summaries: dict[str, Taints] = {}
-        for name, fn in funcs:
-            scope = _Scope(mod, record=record)
-            scope.run(fn.body)
-            if scope.returns:
-                summaries[name] = summaries.get(name, _EMPTY) | frozenset(scope.returns)
-        mod.summaries = summaries
+    for name, fn in funcs:
+        mod.funcs.setdefault(name, []).append(fn)
+    module_scope = _Scope(mod, record=True, is_module=True)
+    module_scope.run(tree.body)
+    mod.globals = dict(module_scope.env)
+    for _, fn in funcs:
+        scope = _Scope(mod, record=True)
+        scope.run(fn.body)
     return sorted(mod.flows.values(), key=lambda f: (f.line, f.col, f.sink_line, f.sink))
 
 

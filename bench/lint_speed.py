@@ -1,0 +1,191 @@
+"""Lint speed: promptcache lint beside the peers promptcachelint and cacheguardian.
+
+Inputs (the same for every tool that can take them):
+
+1. the corpus (../shared/corpus): every file, for promptcache (MB/s over all bytes); the
+   request bodies found in it (request JSON files and recorded exchanges), for every tool
+   (requests/s and MB/s over the bodies' JSON bytes);
+2. one synthetic ~100k-token Anthropic request (tools, a cached system prompt with a
+   timestamp, a 60-turn conversation), linted repeatedly.
+
+Peers run in a separate virtual environment (default /work/benchenv; override with
+PROMPTCACHE_BENCH_PEERS=/path/to/venv) and are never dependencies of promptcache:
+
+    python -m venv /work/benchenv
+    /work/benchenv/bin/pip install promptcachelint cacheguardian anthropic
+
+What each peer can take, and what is skipped:
+
+* promptcachelint: ``lint_request(get_provider(name), body)`` — request bodies only; it has no
+  template or Python-source input, so the corpus' templates and source files are skipped for it.
+* cacheguardian: ``dry_run(wrap(anthropic.Anthropic()), **body)`` — its pre-send check (no
+  network call); Anthropic bodies only through an Anthropic client and OpenAI bodies through an
+  OpenAI client; no file, template or source input.
+
+Prints one table; the ratio column is promptcache's speed divided by the peer's. No number is
+hard-coded: every figure is measured on this machine in this run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from promptcache.lint import lint_paths, lint_request  # noqa: E402
+from promptcache.lint.sources.request_json import find_request  # noqa: E402
+
+CORPUS = ROOT.parent / "shared" / "corpus"
+PEERS = Path(os.environ.get("PROMPTCACHE_BENCH_PEERS", "/work/benchenv"))
+WORDS = ("cache prefix token model request system message tool result value order stable "
+         "section history context breakpoint block write read hit miss price cost user agent "
+         "server client time date file code test data state list text line word page").split()
+
+
+def big_request(target_tokens: int = 100_000) -> dict[str, Any]:
+    """A deterministic Anthropic request of about ``target_tokens`` tokens."""
+    import random
+
+    rng = random.Random(7)
+
+    def prose(n: int) -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(n))
+
+    tools = [{"name": f"tool_{i:02d}", "description": prose(150),
+              "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}}}
+             for i in range(20)]
+    system = [{"type": "text", "text": "You are an agent. Current time: 2026-01-02 03:04:05.\n"
+               + prose(8000), "cache_control": {"type": "ephemeral"}}]
+    messages: list[dict[str, Any]] = []
+    per_turn = max(10, (target_tokens - 11_000) // 120)
+    for i in range(60):
+        messages.append({"role": "user", "content": prose(per_turn)})
+        messages.append({"role": "assistant", "content": prose(per_turn)})
+    messages.append({"role": "user", "content": [{"type": "text", "text": "next step",
+                                                  "cache_control": {"type": "ephemeral"}}]})
+    return {"model": "claude-sonnet-4-5", "max_tokens": 1024, "tools": tools,
+            "system": system, "messages": messages}
+
+
+def corpus_bodies() -> list[dict[str, Any]]:
+    """Request bodies in the corpus (request JSON files and recorded exchanges)."""
+    out: list[dict[str, Any]] = []
+    for path in sorted(CORPUS.rglob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            continue
+        items = data if isinstance(data, list) else [data]
+        for item in items:
+            found = find_request(item)
+            if found is not None:
+                out.append(dict(found[0]))
+    return out
+
+
+def timed(fn: Any, repeat: int) -> float:
+    fn()  # warm-up (encoders, imports)
+    start = time.perf_counter()
+    for _ in range(repeat):
+        fn()
+    return (time.perf_counter() - start) / repeat
+
+
+_PEER_SCRIPT = r'''
+import json, sys, time
+tool, path, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+bodies = json.load(open(path))
+def provider_of(b):
+    return "anthropic" if ("system" in b or "claude" in str(b.get("model", ""))) else "openai"
+if tool == "promptcachelint":
+    from promptcachelint import lint_request, get_provider
+    provs = {n: get_provider(n) for n in ("anthropic", "openai")}
+    def run():
+        for b in bodies:
+            lint_request(provs[provider_of(b)], b)
+elif tool == "cacheguardian":
+    import logging
+    logging.disable(logging.CRITICAL)
+    import cacheguardian, anthropic, openai
+    clients = {"anthropic": cacheguardian.wrap(anthropic.Anthropic(api_key="sk-bench")),
+               "openai": cacheguardian.wrap(openai.OpenAI(api_key="sk-bench"))}
+    import contextlib, io
+    def run():
+        for b in bodies:
+            kw = dict(b)
+            kw.setdefault("max_tokens", 16)
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                cacheguardian.dry_run(clients[provider_of(b)], **kw)
+run()
+t = time.perf_counter()
+for _ in range(repeat):
+    run()
+print(json.dumps({"seconds": (time.perf_counter() - t) / repeat}))
+'''
+
+
+def peer(tool: str, bodies: list[dict[str, Any]], repeat: int) -> tuple[float | None, str]:
+    python = PEERS / "bin" / "python"
+    if not python.exists():
+        return None, f"no peer venv at {PEERS} (see the module docstring)"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bodies.json"
+        path.write_text(json.dumps(bodies), encoding="utf-8")
+        proc = subprocess.run([str(python), "-c", _PEER_SCRIPT, tool, str(path), str(repeat)],
+                              capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["failed"])[-1]
+        return None, f"{tool} failed: {last[:120]}"
+    return float(json.loads(proc.stdout.strip().splitlines()[-1])["seconds"]), ""
+
+
+def main() -> int:
+    rows: list[tuple[str, str, str, str, str]] = []
+    notes: list[str] = []
+
+    # 1. whole corpus, promptcache only (peers take no templates / Python source)
+    files = [p for p in CORPUS.rglob("*") if p.is_file()]
+    total = sum(p.stat().st_size for p in files)
+    secs = timed(lambda: lint_paths([str(CORPUS)]), 3)
+    rows.append(("promptcache", f"corpus, all {len(files)} files", f"{total / secs / 1e6:.2f}",
+                 f"{len(files) / secs:.0f} files/s", "-"))
+    notes.append("corpus templates / Python source: promptcachelint and cacheguardian have no "
+                 "input for them (request bodies only): skipped for the peers")
+
+    # 2. corpus request bodies and 3. the 100k-token request: every tool
+    for label, bodies, repeat in (("corpus request bodies", corpus_bodies(), 20),
+                                  ("one 100k-token request", [big_request()], 10)):
+        nbytes = sum(len(json.dumps(b)) for b in bodies)
+        ours = timed(lambda b=bodies: [lint_request(x) for x in b], repeat)
+        rows.append(("promptcache", f"{label} ({len(bodies)})", f"{nbytes / ours / 1e6:.2f}",
+                     f"{len(bodies) / ours:.1f}", "1.00"))
+        for tool in ("promptcachelint", "cacheguardian"):
+            secs_peer, why = peer(tool, bodies, repeat)
+            if secs_peer is None:
+                rows.append((tool, label, "-", "-", "skipped"))
+                notes.append(f"{tool} on {label}: {why}")
+                continue
+            rows.append((tool, f"{label} ({len(bodies)})", f"{nbytes / secs_peer / 1e6:.2f}",
+                         f"{len(bodies) / secs_peer:.1f}", f"{secs_peer / ours:.2f}"))
+
+    widths = [max(len(r[i]) for r in [("tool", "input", "MB/s", "req/s", "x faster")] + rows)
+              for i in range(5)]
+    header = ("tool", "input", "MB/s", "req/s", "promptcache x")
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    for n in notes:
+        print(f"note: {n}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
