@@ -66,7 +66,7 @@ def big_request(target_tokens: int = 100_000) -> dict[str, Any]:
                + prose(8000), "cache_control": {"type": "ephemeral"}}]
     messages: list[dict[str, Any]] = []
     per_turn = max(10, (target_tokens - 11_000) // 120)
-    for i in range(60):
+    for _turn in range(60):
         messages.append({"role": "user", "content": prose(per_turn)})
         messages.append({"role": "assistant", "content": prose(per_turn)})
     messages.append({"role": "user", "content": [{"type": "text", "text": "next step",
@@ -176,7 +176,7 @@ def main() -> int:
             rows.append((tool, f"{label} ({len(bodies)})", f"{nbytes / secs_peer / 1e6:.2f}",
                          f"{len(bodies) / secs_peer:.1f}", f"{secs_peer / ours:.2f}"))
 
-    widths = [max(len(r[i]) for r in [("tool", "input", "MB/s", "req/s", "x faster")] + rows)
+    widths = [max(len(r[i]) for r in [("tool", "input", "MB/s", "req/s", "promptcache x"), *rows])
               for i in range(5)]
     header = ("tool", "input", "MB/s", "req/s", "promptcache x")
     print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
