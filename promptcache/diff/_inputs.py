@@ -235,8 +235,9 @@ class Prices:
 
     def for_prompt(self, prompt_tokens: int) -> Prices:
         """The flat prices of one request of ``prompt_tokens`` tokens (tiers applied)."""
-        if self.source is None or not getattr(self.source, "tiers", None):
-            return self
+        tiers = getattr(self.source, "tiers", None) if self.source is not None else None
+        if not tiers or all(prompt_tokens <= getattr(t, "above_tokens", 0) for t in tiers):
+            return self  # below every tier: the base prices (no model rebuilt per request)
         try:
             flat = self.source.for_prompt(max(0, prompt_tokens))
         except (ValueError, AttributeError):
