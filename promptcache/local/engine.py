@@ -34,13 +34,13 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
 
 from promptcache._errors import InvalidRequestError
-from promptcache.local.blocks import BlockPool, CacheStats, KVCacheManager, MatchResult
+from promptcache.local.blocks import BlockPool, CacheStats, KVBlock, KVCacheManager, MatchResult
 from promptcache.local.hashing import BlockHash, HashFn
 from promptcache.local.kv import KVPairs, KVStorage, TailStore
 from promptcache.local.model import ModelRunner, ModelShape
@@ -94,7 +94,6 @@ class _Totals:
     computed_tokens: int = 0
     generated_tokens: int = 0
     prefill_seconds: float = 0.0
-    extra: dict[str, int] = field(default_factory=dict)
 
 
 class _StopMatcher:
@@ -355,7 +354,7 @@ class Engine:
         self,
         rid: str,
         prompt: list[int],
-        blocks: list[Any],
+        blocks: list[KVBlock],
         block_tokens: int,
         parent: BlockHash,
         tail_len: int,
