@@ -220,6 +220,7 @@ def test_named_shapes_kv_bytes_and_params() -> None:
     total = 8_030_261_248
     norms = 32 * 2 * 4096 + 4096
     assert get_shape("llama-3-8b").params == total - 2 * 128_256 * 4096 - norms
+    assert get_shape("llama-3-8b").tokens_for_bytes(16 * 2**30) == 131_072  # 16 GiB
     with pytest.raises(ValueError, match="known"):
         get_shape("gpt-5")
 
@@ -258,8 +259,15 @@ def test_parse_sizes() -> None:
         parse_tokens("10GiB")
 
 
-def test_unlimited_capacity_never_evicts() -> None:
+@pytest.mark.parametrize("block_size", [1, 16, 64])
+def test_unlimited_capacity_never_evicts(block_size: int) -> None:
     w: Workload = generate_workload(SMALL, seed=1)
-    for kind in ("block", "radix"):
-        r = simulate(w, SimConfig(cache=kind))  # type: ignore[arg-type]
-        assert r.evicted_tokens == 0
+    many = generate_workload(
+        WorkloadConfig(conversations=30, duration_s=20, adapters=3, system_tokens_min=40,
+                       system_tokens_max=200, user_tokens_median=12, reply_tokens_median=30),
+        seed=1)
+    for workload, running in ((w, 1), (many, 4)):
+        for kind in ("block", "radix"):
+            r = simulate(workload, SimConfig(cache=kind, block_size=block_size,  # type: ignore[arg-type]
+                                             max_running=running))
+            assert r.evicted_tokens == 0, (kind, running)

@@ -25,9 +25,10 @@ workload (a turn's prompt is a prefix of its conversation's stream, so its block
 prefix of the stream's). ``peek`` looks them up in the pool's hash map. The manager's
 ``match_prefix`` (called by ``allocate``) rehashes the prompt on every call and has no
 parameter for precomputed hashes (vLLM keeps ``request.block_hashes`` for this), which made
-the block cache 1.4-2x slower than it needs to be (``bench/simulate.py`` prints the ratio); :class:`_PrehashedManager` is a subclass that
-only overrides ``match_prefix`` to walk the memo's hashes instead, verifying each hit with the
-pool's own ``get_cached_block`` (stored tokens + parent hash). Everything else (pool, free
+the block cache about 1.3-2x slower than it needs to be (``bench/simulate.py`` prints the
+ratio). :class:`_PrehashedManager` is a subclass that only overrides ``match_prefix`` to walk
+the memo's hashes instead, verifying each hit with the pool's own ``get_cached_block``
+(stored tokens + parent hash). Everything else (pool, free
 queue, eviction, allocate, commit, free) is the backend's code. ``commit`` still hashes the
 newly filled blocks once, as the backend does.
 

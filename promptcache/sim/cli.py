@@ -52,7 +52,7 @@ def parse_capacity(spec: str, *, working_set: int, kv_bytes_per_token: int) -> i
             raise ValueError(f"bad capacity {spec!r}") from None
         tokens = int(working_set * pct / 100.0)
     elif text.lower().endswith("b"):
-        tokens = parse_bytes(text) // kv_bytes_per_token
+        tokens = parse_bytes(text) // kv_bytes_per_token  # ModelShape.tokens_for_bytes
     else:
         tokens = parse_tokens(text)
     if tokens < 1:

@@ -76,6 +76,16 @@ class ModelShape:
         """Bytes of KV cache per token: ``2 * layers * kv_heads * head_dim * dtype_bytes``."""
         return 2 * self.layers * self.kv_heads * self.head_dim * self.dtype_bytes
 
+    def tokens_for_bytes(self, capacity_bytes: int) -> int:
+        """Tokens of KV that fit in ``capacity_bytes`` (rounded down).
+
+        Raises:
+            ValueError: a negative size.
+        """
+        if capacity_bytes < 0:
+            raise ValueError("capacity_bytes must be >= 0")
+        return capacity_bytes // self.kv_bytes_per_token
+
     @property
     def params(self) -> int:
         """``P``: weights of the transformer blocks (attention projections + gated MLP)."""

@@ -161,17 +161,25 @@ def working_set_tokens(workload: Workload) -> int:
     return tree.total_size()
 
 
-def unlimited_capacity(workload: Workload, config: SimConfig) -> int:
+def unlimited_capacity(workload: Workload, config: SimConfig,
+                       working_set: int | None = None) -> int:
     """A pool size at which nothing is ever evicted (an upper bound, in tokens).
 
-    Every distinct stream's tokens, plus the running requests' reservations, plus one
-    block of rounding per running request.
+    ``W + B * S + running * (largest request + B) + B`` with ``W`` the working set
+    (:func:`working_set_tokens`), ``B`` the block size and ``S`` the number of distinct token
+    streams: cached full blocks hold at most ``W`` distinct token prefixes plus, per stream,
+    one block that straddles the point where the stream branches off the others; running
+    requests add their reservations and a partial last block each.
+
+    Args:
+        working_set: ``working_set_tokens(workload)`` if already known.
     """
-    streams: dict[int, int] = {}
-    for req in workload.requests:
-        streams[id(req.stream)] = max(streams.get(id(req.stream), 0), req.insert_len)
-    per_request = workload.max_request_tokens + config.block_size
-    return sum(streams.values()) + config.max_running * per_request + config.block_size
+    if working_set is None:
+        working_set = working_set_tokens(workload)
+    streams = len({id(req.stream) for req in workload.requests})
+    bs = config.block_size
+    per_request = workload.max_request_tokens + bs
+    return working_set + bs * streams + config.max_running * per_request + bs
 
 
 @dataclass(slots=True)
@@ -295,13 +303,15 @@ def _percentile(values: Sequence[float], q: float) -> float:
 
 
 def simulate(workload: Workload, config: SimConfig | None = None, *,
-             memo: BlockHashMemo | None = None) -> SimResult:
+             memo: BlockHashMemo | None = None, working_set: int | None = None) -> SimResult:
     """Run one simulation.
 
     Args:
         workload: the requests.
         config: the run (defaults of :class:`SimConfig` when ``None``).
         memo: block-hash memo to share between runs of the same workload (block cache).
+        working_set: ``working_set_tokens(workload)`` if already known (sizes the pool of an
+            unlimited run).
 
     Raises:
         ValueError: a request can never fit the pool (capacity below one request's KV).
@@ -309,7 +319,7 @@ def simulate(workload: Workload, config: SimConfig | None = None, *,
     cfg = config or SimConfig()
     capacity = cfg.capacity_tokens
     if capacity is None:
-        capacity = unlimited_capacity(workload, cfg)
+        capacity = unlimited_capacity(workload, cfg, working_set)
     run = _Run(workload, cfg, capacity, memo)
     run.run()
     count = len(run.prefills)
@@ -349,13 +359,14 @@ def sweep(workload: Workload, base: SimConfig, *, caches: Iterable[str],
     """
     memo = BlockHashMemo(base.block_size)
     caps = list(capacities)
+    working_set = working_set_tokens(workload) if None in caps else None
     pols = list(policies)
     out: list[SimResult] = []
     for kind in caches:
         for cap in caps:
             for pol in pols:
                 cfg = _replace(base, cache=kind, capacity_tokens=cap, policy=pol)
-                out.append(simulate(workload, cfg, memo=memo))
+                out.append(simulate(workload, cfg, memo=memo, working_set=working_set))
     return out
 
 
