@@ -490,3 +490,12 @@ def test_property_an_edit_is_found_where_it_is(texts: list[str], data: st.DataOb
     assert r.divergence.char_offset == len(f"{k}:{texts[k]}")
     assert r.cause == "message_rewritten"
     assert r.invalidated_levels == ["messages"]
+
+
+def test_unknown_model_still_names_the_cause_without_numbers() -> None:
+    a, b = convo(2, model="my-private-model"), convo(4, model="my-private-model")
+    b["tools"] = list(reversed(b["tools"]))
+    r = diff(a, b, provider="anthropic")
+    assert r.verdict == "miss_explained" and r.cause == "tools_reordered"
+    assert r.predicted is None and r.lost_tokens is None and r.miss_cost_usd is None
+    assert any("model unknown" in n for n in r.notes)

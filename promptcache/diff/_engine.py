@@ -844,8 +844,12 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
         elif shortfall > tol:
             verdict = "unexplained_miss"
             classification = "provider_side"
-    elif read_seen is not None:
-        notes.append("observed usage given, but no prediction to compare it with")
+    else:
+        if read_seen is not None:
+            notes.append("observed usage given, but no prediction to compare it with")
+        if causes:  # no numbers without a policy, but a change in the prefix is still a miss
+            verdict = "miss_explained"
+            classification = "client_side"
 
     if verdict == "unexplained_miss" or not causes:
         detail = {"payload_difference": "none" if first >= n_a and not raw else "not causal"}
