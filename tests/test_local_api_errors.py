@@ -407,3 +407,43 @@ def test_raw_sse_order(backend: LocalBackend) -> None:
     events = [line[7:] for line in response.text.splitlines() if line.startswith("event: ")]
     assert events[0] == "message_start" and events[-1] == "message_stop"
     assert events[-2] == "message_delta" and events[-3] == "content_block_stop"
+
+
+# ---------------------------------------------------------------------------------- block kinds
+def test_cache_control_on_tools_tool_use_and_tool_result(backend: LocalBackend) -> None:
+    client = backend.anthropic(api_key="block-kinds")
+    tools = [
+        {
+            "name": "search",
+            "description": filler(1200, "search tool"),
+            "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}},
+            "cache_control": EPH,
+        }
+    ]
+    use = {"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"q": "x"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "found"}
+    first = {
+        "model": MODEL,
+        "max_tokens": 1,
+        "tools": tools,
+        "messages": [
+            _user("look it up"),
+            {"role": "assistant", "content": [{**use, "cache_control": EPH}]},
+            {"role": "user", "content": [{**result, "cache_control": EPH}]},
+        ],
+    }
+    prompt = apply_template(first, "anthropic")
+    tools_end = prompt.span_of("tools[0]").end
+    assert tools_end >= 1024
+    usage = client.messages.create(**first).usage
+    assert usage.cache_read_input_tokens == 0
+    assert usage.cache_creation_input_tokens == prompt.spans[-1].end
+    # another conversation with the same tools reads the tool definitions
+    other = {**first, "messages": [_user("something else", EPH)]}
+    usage = client.messages.create(**other).usage
+    assert usage.cache_read_input_tokens == tools_end
+    # the same conversation plus one turn reads through the tool_result breakpoint
+    longer = copy.deepcopy(first)
+    longer["messages"] += [{"role": "assistant", "content": "done"}, _user("thanks", EPH)]
+    usage = client.messages.create(**longer).usage
+    assert usage.cache_read_input_tokens == prompt.spans[-1].end
