@@ -22,7 +22,7 @@ from promptcache.lint.finding import Finding
 from promptcache.lint.rules import all_rules
 from promptcache.lint.sources import LoadOptions, source_for, source_for_content, suffixes
 from promptcache.lint.sources.base import Document
-from promptcache.prefix import render
+from promptcache.prefix import PrefixView, render
 
 __all__ = ["LintResult", "lint_paths", "lint_request", "lint_text"]
 
@@ -64,7 +64,8 @@ def _default_rules() -> list[Rule]:
 
 def lint_request(payload: Mapping[str, Any], *, model: str | None = None,
                  provider: str | None = None, previous: Mapping[str, Any] | None = None,
-                 rules: Sequence[str] | None = None) -> list[Finding]:
+                 rules: Sequence[str] | None = None, view: PrefixView | None = None
+                 ) -> list[Finding]:
     """Lint one request payload as it is about to be sent.
 
     Args:
@@ -75,6 +76,8 @@ def lint_request(payload: Mapping[str, Any], *, model: str | None = None,
         previous: the request sent before this one in the same conversation; enables the
             lookback rule (PC302).
         rules: selectors (codes, prefixes, names, groups); None runs every stable rule.
+        view: the payload already rendered with :func:`promptcache.prefix.render` (the SDK
+            wrapper has it): skips rendering it again, which is most of the cost.
 
     Returns:
         Findings; ``file`` is ``"<request>"`` and ``line``/``col`` are 1 (use ``path``).
@@ -82,7 +85,8 @@ def lint_request(payload: Mapping[str, Any], *, model: str | None = None,
     Raises:
         promptcache._errors.InvalidRequestError: the payload is malformed.
     """
-    view = render(payload, provider, model=model)
+    if view is None:
+        view = render(payload, provider, model=model)
     ctx = RequestContext(view, payload, facts_for(view.provider, model or view.model))
     if previous is not None:
         pview = render(previous, provider or view.provider, model=model)

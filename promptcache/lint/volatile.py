@@ -108,8 +108,9 @@ def _has_letters_and_digits(s: str) -> bool:
     return any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
 
 
-_DIGIT_RUN = re.compile(r"\d+")
+_DIGIT = re.compile(r"[0-9]")  # one-character class: sre's fast search path
 _WORDISH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+_ASCII_DIGITS = frozenset("0123456789")
 #: Characters of context kept on each side of a digit run (longer than any pattern's
 #: non-digit stretch: month names, weekday, "GMT").
 _PAD = 40
@@ -120,9 +121,17 @@ def _windows(text: str) -> list[tuple[int, int]]:
     rest of the text is never scanned (prompts are mostly prose)."""
     out: list[tuple[int, int]] = []
     n = len(text)
-    for m in _DIGIT_RUN.finditer(text):
+    pos = 0
+    search = _DIGIT.search
+    while True:
+        m = search(text, pos)
+        if m is None:
+            return out
+        run_end = m.end()
+        while run_end < n and text[run_end] in _ASCII_DIGITS:
+            run_end += 1
         s = max(0, m.start() - _PAD)
-        e = min(n, m.end() + _PAD)
+        e = min(n, run_end + _PAD)
         for _ in range(80):
             if s > 0 and text[s - 1] in _WORDISH:
                 s -= 1
@@ -137,7 +146,7 @@ def _windows(text: str) -> list[tuple[int, int]]:
             out[-1] = (out[-1][0], max(out[-1][1], e))
         else:
             out.append((s, e))
-    return out
+        pos = max(run_end, e - _PAD)
 
 
 def scan_text(text: str, max_matches: int = 64) -> list[VolatileMatch]:
