@@ -390,3 +390,15 @@ def test_lru_across_requests_and_a_hit_refreshes_recency() -> None:
     assert m.stats.evictions == 2
     assert m.match_prefix(b).num_cached_tokens == 0
     assert m.match_prefix(a).num_cached_tokens == 8
+
+
+def test_block_cache_imports_without_torch() -> None:
+    # promptcache.sim uses the block cache without the local extra: no torch at import time.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, promptcache.local, promptcache.local.blocks, promptcache.local.hashing; "
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
