@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import itertools
 import struct
 import zlib
@@ -165,17 +166,64 @@ def test_message_inserted() -> None:
 
 
 def test_thinking_blocks_removed_is_a_rewrite() -> None:
-    a = convo(2, messages=[{"role": "user", "content": "q1"},
+    """On a model that keeps thinking blocks, removing one client-side is a history edit."""
+    a = convo(2, model="claude-sonnet-4-6", messages=[{"role": "user", "content": "q1"},
                            {"role": "assistant", "content": [
                                {"type": "thinking", "thinking": "hmm", "signature": "s"},
                                block("answer")]},
                            {"role": "user", "content": "q2"}])
-    b = convo(2, messages=[{"role": "user", "content": "q1"},
-                           {"role": "assistant", "content": [block("answer")]},
-                           {"role": "user", "content": "q2"}])
+    b = convo(2, model="claude-sonnet-4-6",
+              messages=[{"role": "user", "content": "q1"},
+                        {"role": "assistant", "content": [block("answer")]},
+                        {"role": "user", "content": "q2"}])
     r = diff(a, b)
     assert r.cause == "message_rewritten"
     assert r.causes[0].detail["subtype"] == "thinking blocks removed"
+    # Sonnet 4.5 strips those blocks itself before a plain user turn: nothing changes
+    a["model"] = b["model"] = MODEL
+    assert diff(a, b).cause == "no_difference"
+
+
+def _tool_loop(model: str, *, plain_turn: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    loop = [{"role": "user", "content": [block(text(300, "task"))]},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": text(400, "plan"), "signature": "sig"},
+                {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "a"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                          "content": text(300, "file"),
+                                          "cache_control": {"type": "ephemeral"}}]}]
+    a = convo(2, model=model, messages=loop)
+    nxt: list[dict[str, Any]] = [{"role": "assistant", "content": [block(text(100, "done"))]}]
+    if plain_turn:
+        nxt.append({"role": "user", "content": [block("thanks, next task", cc="5m")]})
+    else:
+        nxt = [{"role": "assistant", "content": [
+                   {"type": "thinking", "thinking": text(50, "more"), "signature": "s2"},
+                   {"type": "tool_use", "id": "t2", "name": "read", "input": {"path": "b"}}]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2",
+                                             "content": "ok",
+                                             "cache_control": {"type": "ephemeral"}}]}]
+    b = convo(2, model=model, messages=copy.deepcopy([*loop, *nxt]))
+    b["messages"][2]["content"][0].pop("cache_control")
+    return a, b
+
+
+def test_plain_user_turn_strips_thinking_on_older_models() -> None:
+    a, b = _tool_loop(MODEL, plain_turn=True)
+    r = diff(a, b)
+    assert r.cause == "thinking_stripped"
+    assert r.causes[0].path == "messages[1].content[0]"
+    assert r.causes[0].detail["stripped"] == ["messages[1].content[0]"]
+    assert r.invalidated_levels == ["messages"]
+    assert r.predicted is not None and r.ideal_cache_read is not None
+    assert r.predicted.cache_read < r.ideal_cache_read  # only tools + system survive
+    assert r.diagnostics is None
+    # the tool loop continuing keeps the thinking block: no miss
+    a2, b2 = _tool_loop(MODEL, plain_turn=False)
+    assert diff(a2, b2).cause == "no_difference"
+    # models that keep thinking blocks: no miss either
+    a3, b3 = _tool_loop("claude-sonnet-4-6", plain_turn=True)
+    assert diff(a3, b3).cause == "no_difference"
 
 
 def _png(w: int, h: int, color: int) -> str:

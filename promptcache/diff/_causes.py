@@ -19,6 +19,7 @@ __all__ = [
     "CAUSES",
     "OPENAI_DIAGNOSTICS_URL",
     "PARAM_RULES",
+    "THINKING_STRIP_MODELS",
     "CauseInfo",
     "ParamRule",
     "anthropic_reason_for",
@@ -90,6 +91,9 @@ CAUSES: dict[str, CauseInfo] = {c.code: c for c in (
        "needed) instead of deleting them", A_CACHING),
     _c("message_inserted", "a message was inserted into earlier history",
        "append new messages at the end; never insert into earlier history", A_CACHING),
+    _c("thinking_stripped", "a plain user turn made the API strip earlier thinking blocks",
+       "on this model, end tool loops before caching deeply, or move to a model that keeps "
+       "thinking blocks (Opus 4.5+, Sonnet 4.6+, Fable/Mythos 5.x)", A_SKILL),
     _c("image_changed", "an image was added, removed or changed",
        "send images byte-identically (same encoding, same detail) on every turn", A_CACHING),
     _c("tool_choice_changed", "tool_choice changed",
@@ -170,6 +174,17 @@ PARAM_RULES: tuple[ParamRule, ...] = (
               OPENAI_DIAGNOSTICS_URL),
 )
 
+#: Claude models that strip the thinking blocks of earlier assistant turns when a plain
+#: (non-tool_result) user turn follows: "older Opus and Sonnet models and all Haiku models up
+#: to Haiku 4.5" (catalog ids). Models that keep them: Fable and Mythos 5.x, Mythos Preview,
+#: Opus 4.5+, Sonnet 4.6+; Haiku 5.5 is not covered by any source (assumed to keep them).
+#: Source: https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md
+THINKING_STRIP_MODELS = frozenset({
+    "claude-3-opus", "claude-opus-4-0", "claude-opus-4-1",
+    "claude-3-5-sonnet", "claude-3-7-sonnet", "claude-sonnet-4-0", "claude-sonnet-4-5",
+    "claude-3-haiku", "claude-3-5-haiku", "claude-haiku-4-5",
+})
+
 _TIER_TO_ANTHROPIC = {"tools": "tools_changed", "system": "system_changed",
                       "messages": "messages_changed"}
 
@@ -186,6 +201,7 @@ _ANTHROPIC_BY_CAUSE = {
     "image_changed": "messages_changed",
     "tool_choice_changed": "messages_changed",
     "thinking_changed": "messages_changed",
+    "thinking_stripped": "messages_changed",
     "effort_changed": "messages_changed",
 }
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -50,6 +50,7 @@ from promptcache.diff._causes import (
     CAUSES,
     OPENAI_DIAGNOSTICS_URL,
     PARAM_RULES,
+    THINKING_STRIP_MODELS,
     anthropic_reason_for,
     openai_reason_for,
 )
@@ -147,12 +148,12 @@ class _Message:
     role: str | None
     segs: list[int]
     key: tuple[str, ...]
-    view: PrefixView
+    segments: tuple[Segment, ...]
 
     @property
     def text(self) -> str:
         """The message's text (its segments' texts joined by newlines)."""
-        return "\n".join(self.view.segments[i].text or "" for i in self.segs)
+        return "\n".join(self.segments[i].text or "" for i in self.segs)
 
 
 @dataclass(slots=True)
@@ -165,8 +166,12 @@ class Prepared:
         family: ``"anthropic"`` or ``"openai"``.
         model: the model id (None when unknown).
         policy: the catalog's cache policy (None when the model is unknown).
-        keys: content key per segment (fingerprint without cache markers).
-        bps: indices of segments carrying a breakpoint (explicit or automatic).
+        segs: the segments the provider caches: the view's, minus thinking blocks the
+            provider strips (older Claude models; see ``THINKING_STRIP_MODELS``), re-indexed
+            with token offsets recomputed.
+        stripped: paths of the thinking blocks the provider strips from this request.
+        keys: content key per segment of ``segs`` (fingerprint without cache markers).
+        bps: indices (into ``segs``) of segments carrying a breakpoint (explicit or automatic).
         bp_ttl: TTL per breakpoint index.
     """
 
@@ -175,6 +180,8 @@ class Prepared:
     family: str
     model: str | None
     policy: Any
+    segs: tuple[Segment, ...]
+    stripped: frozenset[str]
     keys: list[str]
     bps: list[int]
     bp_ttl: dict[int, str | None]
@@ -184,29 +191,31 @@ class Prepared:
 
     @property
     def segments(self) -> tuple[Segment, ...]:
-        return self.view.segments
+        """The cached segments (:attr:`segs`)."""
+        return self.segs
 
     @property
     def total(self) -> int:
-        return self.view.total_tokens
+        """Tokens of the prompt as the provider caches it."""
+        return self.segs[-1].end_token if self.segs else 0
 
     def end(self, i: int) -> int:
         """Tokens up to and including segment ``i``."""
-        return self.view.segments[i].end_token
+        return self.segs[i].end_token
 
     def start(self, i: int) -> int:
         """Tokens before segment ``i`` (the total when ``i`` is past the end)."""
-        segs = self.view.segments
+        segs = self.segs
         return segs[i].start_token if i < len(segs) else self.total
 
     def tier_first(self, tier: str) -> int:
         """Index of the first segment of ``tier`` or a later tier (len when none)."""
         if self._tier_first is None:
             firsts: dict[str, int] = {}
-            n = len(self.view.segments)
+            n = len(self.segs)
             for t in TIERS:
                 rank = _TIER_RANK[t]
-                firsts[t] = next((s.index for s in self.view.segments
+                firsts[t] = next((s.index for s in self.segs
                                   if _TIER_RANK[s.tier] >= rank), n)
             self._tier_first = firsts
         return self._tier_first[tier]
@@ -228,11 +237,11 @@ class Prepared:
         """The messages of the request (segments grouped by message index)."""
         if self._messages is None:
             out: list[_Message] = []
-            for seg in self.view.segments:
+            for seg in self.segs:
                 if seg.message_index is None:
                     continue
                 if not out or out[-1].index != seg.message_index:
-                    out.append(_Message(seg.message_index, seg.role, [], (), self.view))
+                    out.append(_Message(seg.message_index, seg.role, [], (), self.segs))
                 out[-1].segs.append(seg.index)
             keys = self.keys
             for msg in out:
@@ -269,15 +278,60 @@ def prepare(payload: Mapping[str, Any], provider: str | None = None, *,
     """
     view = render(payload, _render_provider(provider, payload), model=model)
     policy = get_policy_or_none(view.model)
-    keys = [_content_key(s) for s in view.segments]
+    segs, stripped = _cached_segments(view, policy)
+    keys = [_content_key(s) for s in segs]
     bps: list[int] = []
     bp_ttl: dict[int, str | None] = {}
+    new_index = {s.path: s.index for s in segs} if stripped else None
     for seg in view.breakpoints():
         bp = view.breakpoint_of(seg)
-        bps.append(seg.index)
-        bp_ttl[seg.index] = bp.ttl if bp is not None else None
-    return Prepared(payload, view, _family(view.provider), view.model, policy, keys, bps,
-                    bp_ttl)
+        idx = seg.index if new_index is None else new_index[seg.path]
+        bps.append(idx)
+        bp_ttl[idx] = bp.ttl if bp is not None else None
+    return Prepared(payload, view, _family(view.provider), view.model, policy, segs, stripped,
+                    keys, bps, bp_ttl)
+
+
+_THINKING_KINDS = ("thinking", "redacted_thinking")
+
+
+def _cached_segments(view: PrefixView, policy: Any
+                     ) -> tuple[tuple[Segment, ...], frozenset[str]]:
+    """The segments the provider caches, and the paths of thinking blocks it strips.
+
+    Older Claude models drop the thinking blocks of every assistant turn that lies before the
+    last plain (non-``tool_result``) user message; the cached prefix then lacks them.
+    Source: https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md
+    (hosted-api-rules.md 1.7, "Thinking blocks").
+    """
+    segs = view.segments
+    model_id = getattr(policy, "model_id", None)
+    if view.provider != "anthropic" or model_id not in THINKING_STRIP_MODELS:
+        return segs, frozenset()
+    if not any(s.kind in _THINKING_KINDS for s in segs):
+        return segs, frozenset()
+    plain_user: int | None = None
+    by_message: dict[int, list[Segment]] = {}
+    for s in segs:
+        if s.message_index is not None:
+            by_message.setdefault(s.message_index, []).append(s)
+    for m, members in by_message.items():
+        if members[0].role == "user" and not any(x.kind == "tool_result" for x in members):
+            plain_user = m if plain_user is None else max(plain_user, m)
+    if plain_user is None:
+        return segs, frozenset()
+    drop = {s.index for s in segs if s.kind in _THINKING_KINDS
+            and s.message_index is not None and s.message_index < plain_user}
+    if not drop:
+        return segs, frozenset()
+    kept: list[Segment] = []
+    start = 0
+    for s in segs:
+        if s.index in drop:
+            continue
+        kept.append(replace(s, index=len(kept), start_token=start))
+        start += s.tokens
+    return tuple(kept), frozenset(segs[i].path for i in drop)
 
 
 # ---------------------------------------------------------------------------- structure
@@ -470,6 +524,12 @@ def _classify(pa: Prepared, pb: Prepared, i: int, *, redact: bool
     causes: list[_RawCause] = []
     if tier == "tools":
         causes.extend(_tool_causes(pa, pb, i, form, path))
+    elif sa is not None and sa.kind in _THINKING_KINDS and sa.path in pb.stripped:
+        causes.append(_RawCause(
+            "thinking_stripped", i, 2, tier, sa.path,
+            {"stripped": sorted(pb.stripped - pa.stripped), "model": pb.model},
+            "model-specific: older Opus and Sonnet models and Haiku up to 4.5 drop earlier "
+            "thinking blocks once a plain user turn follows tool use"))
     elif form is not None:
         causes.append(_RawCause(form, i, 2, tier, path, {"tier": tier}))
     elif "image" in (sa.kind if sa else "", sb.kind if sb else ""):
