@@ -5,7 +5,9 @@ Algorithm (one pass over two :class:`~promptcache.prefix.PrefixView` s):
 1. Render both requests once with the same renderer (:func:`prepare`). Each segment gets a
    *content key*: its fingerprint, or, when the segment carries a cache marker
    (``cache_control`` / ``prompt_cache_breakpoint``), the fingerprint of the node without the
-   marker, because moving a marker does not change the cached bytes.
+   marker, because moving a marker does not change the cached bytes. On older Claude models
+   the thinking blocks the API strips (before the last plain user turn) are left out of the
+   cached segments, as the API leaves them out of the cached prefix.
 2. The first index where the content keys differ is the content divergence. Parameters that
    invalidate a tier (``tool_choice``, ``thinking``, effort, model, ...; see
    :data:`promptcache.diff._causes.PARAM_RULES`) cut the prefix at the first segment of that

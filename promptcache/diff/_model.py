@@ -67,7 +67,8 @@ class Divergence(_Frozen):
             two segments are different entities, e.g. two different tools).
         segment_path: the path of the divergent segment (``"tools[0]"``).
         leaf_path: the first differing leaf inside the segment.
-        segment_index: index of the divergent segment in B (len(A) when B is shorter).
+        segment_index: index of the divergent segment among B's cached segments (the
+            rendered segments minus thinking blocks an older Claude model strips).
         tier: tier of the divergent segment.
         kind: segment kind in B (or A when B has none there).
         char_offset: first differing character inside the leaf (its JSON text when the leaf
