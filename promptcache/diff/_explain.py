@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from promptcache._errors import InputError, InvalidRequestError, PromptCacheError
+from promptcache._errors import InputError, PromptCacheError
 from promptcache.diff._engine import Prepared, compare, prepare
 from promptcache.diff._inputs import (
     Prices,
@@ -233,9 +233,7 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
                 e.prepared = prepare(e.request, prov, model=model or e.model)
             family = e.prepared.family if e.prepared is not None else _usage_family(e, prov)
             e.usage = read_usage(e.usage_raw, family)
-        except InvalidRequestError as exc:
-            raise InputError(label, f"line {e.line}: {exc}") from None
-        except PromptCacheError as exc:
+        except PromptCacheError as exc:  # InvalidRequestError included
             raise InputError(label, f"line {e.line}: {exc}") from None
 
         # ---- session
