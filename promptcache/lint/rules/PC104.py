@@ -70,6 +70,8 @@ class Rule_PC104(Rule):
             if stable < MIN_STABLE_TOKENS:
                 continue
             vol = piece.volatility
+            if vol.granularity in ("week", "month", "year"):
+                continue  # changes rarely enough to cache well
             gran = f"{vol.granularity}-granularity " if vol.granularity else ""
             what = {"timestamp": "clock value", "id": "per-request id",
                     "random": "random value"}.get(vol.kind, "volatile value")

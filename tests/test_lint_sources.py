@@ -1,0 +1,207 @@
+"""Input kinds: each source's parsing, positions (file:line:col) and the rules that read it.
+
+Rule tests as data in the manner of sqlfluff's YAML cases: each table row is an input, the
+codes it must produce and where.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from promptcache.lint import LintConfig, lint_paths, lint_request, lint_text
+from promptcache.lint.sources.python_ast import analyze
+from tests.cases import filler
+
+STABLE = filler(80, "stable")
+
+
+def lint(tmp_path: Path, name: str, text: str, **cfg: Any) -> list[tuple[str, int, int]]:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    result = lint_paths([str(path)], LintConfig(**cfg))
+    assert result.errors == [], result.errors
+    return [(f.code, f.line, f.col) for f in result.findings]
+
+
+# ------------------------------------------------------------------ templates
+TEMPLATE_CASES = [
+    # (file name, text, expected [(code, line, col)])
+    ("a.j2", "Hello.\nToday is {{ current_date }}.\n" + STABLE, [("PC104", 2, 10)]),
+    ("b.j2", "{% set t = now() %}\nIt is {{ t }}.\n" + STABLE, [("PC104", 2, 7)]),
+    ("c.j2", "{{ examples | random }}\n" + STABLE, [("PC104", 1, 1)]),
+    ("d.j2", "{{ request_id }} " + STABLE, [("PC104", 1, 1)]),
+    ("e.j2", STABLE + "\nToday is {{ current_date }}.", []),  # after the stable text
+    ("f.j2", "Hi {{ user_name }}\n" + STABLE, []),  # not volatile
+    ("g.jinja2", "{# header #}\n  {{ now().strftime('%Y') }}\n" + STABLE, []),  # year: stable
+    ("h.md", "Now: {current_time}\n" + STABLE, [("PC104", 1, 6)]),
+    ("i.txt", "TODAY is {{$date}}\n" + STABLE, [("PC104", 1, 10)]),
+    ("j.txt", "plain prompt without holes\n" + STABLE, []),
+    ("k.yaml", "agent:\n  system_template: |\n    You are an agent.\n    Time: {{ datetime }}\n"
+               "    " + STABLE + "\n  name: x\n", [("PC104", 4, 11)]),
+    ("l.yaml", "system_prompt: \"Date {{current_date}} " + STABLE + "\"\n", [("PC104", 1, 22)]),
+    ("m.yaml", "description: \"Date {{current_date}} " + STABLE + "\"\n", []),  # not a prompt key
+    ("n.toml", "[command]\nprompt = \"\"\"\nIntro\nDate: {{ today }}\n" + STABLE + "\n\"\"\"\n",
+     [("PC104", 4, 7)]),
+    ("o.prompty", "---\nname: t\nmodel:\n  configuration:\n    name: gpt-4o\n---\nsystem:\n"
+                  "Time is {{ now }}\n" + STABLE + "\nuser:\n{{question}}\n", [("PC104", 8, 9)]),
+]
+
+
+@pytest.mark.parametrize("name,text,expected", TEMPLATE_CASES, ids=[c[0] for c in TEMPLATE_CASES])
+def test_templates(tmp_path: Path, name: str, text: str, expected: list[Any]) -> None:
+    assert lint(tmp_path, name, text) == expected
+
+
+def test_template_finding_details(tmp_path: Path) -> None:
+    path = tmp_path / "t.j2"
+    path.write_text("Today is {{ now().strftime('%Y-%m-%d') }}.\n" + STABLE, encoding="utf-8")
+    [f] = lint_paths([str(path)]).findings
+    assert f.severity.value == "info" and f.details["granularity"] == "day"
+    assert f.details["stable_tokens_after"] >= 80 and f.path is None
+
+
+# ------------------------------------------------------------------ Python source
+PY_HEAD = "import datetime, json, random, uuid, time\nimport anthropic\nfrom openai import OpenAI\n" \
+          "client = anthropic.Anthropic()\noai = OpenAI()\n"
+PY_CASES = [
+    ("fstring", "def f(q):\n    now = datetime.datetime.now()\n"
+                "    return client.messages.create(system=f'It is {now}', messages=[])\n",
+     [("PC101", 8, 11)]),
+    ("helper", "def clock():\n    return time.strftime('%Y-%m-%d %H:%M')\n\n"
+               "def build():\n    return 'Rules. ' + clock()\n\n"
+               "def f(q):\n    s = build()\n    return client.messages.create(system=s, messages=[])\n",
+     [("PC101", 8, 12)]),
+    ("format", "def f(q):\n    sys = 'id {}'.format(uuid.uuid4())\n"
+               "    return oai.chat.completions.create(messages=[{'role': 'system', 'content': sys},"
+               " {'role': 'user', 'content': q}])\n", [("PC102", 8, 26)]),
+    ("random", "EX = ['a', 'b']\ndef f(q):\n    pick = random.choice(EX)\n"
+               "    return client.messages.create(system='Ex: ' + pick, messages=[])\n",
+     [("PC103", 9, 12)]),
+    ("set-tools", "TOOLS = {'a': 1}\ndef f(names):\n    tools = [TOOLS[n] for n in set(names)]\n"
+                  "    return client.messages.create(tools=tools, messages=[])\n",
+     [("PC201", 9, 32)]),
+    ("sorted-set", "TOOLS = {'a': 1}\ndef f(names):\n    tools = [TOOLS[n] for n in sorted(set(names))]\n"
+                   "    return client.messages.create(tools=tools, messages=[])\n", []),
+    ("dumps", "def f(cfg):\n    s = 'Config: ' + json.dumps(cfg)\n"
+              "    return client.messages.create(system=s, messages=[])\n", [("PC203", 8, 22)]),
+    ("dumps-sorted", "def f(cfg):\n    s = 'Config: ' + json.dumps(cfg, sort_keys=True)\n"
+                     "    return client.messages.create(system=s, messages=[])\n", []),
+    ("cache-key", "def f(q):\n    return oai.responses.create(prompt_cache_key=str(uuid.uuid4()), "
+                  "input=q)\n", [("PC403", 8, 54)]),
+    ("newest-turn", "def f(q):\n    return client.messages.create(system='Rules', messages=["
+                    "{'role': 'user', 'content': f'{q} at {datetime.datetime.now()}'}])\n", []),
+    ("not-a-sink", "def f(q):\n    log = f'{datetime.datetime.now()} {q}'\n    print(log)\n", []),
+    ("system-dict", "def f(q):\n    msgs = [{'role': 'system', 'content': f'Now {time.time()}'}]\n"
+                    "    msgs.append({'role': 'user', 'content': q})\n    return msgs\n",
+     [("PC101", 8, 50)]),
+]
+
+
+@pytest.mark.parametrize("label,body,expected", PY_CASES, ids=[c[0] for c in PY_CASES])
+def test_python_taint(tmp_path: Path, label: str, body: str, expected: list[Any]) -> None:
+    assert lint(tmp_path, "agent.py", PY_HEAD + "\n" + body) == expected
+
+
+def test_python_flow_details() -> None:
+    import ast
+
+    src = PY_HEAD + "\ndef f(q):\n    d = datetime.date.today()\n" \
+                    "    return client.messages.create(system=f'Day {d}', messages=[])\n"
+    [flow] = analyze(ast.parse(src))
+    assert flow.volatility.kind == "timestamp" and flow.volatility.granularity == "day"
+    assert flow.sink == "system=" and flow.call == "client.messages.create()"
+    findings = lint_text(src, "agent.py")
+    assert [f.severity.value for f in findings] == ["info"]
+
+
+# ------------------------------------------------------------------ request JSON / OpenAI prefix
+def test_openai_automatic_prefix() -> None:
+    req: dict[str, Any] = {"model": "gpt-4o", "messages": [
+        {"role": "system", "content": "Session 7c1e2a90-4b3d-4f6e-9a21-5d8c0b7e3f44\n" + filler(1500)},
+        {"role": "user", "content": "hi"}], "prompt_cache_key": "support"}
+    [f] = lint_request(req)
+    assert f.code == "PC102" and f.path == "messages[0].content"
+    assert f.details["breakpoint_path"] is None and f.details["tokens_invalidated"] >= 1500
+    req["messages"][0]["content"] = req["messages"][0]["content"][:60]  # under 1,024 tokens
+    assert [f.code for f in lint_request(req)] == ["PC401"]
+
+
+def test_bare_message_list_and_exchange_list(tmp_path: Path) -> None:
+    msgs = [{"role": "system", "content": "x"}, {"role": "user", "content": "y"}]
+    assert lint(tmp_path, "m.json", json.dumps(msgs)) == [("PC401", 1, 1)]
+    body = {"model": "claude-sonnet-4-5", "system": [{"type": "text", "text": filler(1100),
+            "cache_control": {"type": "ephemeral", "ttl": "5m"}}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "q",
+                          "cache_control": {"type": "ephemeral", "ttl": "1h"}}]}]}
+    ex = [{"request": {"method": "POST", "body": body}, "response": {"body": {"usage": {}}}}]
+    got = lint(tmp_path, "rec.json", json.dumps(ex, indent=1))
+    assert [c for c, _, _ in got] == ["PC304"]
+
+
+def test_not_a_request_is_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "package.json"
+    path.write_text('{"name": "x", "version": "1.0.0"}', encoding="utf-8")
+    result = lint_paths([str(path)])
+    assert result.exit_code == 0 and str(path) in result.skipped
+
+
+# ------------------------------------------------------------------ logs (cross-request)
+def _anthropic(system: list[dict[str, Any]], messages: list[dict[str, Any]],
+               tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": "claude-sonnet-4-5", "system": system, "messages": messages}
+    if tools is not None:
+        body["tools"] = tools
+    return body
+
+
+def _log(tmp_path: Path, records: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
+    return lint(tmp_path, "log.jsonl", "\n".join(json.dumps(r) for r in records) + "\n")
+
+
+def test_log_content_varies_before_breakpoint(tmp_path: Path) -> None:
+    def req(n: int) -> dict[str, Any]:
+        return _anthropic([{"type": "text", "text": f"Session {n} of the day.\n" + filler(600)},
+                           {"type": "text", "text": filler(600, "b"),
+                            "cache_control": {"type": "ephemeral"}}],
+                          [{"role": "user", "content": "hi"}])
+    got = _log(tmp_path, [req(1), req(2)])
+    assert got == [("PC105", 2, 77)]  # the differing digit
+
+
+def test_log_tool_order_and_key_order(tmp_path: Path) -> None:
+    t1 = {"name": "a", "description": filler(400), "input_schema": {"type": "object", "properties": {}}}
+    t2 = {"name": "b", "description": filler(400, "b"), "input_schema": {"type": "object"}}
+    sysb = [{"type": "text", "text": filler(300), "cache_control": {"type": "ephemeral"}}]
+    msgs = [{"role": "user", "content": "hi"}]
+    got = _log(tmp_path, [_anthropic(sysb, msgs, [t1, t2]), _anthropic(sysb, msgs, [t2, t1])])
+    assert [c for c, _, _ in got] == ["PC201"]
+    t1b = {"name": "a", "input_schema": {"properties": {}, "type": "object"},
+           "description": t1["description"]}
+    got = _log(tmp_path, [_anthropic(sysb, msgs, [t1, t2]), _anthropic(sysb, msgs, [t1b, t2])])
+    assert [c for c, _, _ in got] == ["PC203"]
+
+
+def test_log_growing_conversation_is_clean(tmp_path: Path) -> None:
+    sysb = [{"type": "text", "text": filler(1200), "cache_control": {"type": "ephemeral"}}]
+    m1 = [{"role": "user", "content": [{"type": "text", "text": "q1",
+                                        "cache_control": {"type": "ephemeral"}}]}]
+    m2 = [{"role": "user", "content": [{"type": "text", "text": "q1"}]},
+          {"role": "assistant", "content": "a1"},
+          {"role": "user", "content": [{"type": "text", "text": "q2",
+                                        "cache_control": {"type": "ephemeral"}}]}]
+    usage = [{"cache_creation_input_tokens": 1210, "cache_read_input_tokens": 0},
+             {"cache_creation_input_tokens": 10, "cache_read_input_tokens": 1210}]
+    recs = [{"request": _anthropic(sysb, m), "usage": u} for m, u in zip([m1, m2], usage, strict=True)]
+    assert _log(tmp_path, recs) == []
+
+
+def test_log_hit_rate_stuck_at_zero(tmp_path: Path) -> None:
+    sysb = [{"type": "text", "text": filler(1200), "cache_control": {"type": "ephemeral"}}]
+    recs = [{"request": _anthropic(sysb, [{"role": "user", "content": f"q{i}"}]),
+             "response": {"usage": {"input_tokens": 5, "cache_creation_input_tokens": 1200,
+                                    "cache_read_input_tokens": 0}}} for i in range(4)]
+    assert _log(tmp_path, recs) == [("PC501", 2, 13)]  # the second request object
