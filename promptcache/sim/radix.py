@@ -315,8 +315,8 @@ class RadixCache:
         """Evict unreferenced leaves, lowest priority first, until ``num_tokens`` are freed.
 
         Returns:
-            Tokens evicted (may exceed ``num_tokens`` by part of the last leaf; less if
-            everything left is locked).
+            Tokens evicted: exactly ``num_tokens`` with ``trim_leaves`` (NOTE #5), else up to
+            a leaf more; less if everything left is locked.
         """
         if num_tokens <= 0:
             return 0

@@ -274,7 +274,7 @@ class _Run:
 
     def run(self) -> None:
         requests = self.workload.requests
-        for req in self.workload.roots:
+        for req in self.workload.first_arrivals:
             assert req.arrival_s is not None
             self.push(req.arrival_s, _ARRIVAL, req.index)
         while self.events:

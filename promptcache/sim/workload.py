@@ -116,7 +116,7 @@ class Workload:
     seed: int | None = None
 
     @property
-    def roots(self) -> list[Request]:
+    def first_arrivals(self) -> list[Request]:
         """Requests with a fixed arrival time (first turns; every replayed request)."""
         return [r for r in self.requests if r.arrival_s is not None]
 
