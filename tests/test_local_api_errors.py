@@ -67,12 +67,12 @@ def test_five_minute_ttl_expires_on_the_clock(backend: LocalBackend) -> None:
     sys_end = _sys_end(payload)
     first = client.messages.create(**payload)
     assert first.usage.cache_creation_input_tokens == sys_end
-    backend.clock.advance(299)  # type: ignore[attr-defined]
+    backend.clock.advance(299)
     second = client.messages.create(**payload)
     assert second.usage.cache_read_input_tokens == sys_end  # and the read refreshes the TTL
-    backend.clock.advance(299)  # type: ignore[attr-defined]
+    backend.clock.advance(299)
     assert client.messages.create(**payload).usage.cache_read_input_tokens == sys_end
-    backend.clock.advance(300)  # type: ignore[attr-defined]
+    backend.clock.advance(300)
     expired = client.messages.create(**payload)
     assert expired.usage.cache_read_input_tokens == 0
     assert expired.usage.cache_creation_input_tokens == sys_end
@@ -86,9 +86,9 @@ def test_one_hour_ttl(backend: LocalBackend) -> None:
     assert first.usage.cache_creation is not None
     assert first.usage.cache_creation.ephemeral_1h_input_tokens == sys_end
     assert first.usage.cache_creation.ephemeral_5m_input_tokens == 0
-    backend.clock.advance(3000)  # type: ignore[attr-defined]
+    backend.clock.advance(3000)
     assert client.messages.create(**payload).usage.cache_read_input_tokens == sys_end
-    backend.clock.advance(3601)  # type: ignore[attr-defined]
+    backend.clock.advance(3601)
     assert client.messages.create(**payload).usage.cache_read_input_tokens == 0
 
 

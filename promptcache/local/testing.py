@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 from starlette.testclient import TestClient
 
-from promptcache.local.accounting import Clock, ManualClock
+from promptcache.local.accounting import ManualClock
 from promptcache.local.app import (
     BackendService,
     EngineLike,
@@ -85,7 +85,8 @@ class LocalBackend:
     Args:
         engine: an engine to serve (default: :func:`promptcache.local.app.build_engine` with
             ``model``, ``pool_mb``, ``block_size``, ``mode``, ``device`` and ``seed``).
-        clock: TTL clock (default: a :class:`ManualClock` at 0, so tests control expiry).
+        clock: the TTL clock, a :class:`ManualClock` (default: a new one at 0), so tests
+            control expiry with ``backend.clock.advance(seconds)``.
         options: :class:`ServerOptions` (body limit, vLLM-style usage without details, ...).
         api_key: the key the clients send; it is the cache tenant (other keys see no hits).
         model, pool_mb, block_size, mode, device, seed, **runner_overrides: engine settings.
@@ -99,7 +100,7 @@ class LocalBackend:
         self,
         engine: EngineLike | Engine | None = None,
         *,
-        clock: Clock | None = None,
+        clock: ManualClock | None = None,
         options: ServerOptions | None = None,
         api_key: str = "local-test-key",
         model: str = "random",
@@ -110,7 +111,7 @@ class LocalBackend:
         seed: int = 0,
         **runner_overrides: Any,
     ) -> None:
-        self.clock: Clock = clock if clock is not None else ManualClock()
+        self.clock: ManualClock = clock if clock is not None else ManualClock()
         self.engine = (
             engine
             if engine is not None
