@@ -54,10 +54,28 @@ _LAZY: dict[str, str] = {
     "get_policy": "promptcache.catalog",
     "get_prices": "promptcache.catalog",
     "CachePolicy": "promptcache.catalog",
+    "PromptBuilder": "promptcache.builder",
+    "Volatile": "promptcache.builder",
+    "plan_breakpoints": "promptcache.planner",
+    "BreakpointPlan": "promptcache.planner",
+    "auto_cache": "promptcache.planner",
+    "UsageRecord": "promptcache.usage",
+    "UsageTracker": "promptcache.usage",
+    "parse_usage": "promptcache.usage",
+    "breakeven": "promptcache.usage",
+    "ttl_policy": "promptcache.usage",
+    "diff": "promptcache.diff",
+    "explain": "promptcache.diff",
+    "lint_request": "promptcache.lint",
+    "wrap": "promptcache.sdk",
+    "warm_then_fanout": "promptcache.sdk",
+    "keepalive": "promptcache.sdk",
+    "assert_cache_stable": "promptcache.sdk",
 }
 
 __all__ = [
     "Breakpoint",
+    "BreakpointPlan",
     "CachePolicy",
     "CatalogError",
     "InputError",
@@ -66,29 +84,62 @@ __all__ = [
     "PlanError",
     "PoolExhaustedError",
     "PrefixView",
+    "PromptBuilder",
     "PromptCacheError",
     "PromptCacheLintError",
     "Segment",
     "TokenCount",
     "UnknownModelError",
+    "UsageRecord",
+    "UsageTracker",
+    "Volatile",
     "VolatileValueError",
     "__version__",
+    "assert_cache_stable",
+    "auto_cache",
+    "breakeven",
     "count_tokens",
+    "diff",
+    "explain",
     "get_policy",
     "get_prices",
+    "keepalive",
+    "lint_request",
+    "parse_usage",
+    "plan_breakpoints",
     "render",
+    "ttl_policy",
+    "warm_then_fanout",
+    "wrap",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from promptcache.builder import PromptBuilder as PromptBuilder
+    from promptcache.builder import Volatile as Volatile
     from promptcache.catalog import CachePolicy as CachePolicy
     from promptcache.catalog import get_policy as get_policy
     from promptcache.catalog import get_prices as get_prices
+    from promptcache.diff import diff as diff
+    from promptcache.diff import explain as explain
+    from promptcache.lint import lint_request as lint_request
+    from promptcache.planner import BreakpointPlan as BreakpointPlan
+    from promptcache.planner import auto_cache as auto_cache
+    from promptcache.planner import plan_breakpoints as plan_breakpoints
     from promptcache.prefix import Breakpoint as Breakpoint
     from promptcache.prefix import PrefixView as PrefixView
     from promptcache.prefix import Segment as Segment
     from promptcache.prefix import render as render
+    from promptcache.sdk import assert_cache_stable as assert_cache_stable
+    from promptcache.sdk import keepalive as keepalive
+    from promptcache.sdk import warm_then_fanout as warm_then_fanout
+    from promptcache.sdk import wrap as wrap
     from promptcache.tokens import TokenCount as TokenCount
     from promptcache.tokens import count_tokens as count_tokens
+    from promptcache.usage import UsageRecord as UsageRecord
+    from promptcache.usage import UsageTracker as UsageTracker
+    from promptcache.usage import breakeven as breakeven
+    from promptcache.usage import parse_usage as parse_usage
+    from promptcache.usage import ttl_policy as ttl_policy
 
 
 def __getattr__(name: str) -> Any:
