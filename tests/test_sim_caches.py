@@ -39,6 +39,8 @@ def test_block_cache_is_the_backend_class() -> None:
     cache = BlockSimCache(1024, 16)
     assert isinstance(cache.manager, KVCacheManager)
     assert cache.manager.pool.num_blocks == 64
+    qwen = BlockSimCache(1024, 16, shape=get_shape("qwen2.5-7b"))
+    assert qwen.manager.stats.pool_bytes == 1024 * 57_344
 
 
 @pytest.mark.parametrize("kind", ["block", "radix"])

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from promptcache._errors import PoolExhaustedError
 from promptcache.local.blocks import KVBlock, KVCacheManager, MatchResult
 from promptcache.local.hashing import BlockHash, block_hashes, root_hash
+from promptcache.sim.costs import ModelShape
 from promptcache.sim.radix import RadixCache, RadixKey, TreeNode
 from promptcache.sim.workload import Request
 
@@ -171,15 +172,24 @@ class BlockSimCache(SimCache):
         capacity_tokens: pool size in tokens (rounded down to whole blocks).
         block_size: tokens per block.
         memo: shared block-hash memo (one per workload and block size; made if ``None``).
+        shape: model shape, so the manager's ``stats.pool_bytes`` is in that model's bytes
+            (the manager's Llama-3-8B-like default otherwise).
     """
 
     kind = "block"
 
     def __init__(self, capacity_tokens: int, block_size: int = 16,
-                 memo: BlockHashMemo | None = None) -> None:
-        manager = _PrehashedManager.create_simulated(
-            capacity_tokens=capacity_tokens, block_size=block_size, model_id=_MODEL_ID
-        )
+                 memo: BlockHashMemo | None = None, shape: ModelShape | None = None) -> None:
+        if shape is None:
+            manager = _PrehashedManager.create_simulated(
+                capacity_tokens=capacity_tokens, block_size=block_size, model_id=_MODEL_ID
+            )
+        else:
+            manager = _PrehashedManager.create_simulated(
+                capacity_tokens=capacity_tokens, block_size=block_size, model_id=_MODEL_ID,
+                layers=shape.layers, kv_heads=shape.kv_heads, head_dim=shape.head_dim,
+                dtype_bytes=shape.dtype_bytes,
+            )
         assert isinstance(manager, _PrehashedManager)
         self.manager: _PrehashedManager = manager
         self.block_size = block_size
@@ -293,14 +303,14 @@ class RadixSimCache(SimCache):
 
 
 def make_cache(kind: str, capacity_tokens: int, *, block_size: int = 16,
-               memo: BlockHashMemo | None = None) -> SimCache:
+               memo: BlockHashMemo | None = None, shape: ModelShape | None = None) -> SimCache:
     """A fresh cache of ``kind`` (``"block"`` or ``"radix"``) holding ``capacity_tokens``.
 
     Raises:
         ValueError: an unknown kind or a capacity below one block.
     """
     if kind == "block":
-        return BlockSimCache(capacity_tokens, block_size, memo)
+        return BlockSimCache(capacity_tokens, block_size, memo, shape)
     if kind == "radix":
         return RadixSimCache(capacity_tokens)
     raise ValueError(f"unknown cache kind {kind!r}; use 'block' or 'radix'")

@@ -211,7 +211,7 @@ class _Run:
             memo = BlockHashMemo(config.block_size)  # shared by the replicas
         self.replicas = [
             _Replica(i, make_cache(config.cache, capacity, block_size=config.block_size,
-                                   memo=memo))
+                                   memo=memo, shape=config.cost.shape))
             for i in range(config.replicas)
         ]
         self.rng = random.Random(config.seed)
