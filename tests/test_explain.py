@@ -245,3 +245,37 @@ def test_documented_rule_contradicted_by_usage_is_reported() -> None:
     second = report.requests[1]
     assert second.status == "hit" and report.misses == 0
     assert second.detail["causes_not_confirmed_by_usage"] == ["tool_choice_changed"]
+
+
+def test_openai_log_with_usage_and_diagnostics() -> None:
+    instructions = text(1500, "oa-instr")
+
+    def req(turns: int, key: str) -> dict[str, Any]:
+        items = [{"role": "user" if k % 2 == 0 else "assistant",
+                  "content": [{"type": "input_text" if k % 2 == 0 else "output_text",
+                               "text": text(80, f"oa-{k}")}]} for k in range(turns)]
+        return {"model": "gpt-5.6-sol", "instructions": instructions, "input": items,
+                "prompt_cache_key": key}
+
+    usage = {"input_tokens": 1700, "output_tokens": 20,
+             "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 1664},
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 1720}
+    lines = [
+        {"request": req(1, "tenant-a"), "response": {"id": "resp_1", "usage": usage}},
+        {"request": req(3, "tenant-a"), "response": {"id": "resp_2", "usage": {
+            **usage, "input_tokens": 1900,
+            "input_tokens_details": {"cached_tokens": 1664, "cache_write_tokens": 128}}}},
+        {"request": req(5, "tenant-b"), "response": {
+            "id": "resp_3", "usage": {**usage, "input_tokens": 2100},
+            "prompt_cache_diagnostics": {"type": "cache_miss",
+                                         "reason": "prompt_cache_key_changed",
+                                         "cache_missed_tokens": 1792}}},
+    ]
+    report = explain(lines)
+    assert report.sessions == 1
+    assert [x.status for x in report.requests] == ["cold_start", "hit", "miss_explained"]
+    third = report.requests[2]
+    assert third.cause == "prompt_cache_key_changed" and third.observed_cache_read == 0
+    assert third.diagnostics is not None and third.diagnostics.agrees is True
+    assert third.miss_cost_usd is not None and third.miss_cost_usd > 0
+    assert report.disagreements == 0
