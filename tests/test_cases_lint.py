@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from promptcache.lint import LintConfig, lint_paths, lint_request
+from promptcache.lint import lint_paths, lint_request
 from promptcache.lint.finding import Finding
 from tests.cases import case, expand_placeholders, filler, load_cases, materialize_request
 
@@ -314,7 +314,8 @@ def _br12(step_blocks: int, extra_breakpoint: int | None = None
     for i in range(10):  # blocks #0..#9
         role = "user" if i % 2 == 0 else "assistant"
         history.append({"role": role, "content": [{"type": "text", "text": filler(3000, f"h{i}")}]})
-    prev = {"model": "claude-sonnet-4-5", "system": system, "messages": copy.deepcopy(history)}
+    prev: dict[str, Any] = {"model": "claude-sonnet-4-5", "system": system,
+                            "messages": copy.deepcopy(history)}
     prev["messages"][9]["content"][0]["cache_control"] = {"type": "ephemeral"}
     cur_msgs = copy.deepcopy(history)
     for k in range(step_blocks // 2):

@@ -189,13 +189,14 @@ def test_log_growing_conversation_is_clean(tmp_path: Path) -> None:
     sysb = [{"type": "text", "text": filler(1200), "cache_control": {"type": "ephemeral"}}]
     m1 = [{"role": "user", "content": [{"type": "text", "text": "q1",
                                         "cache_control": {"type": "ephemeral"}}]}]
-    m2 = [{"role": "user", "content": [{"type": "text", "text": "q1"}]},
+    m2: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": "q1"}]},
           {"role": "assistant", "content": "a1"},
           {"role": "user", "content": [{"type": "text", "text": "q2",
                                         "cache_control": {"type": "ephemeral"}}]}]
     usage = [{"cache_creation_input_tokens": 1210, "cache_read_input_tokens": 0},
              {"cache_creation_input_tokens": 10, "cache_read_input_tokens": 1210}]
-    recs = [{"request": _anthropic(sysb, m), "usage": u} for m, u in zip([m1, m2], usage, strict=True)]
+    recs = [{"request": _anthropic(sysb, m), "usage": u}
+            for m, u in zip([m1, m2], usage, strict=True)]
     assert _log(tmp_path, recs) == []
 
 
@@ -205,3 +206,47 @@ def test_log_hit_rate_stuck_at_zero(tmp_path: Path) -> None:
              "response": {"usage": {"input_tokens": 5, "cache_creation_input_tokens": 1200,
                                     "cache_read_input_tokens": 0}}} for i in range(4)]
     assert _log(tmp_path, recs) == [("PC501", 2, 13)]  # the second request object
+
+
+# ------------------------------------------------------------------ positions, every input kind
+def test_every_input_kind_points_at_the_value(tmp_path: Path) -> None:
+    """For each input kind the finding's line:col is where the volatile text starts."""
+    body = {"model": "claude-sonnet-4-5",
+            "system": [{"type": "text", "text": "Now: 2026-01-02T03:04:05Z\n" + filler(1100),
+                        "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": "hi"}]}
+    inputs = {
+        "r.json": json.dumps(body, indent=3),
+        "l.jsonl": json.dumps({"meta": 1}) + "\n" + json.dumps({"request": body}) + "\n",
+        "t.j2": "\n\n   {{ request_id }}\n" + STABLE,
+        "p.yaml": "a:\n  b: 1\n  system: |\n    x\n    {{ uuid }}\n    " + STABLE + "\n",
+        "p.toml": "[x]\nprompt = '''\nline\n  {{ nonce }}\n" + STABLE + "\n'''\n",
+        "p.prompty": "---\nname: p\n---\nsystem:\n\t{{ session_id }}\n" + STABLE + "\n",
+        "p.md": "# T\n\n- {trace_id}\n" + STABLE,
+        "a.py": "import uuid\nimport anthropic\nc = anthropic.Anthropic()\n\ndef f():\n"
+                "    i =   uuid.uuid4()\n    c.messages.create(system=f'{i}', messages=[])\n",
+    }
+    needles = {"r.json": "2026-01-02T03:04:05Z", "l.jsonl": "2026-01-02T03:04:05Z",
+               "t.j2": "{{ request_id }}", "p.yaml": "{{ uuid }}", "p.toml": "{{ nonce }}",
+               "p.prompty": "{{ session_id }}", "p.md": "{trace_id}", "a.py": "uuid.uuid4()"}
+    for name, text in inputs.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        result = lint_paths([str(path)])
+        assert result.errors == [] and result.findings, name
+        f = result.findings[0]
+        line = text.splitlines()[f.line - 1]
+        assert line[f.col - 1:].startswith(needles[name]), (name, f.line, f.col, line)
+
+
+def test_lint_request_reuses_a_rendered_view() -> None:
+    from promptcache.prefix import render
+
+    body = {"model": "claude-sonnet-4-5",
+            "system": [{"type": "text", "text": "Now: 2026-01-02T03:04:05Z\n" + filler(1100),
+                        "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": "hi"}]}
+    direct = lint_request(body)
+    reused = lint_request(body, view=render(body))
+    assert [f.to_dict() for f in direct] == [f.to_dict() for f in reused]
+    assert [f.code for f in lint_request(body, rules=["PC3"])] == []

@@ -224,7 +224,8 @@ class PromptFileSource:
         if not text.strip():
             raise InputError(file, "empty file")
         doc = Document(file, suppressions=parse_suppressions(text))
-        if suffix == ".prompty":
+        if suffix == ".prompty" or (suffix not in (".yaml", ".yml", ".toml")
+                                    and _FRONT.match(text) is not None):
             doc.contexts.extend(_prompty(file, text, options))
         elif suffix == ".toml":
             doc.contexts.extend(_toml_templates(file, text, options.model))
