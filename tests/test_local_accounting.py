@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from promptcache.local.accounting import (
     AnthropicUsageCounts,
@@ -293,3 +296,86 @@ def test_openai_56_implicit_and_explicit_breakpoints() -> None:
     assert [b.path for b in openai_breakpoints(prompt, prompt.view.params)] == [
         "messages[0].content[0]"
     ]
+
+
+# ---------------------------------------------------------------------------------- properties
+turn_strategy = st.tuples(
+    st.integers(min_value=1, max_value=6),  # new user blocks this turn
+    st.lists(st.sampled_from([None, "5m", "1h"]), min_size=6, max_size=6),  # markers per block
+    st.sampled_from([0.0, 30.0, 299.0, 301.0, 4000.0]),  # clock advance before the request
+    st.integers(min_value=0, max_value=400),  # tokens the block cache still holds (or BIG)
+    st.booleans(),  # block cache holds everything
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(turn_strategy, min_size=1, max_size=6))
+def test_accounting_balances_and_reads_only_live_written_prefixes(
+    turns: list[tuple[int, list[str | None], float, int, bool]],
+) -> None:
+    policy = Policy(min_cacheable_tokens=8, lookback_positions=4)
+    ledger, clock = CacheLedger(), ManualClock()
+    written: dict[tuple[int, ...], tuple[float, float]] = {}  # prefix -> (expiry, ttl seconds)
+    messages: list[dict[str, Any]] = []
+    for n, (blocks, markers, advance, held, holds_all) in enumerate(turns):
+        clock.advance(advance)
+        content: list[dict[str, Any]] = []
+        for b in range(blocks):
+            block: dict[str, Any] = {"type": "text", "text": f"turn {n} block {b} " * 3}
+            if markers[b] is not None:
+                block["cache_control"] = {"type": "ephemeral", "ttl": markers[b]}
+            content.append(block)
+        if n:
+            messages.append({"role": "assistant", "content": f"reply {n}"})
+        messages.append({"role": "user", "content": content})
+        payload = {"model": "m", "max_tokens": 1, "messages": copy.deepcopy(messages)}
+        prompt = apply_template(payload, "anthropic")
+        try:
+            bps = anthropic_breakpoints(prompt, policy)
+        except BackendAPIError as err:
+            assert err.status == 400
+            messages.pop()
+            if n:
+                messages.pop()
+            continue
+        available = BIG if holds_all else held
+        plan = plan_reads_and_writes(
+            prompt,
+            bps,
+            ledger,
+            tenant_salt=b"t",
+            now=clock.now(),
+            min_tokens=8,
+            lookback_positions=4,
+            available_tokens=available,
+        )
+        usage = AnthropicUsageCounts.from_plan(plan)
+        assert usage.input_tokens >= 0
+        assert (
+            usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+            == prompt.total_tokens
+        )
+        assert (
+            usage.ephemeral_5m_input_tokens + usage.ephemeral_1h_input_tokens
+            == usage.cache_creation_input_tokens
+        )
+        ends = {span.end for span in prompt.spans}
+        if usage.cache_read_input_tokens:
+            read = usage.cache_read_input_tokens
+            assert read in ends and read <= available
+            assert written.get(prompt.token_ids[:read], (-1.0, 0.0))[0] > clock.now()
+        for bp in plan.writes:
+            assert bp.end in {b.end for b in bps} and bp.end >= 8
+        commit_plan(plan, ledger)
+        for bp in plan.writes:
+            ttl = ttl_seconds(bp.ttl)
+            old = written.get(prompt.token_ids[: bp.end])
+            if old is None or old[0] <= clock.now() + ttl:
+                written[prompt.token_ids[: bp.end]] = (clock.now() + ttl, ttl)
+        if plan.read_tokens:  # a read restarts the entry's lifetime
+            key = prompt.token_ids[: plan.read_tokens]
+            expiry, ttl = written[key]
+            written[key] = (max(expiry, clock.now() + ttl), ttl)
+        messages[-1]["content"] = [
+            {k: v for k, v in blk.items() if k != "cache_control"} for blk in content
+        ]
