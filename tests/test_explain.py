@@ -279,3 +279,23 @@ def test_openai_log_with_usage_and_diagnostics() -> None:
     assert third.diagnostics is not None and third.diagnostics.agrees is True
     assert third.miss_cost_usd is not None and third.miss_cost_usd > 0
     assert report.disagreements == 0
+
+
+def test_diagnostics_judged_against_the_baseline_the_provider_used() -> None:
+    """r3 names r1 as its diagnostics baseline; r2 changed the system prompt since r1."""
+    reqs = conversation("alpha", 3)
+    for r in reqs[1:]:
+        r["system"][0]["text"] += " v2"
+    reqs[2]["diagnostics"] = {"previous_message_id": "msg_1"}
+    lines = [{"request": reqs[0], "response_id": "msg_1"},
+             {"request": reqs[1], "response_id": "msg_2"},
+             {"request": reqs[2], "response": {"id": "msg_3", "diagnostics": {
+                 "cache_miss_reason": {"type": "system_changed",
+                                       "cache_missed_input_tokens": 1600}}}}]
+    report = explain(lines)
+    third = report.requests[2]
+    assert third.status == "hit"  # against its session predecessor nothing changed
+    assert third.detail["diagnostics_baseline"] == "msg_1"
+    assert third.detail["cause_vs_baseline"] == "system_changed"
+    assert third.diagnostics is not None and third.diagnostics.agrees is True
+    assert report.disagreements == 0

@@ -16,6 +16,10 @@ longest such prefix); failing that, the session whose last request's messages re
 this one the most (at least a third of them, and no fewer messages: a history edit such as
 BR-18's merge, or a changed tool list over the same history); else it starts a new session.
 
+Provider diagnostics are judged against the baseline the provider used: the request's
+``diagnostics.previous_message_id`` (Anthropic) or ``prompt_cache_options.comparison_response_id``
+(OpenAI) when that response is in the log, else the session's previous request.
+
 Speed: each request is rendered exactly once (:func:`~promptcache.diff._engine.prepare`);
 sessions are found through an index on the first content key; consecutive requests are
 compared on precomputed content keys. ``bench/explain_speed.py`` times a 1,000-request log.
@@ -213,6 +217,9 @@ def explain(log: str | Path | Iterable[Any], *, provider: str | None = None,
 def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
              model: str | None, prices: Any, progress: bool | None) -> ExplainReport:
     entries = [_entry(n, obj, label) for n, obj in iter_log(log, name=label)]
+    # responses that requests name as the provider's diagnostics baseline
+    baselines_wanted = {b for e in entries if (b := _baseline_id(e.request)) is not None}
+    baselines: dict[str, Prepared] = {}
     show = progress if progress is not None else (
         len(entries) >= PROGRESS_THRESHOLD and sys.stderr.isatty())
     sessions: dict[str, _Session] = {}
@@ -252,7 +259,14 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
             sess = sessions.get("(no session)") or sessions.setdefault(
                 "(no session)", _Session("(no session)"))
         prev = sess.last
-        out.append(_explain_one(e, prev, sess, prices_for))
+        row = _explain_one(e, prev, sess, prices_for)
+        wanted = _baseline_id(e.request)
+        if (wanted is not None and e.diagnostics is not None and e.prepared is not None
+                and wanted in baselines and (prev is None or prev.response_id != wanted)):
+            row = _rebase_diagnostics(row, baselines[wanted], e)
+        out.append(row)
+        if e.response_id in baselines_wanted and e.prepared is not None:
+            baselines[e.response_id] = e.prepared
         # ---- update session state
         if prev is not None:
             prev.prepared = None  # superseded: only a session's last request is compared
@@ -262,6 +276,35 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
             index.update(sess, e.prepared)
 
     return _report(out, len(sessions))
+
+
+def _baseline_id(request: Mapping[str, Any] | None) -> str | None:
+    """The response id a request asks the provider to compare against, if any: Anthropic
+    ``diagnostics.previous_message_id`` or OpenAI ``prompt_cache_options.comparison_response_id``
+    (sources: https://platform.claude.com/docs/en/build-with-claude/cache-diagnostics,
+    https://developers.openai.com/api/docs/guides/prompt-caching/diagnostics)."""
+    if request is None:
+        return None
+    for key, field in (("diagnostics", "previous_message_id"),
+                       ("prompt_cache_options", "comparison_response_id")):
+        node = request.get(key)
+        if isinstance(node, Mapping) and isinstance(node.get(field), str):
+            return str(node[field])
+    return None
+
+
+def _rebase_diagnostics(row: RequestExplanation, baseline: Prepared,
+                        e: _Entry) -> RequestExplanation:
+    """Judge the provider's diagnosis against the baseline it used, not the session's last
+    request (they differ when the caller names an older response)."""
+    assert e.prepared is not None
+    if baseline.family != e.prepared.family:
+        return row
+    res = compare(baseline, e.prepared, diagnostics_b=e.diagnostics, prices=None,
+                  with_checks=False)
+    detail = {**row.detail, "diagnostics_baseline": _baseline_id(e.request),
+              "cause_vs_baseline": res.cause}
+    return row.model_copy(update={"diagnostics": res.diagnostics, "detail": detail})
 
 
 def _usage_family(e: _Entry, provider: str | None) -> str:
