@@ -133,26 +133,37 @@ class _Shared:
     history: deque[SentRequest] = field(default_factory=lambda: deque(maxlen=256))
 
 
-def _dump(value: Any) -> Any:
+def _dump(value: Any, depth: int = 4) -> Any:
     """JSON-like copy of ``value`` where it holds pydantic models (as the SDKs dump them:
-    ``exclude_unset``, ``mode="json"``, ``by_alias``); the same object when it holds none."""
+    ``exclude_unset``, ``mode="json"``, ``by_alias``); the same object when it holds none.
+
+    Only the first ``depth`` levels are searched (body -> list -> message -> content list ->
+    block): SDK response objects that callers pass back (``message.content``, Responses output
+    items) sit there, and tool schemas below are plain JSON.
+    """
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(exclude_unset=True, mode="json", by_alias=True)
+    if depth == 0:
+        return value
     if isinstance(value, Mapping):
         out: dict[str, Any] | None = None
         for k, v in value.items():
-            d = _dump(v)
+            if isinstance(v, str | int | float | bool) or v is None:
+                if out is not None:
+                    out[k] = v
+                continue
+            d = _dump(v, depth - 1)
             if d is not v and out is None:
                 out = dict(value)
             if out is not None:
                 out[k] = d
         return value if out is None else out
     if isinstance(value, list | tuple):
-        items = [_dump(v) for v in value]
-        if all(a is b for a, b in zip(items, value, strict=True)) and isinstance(value, list):
+        items = [v if isinstance(v, str) else _dump(v, depth - 1) for v in value]
+        if isinstance(value, list) and all(a is b for a, b in zip(items, value, strict=True)):
             return value
         return items
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(exclude_unset=True, mode="json", by_alias=True)
     return value
 
 
@@ -261,7 +272,7 @@ class Observer:
         plan = None
         if auto:
             body, view, plan = self._auto_cache(call, body, view, prev)
-        blocking = self._lint(call, body, prev, lint) if lint != "off" else []
+        blocking = self._lint(call, body, view, prev, lint) if lint != "off" else []
         self._remember(call, body, view, plan, prev)
         return blocking
 
@@ -296,12 +307,10 @@ class Observer:
             call.kwargs["extra_body"] = new_extra
         return new, render(new, call.shape, model=call.model), plan
 
-    def _lint(self, call: Call, body: Mapping[str, Any], prev: _SessionState | None,
-              lint: LintMode) -> list[Any]:
-        from promptcache.lint.api import lint_request
-
-        findings = lint_request(body, model=call.model, provider=call.shape,
-                                previous=prev.payload if prev is not None else None)
+    def _lint(self, call: Call, body: Mapping[str, Any], view: PrefixView,
+              prev: _SessionState | None, lint: LintMode) -> list[Any]:
+        findings = lint_views(view, body, call.model,
+                              None if prev is None else (prev.view, prev.payload))
         blocking: list[Any] = []
         for f in findings:
             sev = getattr(f.severity, "value", f.severity)
@@ -436,6 +445,33 @@ class Observer:
                 continue  # already reported when the record was made
             else:
                 logger.warning("promptcache: %s: %s", ev.kind, ev.message)
+
+
+_RULES: list[Any] | None = None
+
+
+def lint_views(view: PrefixView, body: Mapping[str, Any], model: str | None,
+               previous: tuple[PrefixView, Mapping[str, Any]] | None) -> list[Any]:
+    """``promptcache.lint.lint_request`` on views the wrapper already rendered.
+
+    Same rules (every stable request-level rule) and the same context as ``lint_request``;
+    reusing the views saves two renders per call (the request and its predecessor).
+    """
+    global _RULES
+    from promptcache.lint.engine import RequestContext
+    from promptcache.lint.facts import facts_for
+
+    if _RULES is None:
+        from promptcache.lint.rules import all_rules
+
+        _RULES = [r() for r in all_rules() if r.status == "stable" and "request" in r.inputs]
+    ctx = RequestContext(view, body, facts_for(view.provider, model or view.model))
+    if previous is not None:
+        ctx.previous = RequestContext(previous[0], previous[1], ctx.facts)
+    out: list[Any] = []
+    for rule in _RULES:
+        out.extend(rule.check_request(ctx))
+    return out
 
 
 def _price_error(model: str | None) -> str:

@@ -1,0 +1,215 @@
+"""Time promptcache.wrap() adds per call (auto_cache and lint on), beside the SDK's own time.
+
+Both clients are the official SDK clients with the same transport: an httpx2.MockTransport
+whose handler stamps the moment the request reaches it and answers at once with a response
+body recorded from the in-process local backend (so the SDK parses a real response, and the
+model's compute time, which would drown both numbers, is left out). Per call:
+
+    SDK build   = request reaches the transport - call starts      (raw client)
+    SDK total   = call returns - call starts                        (raw client)
+    added       = wrapped total - raw total                         (medians)
+
+The goal is ``added / SDK build <= 1.0``: the wrapper costs no more than the SDK's own request
+building. Requests: a support-agent conversation of the given number of turns (5 tools, a
+~1,500-token system prompt); the session grows by one turn each call, as a chat does.
+
+Run: .venv/bin/python bench/wrap_overhead.py [--iterations 200] [--turns 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+
+from promptcache.sdk import PromptCacheWarning, wrap
+from promptcache.usage import UsageTracker
+
+A_MODEL = "claude-sonnet-4-6"
+O_MODEL = "gpt-4o"
+SYSTEM = ("You are the support agent of a plant nursery. Answer from the care sheets, cite "
+          "them, ask before ordering, and never invent a species or a price. ") * 50
+TOOLS = [{"name": f"tool_{i}", "description": f"Look up care sheet section {i}. " * 8,
+          "input_schema": {"type": "object", "properties": {"q": {"type": "string"}},
+                           "required": ["q"]}} for i in range(5)]
+
+
+def _record_bodies() -> tuple[bytes, bytes]:
+    """One Messages and one Chat Completions response body from the in-process backend."""
+    from promptcache.local.testing import LocalBackend
+
+    with LocalBackend(mode="fast", hidden_size=32, layers=1, heads=2, kv_heads=1,
+                      pool_mb=8) as backend:
+        http = backend.http_client()
+        a = http.post("/v1/messages", headers={"x-api-key": "k"},
+                      json={"model": A_MODEL, "max_tokens": 4,
+                            "messages": [{"role": "user", "content": "hi"}]})
+        o = http.post("/v1/chat/completions", headers={"authorization": "Bearer k"},
+                      json={"model": O_MODEL, "max_tokens": 4,
+                            "messages": [{"role": "user", "content": "hi"}]})
+        a.raise_for_status()
+        o.raise_for_status()
+        return a.content, o.content
+
+
+class _Stamp:
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        self.reached = 0.0
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.reached = time.perf_counter()
+        return httpx2.Response(200, content=self.body,
+                               headers={"content-type": "application/json"})
+
+
+def _conversation(turns: int, provider: str) -> list[list[dict[str, Any]]]:
+    """The message list of each call of a growing chat (call i has i+1 user turns)."""
+    out: list[list[dict[str, Any]]] = []
+    msgs: list[dict[str, Any]] = [] if provider == "anthropic" else [
+        {"role": "system", "content": SYSTEM}]
+    for t in range(turns):
+        msgs = [*msgs, {"role": "user", "content": f"Turn {t}: my fern has brown tips. " * 6}]
+        out.append(msgs)
+        msgs = [*msgs, {"role": "assistant", "content": "Check the humidity and water. " * 6}]
+    return out
+
+
+def _measure(call: Callable[[int], Any], stamp: _Stamp, iterations: int, turns: int
+             ) -> tuple[list[float], list[float]]:
+    builds: list[float] = []
+    totals: list[float] = []
+    for i in range(iterations):
+        t0 = time.perf_counter()
+        call(i)
+        t1 = time.perf_counter()
+        builds.append(stamp.reached - t0)
+        totals.append(t1 - t0)
+    return builds, totals
+
+
+def _bench(provider: str, body: bytes, iterations: int, turns: int) -> dict[str, float]:
+    convo = _conversation(turns, provider)
+    stamp = _Stamp(body)
+    http = httpx2.Client(transport=httpx2.MockTransport(stamp))
+    raw: Any
+    if provider == "anthropic":
+        raw = anthropic.Anthropic(api_key="k", base_url="http://bench.test", http_client=http,
+                                  max_retries=0)
+    else:
+        raw = openai.OpenAI(api_key="k", base_url="http://bench.test/v1", http_client=http,
+                            max_retries=0)
+    wrapped = wrap(raw, tracker=UsageTracker(keep_records=False), auto_cache=True, lint="warn")
+
+    def make(client: Any, session: bool) -> Callable[[int], Any]:
+        counter = iter(range(10**9))
+
+        def call(_: int) -> Any:
+            i = next(counter)
+            # each session is one chat growing by a turn per call; a new chat every `turns`
+            extra = {"promptcache_session": f"chat-{i // turns}"} if session else {}
+            i %= turns
+            if provider == "anthropic":
+                return client.messages.create(model=A_MODEL, max_tokens=256, tools=TOOLS,
+                                              system=SYSTEM, messages=convo[i], **extra)
+            tools = [{"type": "function", "function": {
+                "name": t["name"], "description": t["description"],
+                "parameters": t["input_schema"]}} for t in TOOLS]
+            return client.chat.completions.create(model=O_MODEL, max_tokens=256, tools=tools,
+                                                  messages=convo[i], **extra)
+        return call
+
+    raw_call, wrapped_call = make(raw, False), make(wrapped, True)
+    for _ in range(turns):  # warm-up: imports, caches, first-finding warnings
+        raw_call(0)
+        wrapped_call(0)
+    raw_build, raw_total, w_build, w_total = [], [], [], []
+    for _ in range(5):  # interleave rounds so machine noise hits both sides alike
+        b, t = _measure(raw_call, stamp, iterations // 5, turns)
+        raw_build += b
+        raw_total += t
+        b, t = _measure(wrapped_call, stamp, iterations // 5, turns)
+        w_build += b
+        w_total += t
+    med = statistics.median
+    return {"sdk_build": med(raw_build), "sdk_total": med(raw_total),
+            "wrapped_total": med(w_total), "added": med(w_total) - med(raw_total),
+            "added_before_send": med(w_build) - med(raw_build)}
+
+
+def _pieces(iterations: int, turns: int) -> dict[str, float]:
+    """Median ms of each step the wrapper runs before sending (Anthropic request)."""
+    from promptcache.catalog import get_policy
+    from promptcache.planner import apply_plan, plan_breakpoints, prefix_digests
+    from promptcache.prefix import render
+    from promptcache.sdk._observe import body_of, lint_views
+
+    convo = _conversation(turns, "anthropic")
+    policy = get_policy(A_MODEL)
+    steps: dict[str, list[float]] = {k: [] for k in (
+        "body", "render", "plan", "apply_plan", "render (planned)", "lint", "digests")}
+    prev: Any = None
+    for it in range(iterations):
+        i = it % turns
+        kwargs = {"model": A_MODEL, "max_tokens": 256, "tools": TOOLS, "system": SYSTEM,
+                  "messages": convo[i]}
+        marks = [time.perf_counter()]
+        body = body_of(kwargs)
+        marks.append(time.perf_counter())
+        view = render(body, "anthropic", model=A_MODEL)
+        marks.append(time.perf_counter())
+        plan = plan_breakpoints(view, policy, prev if i else None)
+        marks.append(time.perf_counter())
+        planned = apply_plan(body, plan)
+        marks.append(time.perf_counter())
+        final = render(planned, "anthropic", model=A_MODEL)
+        marks.append(time.perf_counter())
+        lint_views(final, planned, A_MODEL, None)
+        marks.append(time.perf_counter())
+        prefix_digests(final)
+        marks.append(time.perf_counter())
+        for name, a, b in zip(steps, marks, marks[1:], strict=False):
+            steps[name].append(b - a)
+        prev = plan
+    return {k: statistics.median(v) for k, v in steps.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--turns", type=int, default=10)
+    args = parser.parse_args()
+    logging.getLogger("promptcache").setLevel(logging.ERROR)  # findings are not the point here
+    warnings.simplefilter("ignore", PromptCacheWarning)
+    warnings.simplefilter("ignore", DeprecationWarning)
+    a_body, o_body = _record_bodies()
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (a busy machine "
+          "stretches the longer wrapper steps more than the short SDK build)")
+    print(f"median of {args.iterations} calls per side; chat of {args.turns} turns, 5 tools, "
+          "~1.5k-token system prompt; auto_cache=True, lint='warn'")
+    print(f"{'client':<22}{'SDK build ms':>14}{'SDK total ms':>14}{'added ms':>11}"
+          f"{'added pre-send ms':>19}{'added / SDK build':>19}")
+    for provider, body in (("anthropic.Anthropic", a_body), ("openai.OpenAI", o_body)):
+        r = _bench("anthropic" if provider.startswith("anthropic") else "openai", body,
+                   args.iterations, args.turns)
+        ratio = r["added"] / r["sdk_build"]
+        print(f"{provider:<22}{r['sdk_build'] * 1e3:>14.3f}{r['sdk_total'] * 1e3:>14.3f}"
+              f"{r['added'] * 1e3:>11.3f}{r['added_before_send'] * 1e3:>19.3f}{ratio:>19.2f}")
+    print("goal: added / SDK build <= 1.0")
+    print("where the wrapper's time goes (Anthropic request, medians, ms):")
+    pieces = _pieces(args.iterations, args.turns)
+    print("  " + "  ".join(f"{k} {v * 1e3:.3f}" for k, v in pieces.items())
+          + f"  | sum {sum(pieces.values()) * 1e3:.3f}")
+
+
+if __name__ == "__main__":
+    main()
