@@ -1,0 +1,65 @@
+"""The foundation's CLI commands: render, count, --help, and clean errors on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from promptcache.cli import main
+
+REQUEST = {
+    "model": "claude-sonnet-4-5",
+    "system": [{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}],
+    "messages": [{"role": "user", "content": "hello"}],
+}
+
+
+def test_help_lists_every_command() -> None:
+    out = CliRunner().invoke(main, ["--help"])
+    assert out.exit_code == 0
+    for name in ("lint", "rule", "diff", "explain", "report", "breakeven", "serve", "simulate",
+                 "render", "count", "demo"):
+        assert name in out.output
+
+
+def test_render_json(tmp_path: Path) -> None:
+    path = tmp_path / "req.json"
+    path.write_text(json.dumps(REQUEST))
+    out = CliRunner().invoke(main, ["render", str(path), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)
+    assert doc["provider"] == "anthropic"
+    assert [s["path"] for s in doc["segments"]] == ["system[0]", "messages[0].content"]
+    assert doc["segments"][0]["breakpoint"] == "5m"
+
+
+def test_render_text_table(tmp_path: Path) -> None:
+    path = tmp_path / "req.json"
+    path.write_text(json.dumps(REQUEST))
+    out = CliRunner().invoke(main, ["render", str(path)])
+    assert out.exit_code == 0 and "system[0]" in out.output
+
+
+def test_render_bad_input_exits_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"messages": "nope"}')
+    out = CliRunner().invoke(main, ["render", str(bad)])
+    assert out.exit_code == 2
+    assert "messages: must be an array" in out.output
+    notjson = tmp_path / "x.json"
+    notjson.write_text("{")
+    assert CliRunner().invoke(main, ["render", str(notjson)]).exit_code == 2
+
+
+def test_count(tmp_path: Path) -> None:
+    path = tmp_path / "req.json"
+    path.write_text(json.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hello world"}]}))
+    out = CliRunner().invoke(main, ["count", str(path)])
+    assert out.exit_code == 0 and out.output.startswith("5 tokens")
+    out = CliRunner().invoke(main, ["count", "--text", "--model", "claude-sonnet-4-5", "-"],
+                             input="hello world")
+    assert out.exit_code == 0 and "estimate" in out.output
+    out = CliRunner().invoke(main, ["count", "-"], input="[1, 2]")
+    assert out.exit_code == 2
