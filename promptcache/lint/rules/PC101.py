@@ -74,9 +74,9 @@ class Rule_PC101(Rule):
             sev = Severity.INFO if m.granularity == "day" else Severity.WARNING
             where = (f"before the breakpoint at {hit.breakpoint_path}" if hit.breakpoint_path
                      else "inside the automatic cached prefix")
+            when = "once a day" if m.granularity == "day" else "on every request"
             msg = (f"{m.granularity}-granularity timestamp {m.match!r} sits {where}: about "
-                   f"{hit.tokens_invalidated} tokens after it lose caching on every "
-                   f"{'day' if m.granularity == 'day' else 'request'}")
+                   f"{hit.tokens_invalidated} tokens after it lose caching {when}")
             yield ctx.finding(self, msg, path=hit.path, offset=m.start, severity=sev,
                               match=m.match, granularity=m.granularity, subkind=m.subkind,
                               char_offset=m.start, json_key=m.json_key,

@@ -1,0 +1,61 @@
+"""Rule tests as data (after sqlfluff's std_rule_cases): tests/fixtures/lint/rules/PCnnn.yaml
+holds commented pass/fail cases per rule, linking the bug case each covers.
+
+Each case: ``file`` (its suffix picks the input kind), ``content`` (``<N tokens: ...>``
+placeholders expanded as in the bug cases) and ``expect``: ``[[line, text, severity], ...]``
+for that rule alone (the rule is selected explicitly, so preview rules run too), where ``text``
+is what the file holds at the finding's ``line:col`` (so a position is checked against the
+file, not against a number worked out by hand).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from promptcache.lint import LintConfig, lint_paths
+from promptcache.lint.rules import RULE_CODES
+from tests.cases import expand_text
+
+CASES_DIR = Path(__file__).parent / "fixtures" / "lint" / "rules"
+
+
+def _cases() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for path in sorted(CASES_DIR.glob("PC*.yaml")):
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert doc["rule"] == path.stem
+        for case in doc["cases"]:
+            out.append((doc["rule"], case))
+    return out
+
+
+CASES = _cases()
+
+
+def test_most_rules_have_data_cases() -> None:
+    covered = {rule for rule, _ in CASES}
+    # PC302 and PC307 need a previous request; they are covered by BR-12 / BR-08 in
+    # tests/test_cases_lint.py, PC404 by BR-24.
+    assert set(RULE_CODES) - covered <= {"PC302", "PC307", "PC404"}
+    for rule in covered:
+        kinds = [c for r, c in CASES if r == rule]
+        assert any(c["expect"] for c in kinds) and any(not c["expect"] for c in kinds) \
+            or len(kinds) >= 2, rule
+
+
+@pytest.mark.parametrize("rule,case", CASES, ids=[f"{r}-{c['name']}" for r, c in CASES])
+def test_rule_case(tmp_path: Path, rule: str, case: dict[str, Any]) -> None:
+    path = tmp_path / case["file"]
+    text = expand_text(case["content"])
+    path.write_text(text, encoding="utf-8")
+    result = lint_paths([str(path)], LintConfig(select=(rule,)))
+    assert result.errors == [], result.errors
+    lines = text.splitlines()
+    got = [[f.line, lines[f.line - 1][f.col - 1:f.col - 1 + len(str(exp[1]))], f.severity.value]
+           for f, exp in zip(result.findings, case["expect"], strict=False)]
+    assert len(result.findings) == len(case["expect"]), [f.message for f in result.findings]
+    assert got == case["expect"], [f.message for f in result.findings]
