@@ -599,31 +599,8 @@ class _Renderer:
                          message_index=m, text=content, extra_tokens=overhead,
                          cacheable=bool(content.strip()))
             elif isinstance(content, list):
-                self.lengths[f"{mpath}.content"] = len(content)
-                for j, part in enumerate(content):
-                    ppath = f"{mpath}.content[{j}]"
-                    if not isinstance(part, Mapping):
-                        raise InvalidRequestError(ppath, "a content part must be an object")
-                    ptype = part.get("type")
-                    if not isinstance(ptype, str):
-                        raise InvalidRequestError(f"{ppath}.type", "must be a string")
-                    bp = _openai_breakpoint(part, ppath, ttl)
-                    extra = overhead if len(self.drafts) == before else 0
-                    if ptype == "text":
-                        value = part.get("text")
-                        if not isinstance(value, str):
-                            raise InvalidRequestError(f"{ppath}.text", "must be a string")
-                        self.add(ppath, tier, kind_default, part, role=role, message_index=m,
-                                 text=value, extra_tokens=extra, breakpoint=bp,
-                                 cacheable=bool(value.strip()))
-                    elif ptype == "image_url":
-                        self.add(ppath, tier, "image", part, role=role, message_index=m,
-                                 token_text="", extra_tokens=extra + _openai_image_tokens(part),
-                                 breakpoint=bp)
-                    else:
-                        self.add(ppath, tier, ptype, part, role=role, message_index=m,
-                                 token_text=_dumps(part).decode("utf-8", "replace"),
-                                 extra_tokens=extra, breakpoint=bp)
+                self._openai_parts(content, f"{mpath}.content", tier, role, m, ttl,
+                                   overhead if len(self.drafts) == before else 0, kind_default)
             elif content is not None:
                 raise InvalidRequestError(f"{mpath}.content", "must be a string, an array or null")
             calls = msg.get("tool_calls")
@@ -646,6 +623,39 @@ class _Renderer:
             if len(self.drafts) == before:  # empty message: the role header still counts
                 self.add(f"{mpath}.content", tier, kind_default, content, role=role,
                          message_index=m, text="", extra_tokens=overhead, cacheable=False)
+
+    def _openai_parts(self, parts: list[Any], path: str, tier: Tier, role: str | None, m: int,
+                      ttl: str | None, overhead: int, kind_text: str) -> None:
+        """Content parts of an OpenAI chat message or Responses input item.
+
+        Chat parts: ``text``, ``image_url``, ``input_audio``, ``file``; Responses parts:
+        ``input_text``, ``output_text``, ``input_image``, ``input_file``. The message's
+        ``overhead`` tokens go to its first segment.
+        """
+        self.lengths[path] = len(parts)
+        for j, part in enumerate(parts):
+            ppath = f"{path}[{j}]"
+            if not isinstance(part, Mapping):
+                raise InvalidRequestError(ppath, "a content part must be an object")
+            ptype = part.get("type")
+            if not isinstance(ptype, str):
+                raise InvalidRequestError(f"{ppath}.type", "must be a string")
+            bp = _openai_breakpoint(part, ppath, ttl)
+            extra = overhead if j == 0 else 0
+            if ptype in ("text", "input_text", "output_text"):
+                value = part.get("text")
+                if not isinstance(value, str):
+                    raise InvalidRequestError(f"{ppath}.text", "must be a string")
+                self.add(ppath, tier, kind_text, part, role=role, message_index=m, text=value,
+                         extra_tokens=extra, breakpoint=bp,
+                         cacheable=bool(value.strip()) and ptype != "output_text")
+            elif ptype in ("image_url", "input_image"):
+                self.add(ppath, tier, "image", part, role=role, message_index=m, token_text="",
+                         extra_tokens=extra + _openai_image_tokens(part), breakpoint=bp)
+            else:
+                self.add(ppath, tier, ptype, part, role=role, message_index=m,
+                         token_text=_dumps(part).decode("utf-8", "replace"), extra_tokens=extra,
+                         breakpoint=bp)
 
     # ---------------------------------------------------------------- openai responses
     def openai_responses(self, payload: Mapping[str, Any]) -> None:
@@ -707,31 +717,8 @@ class _Renderer:
                          text=content, extra_tokens=_OPENAI_MESSAGE_OVERHEAD,
                          cacheable=bool(content.strip()))
             elif isinstance(content, list):
-                self.lengths[f"{ipath}.content"] = len(content)
-                before = len(self.drafts)
-                for j, part in enumerate(content):
-                    ppath = f"{ipath}.content[{j}]"
-                    if not isinstance(part, Mapping):
-                        raise InvalidRequestError(ppath, "a content part must be an object")
-                    ptype = part.get("type")
-                    if not isinstance(ptype, str):
-                        raise InvalidRequestError(f"{ppath}.type", "must be a string")
-                    bp = _openai_breakpoint(part, ppath, ttl)
-                    extra = _OPENAI_MESSAGE_OVERHEAD if len(self.drafts) == before else 0
-                    if ptype in ("input_text", "output_text", "text"):
-                        value = part.get("text")
-                        if not isinstance(value, str):
-                            raise InvalidRequestError(f"{ppath}.text", "must be a string")
-                        self.add(ppath, tier, "text", part, role=role, message_index=m,
-                                 text=value, extra_tokens=extra, breakpoint=bp,
-                                 cacheable=bool(value.strip()) and ptype != "output_text")
-                    elif ptype == "input_image":
-                        self.add(ppath, tier, "image", part, role=role, message_index=m,
-                                 token_text="", extra_tokens=extra + 765, breakpoint=bp)
-                    else:
-                        self.add(ppath, tier, ptype, part, role=role, message_index=m,
-                                 token_text=_dumps(part).decode("utf-8", "replace"),
-                                 extra_tokens=extra, breakpoint=bp)
+                self._openai_parts(content, f"{ipath}.content", tier, role, m, ttl,
+                                   _OPENAI_MESSAGE_OVERHEAD, "text")
             else:
                 raise InvalidRequestError(f"{ipath}.content", "must be a string or an array")
 
@@ -814,8 +801,11 @@ def _document_tokens(source: Any) -> int:
 
 
 def _openai_image_tokens(part: Mapping[str, Any]) -> int:
+    """OpenAI image estimate: 85 tokens at ``detail: low``, else 765 (a 1024x1024 image at high
+    detail: 85 + 170 x 4 tiles). Source: https://developers.openai.com/api/docs/guides/images-vision
+    """
     img = part.get("image_url")
-    detail = img.get("detail") if isinstance(img, Mapping) else None
+    detail = img.get("detail") if isinstance(img, Mapping) else part.get("detail")
     return 85 if detail == "low" else 765
 
 
