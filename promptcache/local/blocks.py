@@ -65,8 +65,8 @@ from promptcache.local.hashing import (
     BlockHash,
     HashFn,
     block_hashes,
+    hasher,
     pack_tokens,
-    resolve_hash_fn,
     root_hash,
 )
 
@@ -508,7 +508,7 @@ class KVCacheManager:
         self.model_id = model_id
         self.adapter_id = adapter_id
         self.hash_fn = hash_fn
-        self._fn = resolve_hash_fn(hash_fn)
+        self._hasher = hasher(hash_fn)
         self.bytes_per_token = bytes_per_token
         self._roots: dict[bytes, BlockHash] = {}
         self._requests: dict[str, _RequestState] = {}
@@ -600,18 +600,17 @@ class KVCacheManager:
         if not self.pool.enable_caching or max_blocks == 0:
             return MatchResult([], 0, [])
         bs = self.block_size
-        fn = self._fn
-        table = self.pool.cached_block_hash_to_block
-        packed = memoryview(pack_tokens(tokens[: max_blocks * bs]))
+        new = self._hasher
+        get = self.pool.cached_block_hash_to_block.get
+        packed = pack_tokens(tokens[: max_blocks * bs])
         step = 4 * bs
         blocks: list[KVBlock] = []
         hashes: list[bytes] = []
         parent: bytes = root
-        off = 0
-        for _ in range(max_blocks):
+        for off in range(0, max_blocks * step, step):
             chunk = packed[off : off + step]
-            h = fn(parent + chunk)
-            block = table.get(h)  # type: ignore[call-overload]
+            h = new(parent + chunk).digest()
+            block = get(h)  # type: ignore[call-overload]
             if block is None:
                 break
             # inline of BlockPool.get_cached_block: verify stored tokens and parent
@@ -621,7 +620,6 @@ class KVCacheManager:
             blocks.append(block)
             hashes.append(h)
             parent = h
-            off += step
         return MatchResult(blocks, len(blocks) * bs, cast(list[BlockHash], hashes))
 
     # -- request lifecycle ------------------------------------------------------------------------

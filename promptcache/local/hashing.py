@@ -30,7 +30,8 @@ import hashlib
 import sys
 from array import array
 from collections.abc import Callable, Sequence
-from typing import Literal, NewType, cast
+from functools import partial
+from typing import Literal, NewType, Protocol, cast
 
 from promptcache._errors import InvalidRequestError
 
@@ -40,6 +41,7 @@ __all__ = [
     "HashFnName",
     "block_hashes",
     "hash_block_tokens",
+    "hasher",
     "pack_tokens",
     "resolve_hash_fn",
     "root_hash",
@@ -65,6 +67,42 @@ def _blake2b(data: bytes) -> bytes:
 
 
 _NAMED: dict[str, Callable[[bytes], bytes]] = {"sha256": _sha256, "blake2b": _blake2b}
+
+
+class _HashObject(Protocol):
+    def digest(self) -> bytes: ...
+
+
+class _CustomDigest:
+    """Adapts a test callable ``bytes -> bytes`` to the hashlib object interface."""
+
+    __slots__ = ("_digest",)
+
+    def __init__(self, fn: Callable[[bytes], bytes], data: bytes) -> None:
+        self._digest = fn(data)
+
+    def digest(self) -> bytes:
+        return self._digest
+
+
+def hasher(hash_fn: HashFn) -> Callable[[bytes], _HashObject]:
+    """A hashlib-style constructor: ``hasher(fn)(data).digest()`` is the block digest.
+
+    For the named functions this is the C constructor itself (``hashlib.sha256``, or
+    ``blake2b`` with a 32-byte digest through :func:`functools.partial`), so hot loops pay no
+    Python frame per block (NOTE #1).
+
+    Raises:
+        ValueError: an unknown name.
+    """
+    if callable(hash_fn):
+        fn = hash_fn
+        return lambda data: _CustomDigest(fn, data)
+    if hash_fn == "sha256":
+        return hashlib.sha256
+    if hash_fn == "blake2b":
+        return partial(hashlib.blake2b, digest_size=32)
+    raise ValueError(f"unknown hash_fn {hash_fn!r}; expected 'sha256' or 'blake2b'")
 
 
 def resolve_hash_fn(hash_fn: HashFn) -> Callable[[bytes], bytes]:
@@ -188,16 +226,16 @@ def block_hashes(
     """
     if start > 0 and parent is None:
         raise ValueError("block_hashes(start > 0) needs the parent hash of block start - 1")
-    fn = resolve_hash_fn(hash_fn)
+    new = hasher(hash_fn)
     n_full = len(tokens) // block_size
     if n_full <= start:
         return []
-    packed = memoryview(pack_tokens(tokens[start * block_size : n_full * block_size]))
+    packed = pack_tokens(tokens[start * block_size : n_full * block_size])
     step = 4 * block_size
     prev: bytes = root if parent is None else parent
     out: list[bytes] = []
     append = out.append
     for off in range(0, len(packed), step):
-        prev = fn(prev + packed[off : off + step])
+        prev = new(prev + packed[off : off + step]).digest()
         append(prev)
     return cast(list[BlockHash], out)  # NewType: no per-block wrapper call
