@@ -51,7 +51,12 @@ from promptcache.local.accounting import (
     SystemClock,
     commit_plan,
 )
-from promptcache.local.errors import BackendAPIError, anthropic_error_body, openai_error_body
+from promptcache.local.errors import (
+    BackendAPIError,
+    anthropic_error_body,
+    new_request_id,
+    openai_error_body,
+)
 from promptcache.local.template import TemplatedPrompt
 
 if TYPE_CHECKING:
@@ -587,11 +592,13 @@ def create_app(
                 provider_of(request),
                 BackendAPIError(500, "api_error", f"Internal server error ({type(exc).__name__})."),
             )
+        route = request.scope.get("route")
+        endpoint = getattr(route, "path", None) or "unmatched"  # bounded label values
         service.counters.inc(
-            "promptcache_requests_total",
-            endpoint=request.url.path,
-            status=str(response.status_code),
+            "promptcache_requests_total", endpoint=endpoint, status=str(response.status_code)
         )
+        if provider_of(request) == "anthropic" and "request-id" not in response.headers:
+            response.headers["request-id"] = new_request_id()
         log.debug(
             "%s %s -> %d in %.3fs",
             request.method,
