@@ -16,6 +16,10 @@ Review notes (why each pin is right):
   before the report: warning, every request misses.
 - browser-use judge.py:91 — minute-granularity date in the judge's SystemMessage: warning.
   prompts.py's ``Today:`` date goes into the per-step user message, not the prefix: no finding.
+- semantic-kernel chat_agent.py:49 — ``datetime.now().isoformat()`` (microseconds) in the
+  agent's ``instructions=``: frozen per agent instance, so every process (or every agent built
+  per request) writes a new system prompt: warning. The ``KernelArguments(now=...)`` at line 80
+  feeds a per-turn invocation argument, not the prefix: no finding.
 - research_lead_agent.md / research_subagent.md — Go-template ``{{.CurrentDate}}`` near the
   top of 4,000/1,800-token system prompts: day, info.
 - semantic-kernel skprompt.txt (ChatGPT, ContextQuery) — ``{{date}}`` / ``{{time.Date}}``
@@ -56,6 +60,8 @@ PINNED: dict[str, list[tuple[str, int, int, str]]] = {
     "microsoft__semantic-kernel/prompt_template_samples/QAPlugin/ContextQuery/skprompt.txt":
         [("PC104", 17, 10, "info")],
     "microsoft__semantic-kernel/dotnet/samples/Concepts/Resources/30-system-prompt.txt": [],
+    "microsoft__semantic-kernel/python/samples/learn_resources/agent_docs/chat_agent.py":
+        [("PC101", 49, 20, "warning")],
     "microsoft__semantic-kernel/dotnet/src/IntegrationTests/CrossLanguage/Data/"
     "PromptWithChatRolesTest.json": [("PC401", 1, 1, "info")],
     "microsoft__semantic-kernel/python/tests/integration/cross_language/data/"

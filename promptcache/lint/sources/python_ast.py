@@ -13,7 +13,9 @@ a tainted receiver, calls that take a tainted argument, and calls of module-leve
 methods whose return value is tainted (summaries, computed on first call and memoised). ``sorted()`` removes set-order
 taint. ``.strftime(fmt)`` / ``.date()`` / ``.replace(second=0, ...)`` set the granularity.
 
-Sinks (the cached prefix): the ``system=``, ``tools=``, ``instructions=``,
+Sinks (the cached prefix): the ``instructions=`` / ``system_prompt=`` /
+``system_message=`` arguments of any call (agent frameworks), system / developer message dicts
+and ``SystemMessage(...)`` objects, and the ``system=``, ``tools=``, ``instructions=``,
 ``prompt_cache_key=`` arguments and the first / system / developer elements of ``messages=`` /
 ``input=`` (list literals, or names built from them) of ``*.messages.create/stream``,
 ``*.chat.completions.create/parse``, ``*.responses.create/stream/parse``,
@@ -80,6 +82,10 @@ _SINK_CALL = re.compile(r"(?:^|\.)(?:messages|completions|responses)"
                         r"(?:\.with_raw_response|\.with_streaming_response)?"
                         r"\.(?:create|stream|parse)$")
 _SYSTEM_MESSAGE_CLASSES = ("SystemMessage", "SystemMessageParam", "DeveloperMessage")
+#: Keyword arguments that hold the system prompt in agent frameworks (pydantic-ai
+#: ``Agent(system_prompt=)``, Semantic Kernel / OpenAI Agents ``instructions=``, autogen
+#: ``system_message=``), whatever the callee.
+_AGENT_PROMPT_KWARGS = frozenset({"instructions", "system_prompt", "system_message"})
 _SINK_FUNCS = frozenset({"litellm.completion", "litellm.acompletion"})
 _BUILDER_METHODS = frozenset({"system", "tools", "add_system", "add_tools", "add_tool", "stable"})
 _PREFIX_KWARGS = ("system", "tools", "instructions", "prompt_cache_key")
@@ -446,8 +452,7 @@ class _Scope:
                 if kw.arg in ("content", "text"):
                     content = kw.value
         if content is not None:
-            self._emit(self.taint(content), "a system message", "a role=system message dict",
-                       content)
+            self._emit(self.taint(content), "content", "a role=system message", content)
 
     def sinks(self, stmt: ast.stmt) -> None:
         if not self.record:
@@ -460,10 +465,14 @@ class _Scope:
             if dotted.rsplit(".", 1)[-1] in _SYSTEM_MESSAGE_CLASSES:
                 for arg in [*call.args, *(k.value for k in call.keywords
                                           if k.arg in ("content", "text"))]:
-                    self._emit(self.taint(arg), "a system message", dotted + "()", arg)
+                    self._emit(self.taint(arg), "content", dotted + "()", arg)
                 continue
             resolved = self.resolve(call.func) or dotted
             is_api = bool(_SINK_CALL.search(dotted)) or resolved in _SINK_FUNCS
+            if not is_api:
+                for kw in call.keywords:
+                    if kw.arg in _AGENT_PROMPT_KWARGS:
+                        self._emit(self.taint(kw.value), f"{kw.arg}=", dotted + "()", kw.value)
             is_builder = (isinstance(call.func, ast.Attribute)
                           and call.func.attr in _BUILDER_METHODS
                           and "builder" in dotted.lower())
