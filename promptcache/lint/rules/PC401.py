@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from promptcache.lint.engine import RequestContext, Rule
+from promptcache.lint.engine import LogContext, RequestContext, Rule
 from promptcache.lint.finding import Finding, Severity
 
 __all__ = ["Rule_PC401"]
@@ -16,8 +16,9 @@ class Rule_PC401(Rule):
     ## What it does
     Reports an OpenAI Chat Completions or Responses request whose whole prompt is shorter
     than the model's minimum cacheable prefix from the catalog (1,024 tokens for every
-    current model). Counts are exact (tiktoken ids). Details: ``prompt_tokens``,
-    ``model_minimum``.
+    current model). Counts are exact (tiktoken ids). In a log it reports once, with the share
+    of short requests. Details: ``prompt_tokens``, ``model_minimum`` (logs:
+    ``requests_below``, ``requests``).
 
     ## Why is this bad?
     Nothing is cached below the minimum, so ``cached_tokens`` stays 0 — often misread as a
@@ -46,7 +47,7 @@ class Rule_PC401(Rule):
     severity = Severity.INFO
     message = "prompt below OpenAI's minimum cacheable length"
     fix_title = "nothing is cached below the minimum; grow the shared prefix if it is reused"
-    inputs = frozenset({"request"})
+    inputs = frozenset({"request", "log"})
     aggregate_in_logs = True
 
     def check_request(self, ctx: RequestContext) -> Iterator[Finding]:
@@ -60,3 +61,15 @@ class Rule_PC401(Rule):
                "for automatic caching: nothing is cached")
         yield ctx.finding(self, msg, path=None, prompt_tokens=view.total_tokens,
                           model_minimum=minimum)
+
+    def check_log(self, ctx: LogContext) -> Iterator[Finding]:
+        short = [e for e in ctx.entries if list(self.check_request(e))]
+        if not short:
+            return
+        openai = [e for e in ctx.entries if e.view.provider != "anthropic"]
+        first = short[0]
+        minimum = first.facts.min_cacheable_tokens
+        msg = (f"{len(short)} of {len(openai)} OpenAI requests are below the {minimum}-token "
+               "minimum for automatic caching: nothing of them is cached")
+        yield first.finding(self, msg, path=None, requests_below=len(short),
+                            requests=len(openai), model_minimum=minimum)
