@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from promptcache._errors import InputError
+from promptcache._errors import InputError, InvalidRequestError
 from promptcache.lint.config import LintConfig, matches
 from promptcache.lint.engine import RequestContext, Rule, run_rules
 from promptcache.lint.facts import facts_for
@@ -74,7 +74,7 @@ def lint_request(payload: Mapping[str, Any], *, model: str | None = None,
         model: overrides ``payload["model"]`` (catalog facts, token counts).
         provider: ``"anthropic"``, ``"openai-chat"``, ``"openai-responses"`` or None.
         previous: the request sent before this one in the same conversation; enables the
-            lookback rule (PC302).
+            lookback rule (PC302). A malformed ``previous`` is ignored.
         rules: selectors (codes, prefixes, names, groups); None runs every stable rule.
         view: the payload already rendered with :func:`promptcache.prefix.render` (the SDK
             wrapper has it): skips rendering it again, which is most of the cost.
@@ -89,8 +89,12 @@ def lint_request(payload: Mapping[str, Any], *, model: str | None = None,
         view = render(payload, provider, model=model)
     ctx = RequestContext(view, payload, facts_for(view.provider, model or view.model))
     if previous is not None:
-        pview = render(previous, provider or view.provider, model=model)
-        ctx.previous = RequestContext(pview, previous, ctx.facts)
+        try:
+            pview = render(previous, provider or view.provider, model=model)
+        except InvalidRequestError:
+            pview = None  # a malformed previous request only disables the lookback check
+        if pview is not None:
+            ctx.previous = RequestContext(pview, previous, ctx.facts)
     if rules is None:
         selected = _default_rules()
     else:
