@@ -20,8 +20,9 @@ Invariants:
 
 * ``segments[i].index == i`` and ``segments[i].start_token == sum(s.tokens for s in
   segments[:i])``.
-* ``Segment.data`` holds the JSON bytes of the node exactly as the SDKs send it (httpx's
-  ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``), key order preserved, so a
+* ``Segment.data`` holds the JSON bytes of the node exactly as the SDKs send it (anthropic 2.x
+  and openai 3.x post through httpx2, whose ``encode_json`` is ``json.dumps(...,
+  ensure_ascii=False, separators=(",", ":"))``), key order preserved, so a
   key-order change is visible as a byte change.
 * Lookback positions (Anthropic): a run of consecutive ``tool_use`` segments is one position,
   likewise a run of ``tool_result`` segments; every other segment is one position. Positions
