@@ -338,6 +338,15 @@ def test_br12_new_tail_breakpoint_beyond_lookback() -> None:
     assert (f.details["distance_blocks"], f.details["limit"]) == (exp["distance_blocks"], exp["limit"])
 
 
+def test_br12_with_prerendered_views() -> None:
+    from promptcache.prefix import render
+
+    prev, cur = _br12(24)
+    [f] = only(lint_request(cur, previous=prev, view=render(cur), previous_view=render(prev)),
+               "PC302")
+    assert f.details["distance_blocks"] == 24
+
+
 def test_br12_lagging_breakpoint_fixes_it() -> None:
     prev, cur = _br12(24, extra_breakpoint=29)  # "messages block #29"
     assert "PC302" not in codes(lint_request(cur, previous=prev))

@@ -64,8 +64,8 @@ def _default_rules() -> list[Rule]:
 
 def lint_request(payload: Mapping[str, Any], *, model: str | None = None,
                  provider: str | None = None, previous: Mapping[str, Any] | None = None,
-                 rules: Sequence[str] | None = None, view: PrefixView | None = None
-                 ) -> list[Finding]:
+                 rules: Sequence[str] | None = None, view: PrefixView | None = None,
+                 previous_view: PrefixView | None = None) -> list[Finding]:
     """Lint one request payload as it is about to be sent.
 
     Args:
@@ -78,6 +78,7 @@ def lint_request(payload: Mapping[str, Any], *, model: str | None = None,
         rules: selectors (codes, prefixes, names, groups); None runs every stable rule.
         view: the payload already rendered with :func:`promptcache.prefix.render` (the SDK
             wrapper has it): skips rendering it again, which is most of the cost.
+        previous_view: ``previous`` already rendered (used instead of rendering it).
 
     Returns:
         Findings; ``file`` is ``"<request>"`` and ``line``/``col`` are 1 (use ``path``).
@@ -89,10 +90,12 @@ def lint_request(payload: Mapping[str, Any], *, model: str | None = None,
         view = render(payload, provider, model=model)
     ctx = RequestContext(view, payload, facts_for(view.provider, model or view.model))
     if previous is not None:
-        try:
-            pview = render(previous, provider or view.provider, model=model)
-        except InvalidRequestError:
-            pview = None  # a malformed previous request only disables the lookback check
+        pview = previous_view
+        if pview is None:
+            try:
+                pview = render(previous, provider or view.provider, model=model)
+            except InvalidRequestError:
+                pview = None  # a malformed previous request only disables the lookback check
         if pview is not None:
             ctx.previous = RequestContext(pview, previous, ctx.facts)
     if rules is None:
