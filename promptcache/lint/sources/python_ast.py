@@ -20,7 +20,9 @@ and ``SystemMessage(...)`` objects, and the ``system=``, ``tools=``, ``instructi
 ``input=`` (list literals, or names built from them) of ``*.messages.create/stream``,
 ``*.chat.completions.create/parse``, ``*.responses.create/stream/parse``,
 ``litellm.completion/acompletion``, and promptcache's ``PromptBuilder`` stable sections
-(``.system()``, ``.tools()``, ``.add_system()``, ``.add_tools()``, ``.stable()``).
+(``.system()`` unless ``dynamic=``/``dynamic_from=``, ``.tools()``, ``.tool()``,
+``.document()``, ``.example()``; values wrapped in ``.volatile()`` are declared and left to
+the builder).
 
 It is a heuristic, intraprocedural-plus-summaries analysis (no aliasing, no cross-module
 flow); its output is a list of :class:`~promptcache.lint.engine.Flow` objects the rules
@@ -87,7 +89,10 @@ _SYSTEM_MESSAGE_CLASSES = ("SystemMessage", "SystemMessageParam", "DeveloperMess
 #: ``system_message=``), whatever the callee.
 _AGENT_PROMPT_KWARGS = frozenset({"instructions", "system_prompt", "system_message"})
 _SINK_FUNCS = frozenset({"litellm.completion", "litellm.acompletion"})
-_BUILDER_METHODS = frozenset({"system", "tools", "add_system", "add_tools", "add_tool", "stable"})
+#: promptcache.builder.PromptBuilder methods whose arguments form the stable prefix
+#: (``system(..., dynamic=True)`` and ``dynamic_from=`` are the declared-dynamic exceptions;
+#: ``turn()`` / ``tail()`` are after the breakpoints by design).
+_BUILDER_METHODS = frozenset({"system", "tools", "tool", "document", "example"})
 _PREFIX_KWARGS = ("system", "tools", "instructions", "prompt_cache_key")
 _LIST_KWARGS = ("messages", "input")
 _PASS_THROUGH_METHODS = frozenset({"isoformat", "astimezone", "ctime", "timestamp", "strip",
@@ -136,6 +141,7 @@ class _Module:
     summaries: dict[str, Taints] = field(default_factory=dict)
     funcs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = field(default_factory=dict)
     in_progress: set[str] = field(default_factory=set)
+    builders: set[str] = field(default_factory=set)
 
     def summary(self, name: str) -> Taints | None:
         """Return taint of the module function / method ``name`` (computed on first use,
@@ -209,7 +215,15 @@ class _Scope:
         if isinstance(node, ast.JoinedStr):
             return self._union(v for v in node.values)
         if isinstance(node, ast.FormattedValue):
-            return self.taint(node.value)
+            inner = self.taint(node.value)
+            spec = node.format_spec
+            if inner and isinstance(spec, ast.JoinedStr) and all(
+                    isinstance(v, ast.Constant) for v in spec.values):
+                fmt = "".join(str(v.value) for v in spec.values)  # type: ignore[attr-defined]
+                gran = granularity_of_strftime(fmt)
+                if gran is not None:  # f"{now:%Y-%m-%d}"
+                    return _retag(inner, gran)
+            return inner
         if isinstance(node, ast.BinOp):
             return self.taint(node.left) | self.taint(node.right)
         if isinstance(node, ast.BoolOp):
@@ -311,6 +325,8 @@ class _Scope:
                 return (_retag(recv, gran) if gran else recv) | args_taint
             if attr in ("keys", "values", "items", "copy", "get", "pop"):
                 return recv
+            if attr == "volatile":  # PromptBuilder.volatile(): declared, the builder checks it
+                return _EMPTY
             return recv | args_taint
         return args_taint
 
@@ -320,6 +336,13 @@ class _Scope:
             self.stmt(stmt)
 
     def assign(self, target: ast.expr, value: Taints, value_node: ast.expr | None) -> None:
+        if isinstance(value_node, ast.Call) and isinstance(target, (ast.Name, ast.Attribute)):
+            made = self.resolve(value_node.func) or ""
+            if made.endswith("PromptBuilder") or "builder" in (_dotted(value_node.func) or
+                                                               "").lower():
+                name = _dotted(target)
+                if name is not None:
+                    self.mod.builders.add(name)
         if isinstance(target, ast.Name):
             self.env[target.id] = value
             if isinstance(value_node, ast.List):
@@ -475,7 +498,12 @@ class _Scope:
                         self._emit(self.taint(kw.value), f"{kw.arg}=", dotted + "()", kw.value)
             is_builder = (isinstance(call.func, ast.Attribute)
                           and call.func.attr in _BUILDER_METHODS
-                          and "builder" in dotted.lower())
+                          and ("builder" in dotted.lower()
+                               or _dotted(call.func.value) in self.mod.builders)
+                          and not any(k.arg in ("dynamic", "dynamic_from")
+                                      and not (isinstance(k.value, ast.Constant)
+                                               and not k.value.value)
+                                      for k in call.keywords))
             if not (is_api or is_builder):
                 continue
             label = (dotted if len(dotted) <= 60 else "..." + dotted[-57:]) + "()"
