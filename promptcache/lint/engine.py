@@ -409,12 +409,14 @@ Context = RequestContext | LogContext | TemplateContext | PythonContext
 
 # --------------------------------------------------------------------------- running
 def _dedupe_log(findings: list[Finding]) -> list[Finding]:
-    """In a log, the same problem repeats on every request: keep the first, count the rest."""
+    """In a log, the same problem repeats on every request: keep the first finding of each
+    rule at each payload path (the value itself may differ, e.g. a new timestamp every time),
+    count the rest."""
     seen: dict[tuple[str, str | None, str], int] = {}
     out: list[Finding] = []
     counts: list[int] = []
     for f in findings:
-        key = (f.code, f.path, str(f.details.get("match", f.message)))
+        key = (f.code, f.path, "" if f.path is not None else f.message)
         if key in seen:
             counts[seen[key]] += 1
             continue

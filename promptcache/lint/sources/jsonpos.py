@@ -19,7 +19,7 @@ import json
 import re
 from json.decoder import scanstring  # type: ignore[attr-defined]
 
-__all__ = ["JsonLocator", "parse_path"]
+__all__ = ["JsonLocator", "LineIndex", "parse_path"]
 
 _WS = re.compile(r"[ \t\n\r]*")
 _PATH_TOKEN = re.compile(r"\.?([^.\[\]]+)|\[(-?\d+)\]")
@@ -39,6 +39,32 @@ def parse_path(path: str) -> list[str | int]:
     return out
 
 
+class LineIndex:
+    """Offsets of line starts in a text, built on first use and shareable between the
+    locators of one file (a JSONL log has one locator per line)."""
+
+    __slots__ = ("_starts", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._starts: list[int] | None = None
+
+    def line_col(self, pos: int) -> tuple[int, int]:
+        """1-based (line, col) of a character offset."""
+        import bisect
+
+        if self._starts is None:
+            starts = [0]
+            find = self.text.find
+            i = find("\n")
+            while i != -1:
+                starts.append(i + 1)
+                i = find("\n", i + 1)
+            self._starts = starts
+        line = bisect.bisect_right(self._starts, pos) - 1
+        return line + 1, pos - self._starts[line] + 1
+
+
 class JsonLocator:
     """Maps payload paths to 1-based (line, col) in one JSON document.
 
@@ -52,14 +78,15 @@ class JsonLocator:
     resolvable parent, and finally to the document's start.
     """
 
-    __slots__ = ("_cache", "_line_starts", "root", "start", "text")
+    __slots__ = ("_cache", "_lines", "root", "start", "text")
 
-    def __init__(self, text: str, start: int = 0, root: list[str | int] | None = None) -> None:
+    def __init__(self, text: str, start: int = 0, root: list[str | int] | None = None,
+                 lines: LineIndex | None = None) -> None:
         self.text = text
         self.start = start
         self.root: list[str | int] = list(root or [])
         self._cache: dict[tuple[str | int, ...], int] = {}
-        self._line_starts: list[int] | None = None
+        self._lines = lines if lines is not None else LineIndex(text)
 
     def __call__(self, path: str | None, offset: int | None = None) -> tuple[int, int]:
         tokens = self.root + (parse_path(path) if path else [])
@@ -71,18 +98,7 @@ class JsonLocator:
     # ------------------------------------------------------------------ positions
     def line_col(self, pos: int) -> tuple[int, int]:
         """1-based (line, col) of a character offset in the text."""
-        import bisect
-
-        if self._line_starts is None:
-            starts = [0]
-            find = self.text.find
-            i = find("\n")
-            while i != -1:
-                starts.append(i + 1)
-                i = find("\n", i + 1)
-            self._line_starts = starts
-        line = bisect.bisect_right(self._line_starts, pos) - 1
-        return line + 1, pos - self._line_starts[line] + 1
+        return self._lines.line_col(pos)
 
     def _skip_ws(self, pos: int) -> int:
         m = _WS.match(self.text, pos)

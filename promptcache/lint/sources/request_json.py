@@ -26,7 +26,7 @@ from promptcache._errors import InputError, InvalidRequestError
 from promptcache.lint.engine import LogContext, RequestContext
 from promptcache.lint.facts import facts_for
 from promptcache.lint.sources.base import Document, LoadOptions, parse_suppressions
-from promptcache.lint.sources.jsonpos import JsonLocator
+from promptcache.lint.sources.jsonpos import JsonLocator, LineIndex
 from promptcache.prefix import render
 
 __all__ = ["SOURCE", "RequestJsonSource", "find_request", "load_json", "make_context",
@@ -153,16 +153,17 @@ def exchanges_to_log(file: str, text: str, items: Sequence[Any], options: LoadOp
     """A :class:`LogContext` from records that each hold a request (None if none does)."""
     entries: list[RequestContext] = []
     prev: RequestContext | None = None
+    lines = LineIndex(text)
     for i, record in enumerate(items):
         found = find_request(record)
         if found is None:
             continue
         payload, root = found
         if line_offsets is not None:
-            locator = JsonLocator(text, line_offsets[i], root)
-            where = f"line {text.count(chr(10), 0, line_offsets[i]) + 1}"
+            locator = JsonLocator(text, line_offsets[i], root, lines)
+            where = f"line {lines.line_col(line_offsets[i])[0]}"
         else:
-            locator = JsonLocator(text, 0, [i, *root])
+            locator = JsonLocator(text, 0, [i, *root], lines)
             where = f"item {i}"
         ctx = make_context(payload, file=file, locator=locator, options=options,
                            usage=usage_of(record), timestamp=timestamp_of(record),
