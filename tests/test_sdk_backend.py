@@ -215,3 +215,29 @@ def test_without_keepalive_the_entry_expires(promptcache_backend: LocalBackend,
     clock.advance(301)
     client.messages.create(**req)
     assert tracker_of(client).records[-1].cache_read == 0
+
+
+# ---------------------------------------------------------------------------- faults
+def test_faults_never_change_what_the_backend_returns(
+        promptcache_anthropic: anthropic.Anthropic, tmp_path: Any,
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from promptcache.usage import JsonlSink
+
+    broken = tmp_path / "prices.toml"
+    broken.write_text(f'[models."{A_MODEL}"]\ninput = "free"\n')  # not a number
+    monkeypatch.setenv("PROMPTCACHE_PRICES", str(broken))
+    tracker = UsageTracker(sinks=[JsonlSink("/dev/full")])
+    client = wrap(promptcache_anthropic, tracker=tracker)  # the request goes out as given
+    req = _a("Fern?", system=[{"type": "text", "text": SYSTEM,
+                                "cache_control": {"type": "ephemeral"}}])
+    promptcache_anthropic.messages.create(**req)  # warm, so both calls below read alike
+    plain = promptcache_anthropic.messages.create(**req)
+    with caplog.at_level("WARNING", logger="promptcache"):
+        wrapped = client.messages.create(**req)
+    assert type(wrapped) is type(plain)
+    assert wrapped.usage == plain.usage  # (the text is sampled, so it may differ)
+    assert (wrapped.model, wrapped.stop_reason) == (plain.model, plain.stop_reason)
+    assert "No space left on device" in caplog.text
+    assert f"no prices for model '{A_MODEL}'" in caplog.text
+    [rec] = tracker.records
+    assert rec.cache_read == plain.usage.cache_read_input_tokens

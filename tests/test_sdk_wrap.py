@@ -714,3 +714,49 @@ def test_memory_sink_gets_every_record(raw_anthropic: anthropic.Anthropic) -> No
     client.messages.create(**a_request())
     list(client.messages.create(**a_request(), stream=True))
     assert len(sink) == 2
+
+
+def test_auto_cache_on_an_unknown_model_sends_unchanged_and_warns_once(api: Api) -> None:
+    raw = openai.OpenAI(api_key="EMPTY", base_url="http://sglang.test:30000/v1", max_retries=0,
+                        http_client=httpx2.Client(transport=httpx2.MockTransport(api)))
+    client = wrap(raw, auto_cache=True, lint="off")
+    req = {"model": "Qwen/Qwen3-8B", "messages": [{"role": "system", "content": SYSTEM},
+                                                  {"role": "user", "content": "hi"}]}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PromptCacheWarning)
+        client.chat.completions.create(**req)
+        client.chat.completions.create(**req)
+    assert api.bodies == [req, req]  # no prompt_cache_key for a server that may reject it
+    assert len([w for w in caught if "Qwen/Qwen3-8B" in str(w.message)]) == 1
+
+
+async def test_async_early_break_records_usage(async_anthropic: anthropic.AsyncAnthropic) -> None:
+    import asyncio
+
+    client = wrap(async_anthropic, lint="off")
+    stream = await client.messages.create(**a_request(), stream=True)
+    async for event in stream:
+        if event.type == "content_block_delta":
+            break
+    for _ in range(3):  # the event loop closes the abandoned async generator
+        await asyncio.sleep(0)
+    [rec] = tracker_of(client).records
+    assert (rec.cache_read, rec.output) == (1400, 1)
+
+
+def test_a_failing_usage_parser_never_fails_the_call(caplog: pytest.LogCaptureFixture) -> None:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = _message()
+        body["usage"] = {"input_tokens": 11, "output_tokens": 5,
+                         "cache_read_input_tokens": -7}  # a bad count the parser rejects
+        return httpx2.Response(200, json=body)
+
+    raw = anthropic.Anthropic(api_key="k", base_url="http://api.test", max_retries=0,
+                              http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    client = wrap(raw, lint="off")
+    with caplog.at_level(logging.WARNING, logger="promptcache"):
+        msg = client.messages.create(**a_request())
+    assert msg.usage.cache_read_input_tokens == -7  # the SDK's object, unchanged
+    assert "reading the response's usage failed" in caplog.text
+    [rec] = tracker_of(client).records
+    assert rec.cache_read is None and "usage_unparsable" in rec.flags

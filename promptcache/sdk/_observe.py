@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from promptcache._errors import PromptCacheLintError
+from promptcache._errors import PromptCacheLintError, UnknownModelError
 
 if TYPE_CHECKING:
     from promptcache.planner import BreakpointPlan
@@ -48,6 +48,23 @@ __all__ = [
 ]
 
 logger = logging.getLogger("promptcache")
+
+_TRACEBACKS: set[tuple[str, type]] = set()
+_TRACEBACKS_LOCK = threading.Lock()
+
+
+def fault(what: str, exc: BaseException, then: str = "the call goes on") -> None:
+    """Log one of promptcache's own faults on the ``"promptcache"`` logger (warning level).
+
+    The traceback is attached the first time a (what, exception type) pair is seen in the
+    process; repeats log one line, so a sink failing on every call does not flood the log.
+    """
+    key = (what, type(exc))
+    with _TRACEBACKS_LOCK:
+        first = key not in _TRACEBACKS
+        _TRACEBACKS.add(key)
+    logger.warning("promptcache: %s failed (%s: %s); %s", what, type(exc).__name__, exc, then,
+                   exc_info=exc if first else None)
 
 LintMode = Literal["warn", "error", "off"]
 Shape = Literal["anthropic", "openai-chat", "openai-responses"]
@@ -246,8 +263,7 @@ class Observer:
         try:
             blocking = self._prepare(call, auto, lint)
         except Exception as exc:  # promptcache's own fault: the call goes on unchanged
-            logger.warning("promptcache: request preparation failed (%s: %s); sending the "
-                           "request unchanged", type(exc).__name__, exc, exc_info=True)
+            fault("request preparation", exc, "sending the request unchanged")
         if blocking:
             lines = "; ".join(f"{f.code} {f.path or ''}: {f.message}" for f in blocking)
             raise PromptCacheLintError(
@@ -285,7 +301,14 @@ class Observer:
 
         if call.model is None:
             return body, view, None
-        policy = get_policy(call.model)
+        try:
+            policy = get_policy(call.model)
+        except UnknownModelError:  # e.g. a vLLM / SGLang model name: nothing to plan with
+            self.warn_once(f"auto-cache-model:{call.model}",
+                           f"promptcache: auto_cache: the catalog does not know model "
+                           f"{call.model!r}; its requests are sent without planned cache "
+                           f"markers or prompt_cache_key")
+            return body, view, None
         previous: Any = None
         if prev is not None:
             previous = prev.plan if prev.plan is not None else prev.view
@@ -371,8 +394,7 @@ class Observer:
             rec = parse_usage(response, provider=_USAGE_FORMAT[call.shape],
                               **self._fields(call, end, first_token, response))
         except Exception as exc:
-            logger.warning("promptcache: could not read the response's usage (%s: %s)",
-                           type(exc).__name__, exc, exc_info=True)
+            fault("reading the response's usage", exc, "recording it as unknown")
             rec = self.unknown_record(call, end, first_token, "usage_unparsable")
         self.add(rec)
 
@@ -384,15 +406,15 @@ class Observer:
             rec = parse_usage(response, provider=_USAGE_FORMAT[call.shape],
                               **self._fields(call, end, None, response))
         except Exception as exc:
-            logger.warning("promptcache: could not read the response's usage (%s: %s)",
-                           type(exc).__name__, exc, exc_info=True)
+            fault("reading the response's usage", exc, "recording it as unknown")
             rec = self.unknown_record(call, end, None, "usage_unparsable")
         try:
             events = await self.tracker.aadd(rec)
         except Exception as exc:
-            self._tracking_failed(exc)
-            return
+            fault("usage tracking", exc, "the response is returned unchanged")
+            events = ()
         self._log_events(events)
+        self._check_prices(rec)
 
     def _fields(self, call: Call, end: float, first_token: float | None,
                 response: Any = None) -> dict[str, Any]:
@@ -426,25 +448,31 @@ class Observer:
         try:
             events = self.tracker.add(rec)
         except Exception as exc:
-            self._tracking_failed(exc)
-            return
+            fault("usage tracking", exc, "the response is returned unchanged")
+            events = ()
         self._log_events(events)
+        self._check_prices(rec)
 
-    def _tracking_failed(self, exc: BaseException) -> None:
-        logger.warning("promptcache: usage tracking failed (%s: %s); the response is returned "
-                       "unchanged", type(exc).__name__, exc, exc_info=exc)
+    def _check_prices(self, rec: UsageRecord) -> None:
+        """Once per model: log why its cost will be unknown (even when a sink failed first)."""
+        if rec.model is None or not self.once(f"priced:{rec.model}"):
+            return
+        try:
+            table = self.tracker.prices_for(rec)
+        except Exception as exc:
+            fault("price lookup", exc, "costs stay unknown")
+            return
+        if table is None:
+            logger.warning("promptcache: no prices for model %r (%s); its cost is unknown",
+                           rec.model, _price_error(rec.model))
 
     def _log_events(self, events: tuple[UsageEvent, ...]) -> None:
         for ev in events:
             if ev.kind == "unpriced":
-                model = ev.record.model
-                if self.once(f"unpriced:{model}"):
-                    logger.warning("promptcache: no prices for model %r (%s); its cost is "
-                                   "unknown", model, _price_error(model))
-            elif ev.kind == "usage_anomaly" and set(ev.record.flags) <= _OWN_FLAGS:
+                continue  # reported once per model by _check_prices
+            if ev.kind == "usage_anomaly" and set(ev.record.flags) <= _OWN_FLAGS:
                 continue  # already reported when the record was made
-            else:
-                logger.warning("promptcache: %s: %s", ev.kind, ev.message)
+            logger.warning("promptcache: %s: %s", ev.kind, ev.message)
 
 
 _RULES: list[Any] | None = None

@@ -26,7 +26,7 @@ import time
 from collections import deque
 from typing import Any
 
-from promptcache.sdk._observe import _USAGE_FORMAT, Call, Observer, logger
+from promptcache.sdk._observe import _USAGE_FORMAT, Call, Observer, fault
 
 __all__ = [
     "AsyncMessageStreamManagerProxy",
@@ -88,8 +88,7 @@ class _Tap:
 
                 self.acc = StreamUsage(_USAGE_FORMAT[call.shape], **obs.stream_fields(call))
             except Exception as exc:
-                logger.warning("promptcache: stream usage tracking unavailable (%s: %s)",
-                               type(exc).__name__, exc, exc_info=True)
+                fault("stream usage set-up", exc, "the stream is returned unobserved")
 
     def feed(self, event: Any) -> None:
         if self.first_token is None and is_token_event(event):
@@ -99,8 +98,7 @@ class _Tap:
         try:
             self.acc.feed(event)
         except Exception as exc:
-            logger.warning("promptcache: could not read a streamed event's usage (%s: %s)",
-                           type(exc).__name__, exc, exc_info=True)
+            fault("reading a streamed event's usage", exc, "the stream goes on")
             self.acc = None
 
     def finish(self, how: str, snapshot: Any = None) -> None:
@@ -130,8 +128,7 @@ class _Tap:
                           f"promptcache: streamed usage unknown ({why}); recorded as unknown")
             obs.add(obs.unknown_record(call, end, self.first_token, "stream_usage_missing"))
         except Exception as exc:
-            logger.warning("promptcache: stream usage tracking failed (%s: %s)",
-                           type(exc).__name__, exc, exc_info=True)
+            fault("stream usage tracking", exc, "the stream goes on")
 
 
 class _Base:
