@@ -274,8 +274,18 @@ class RequestContext:
                 severity: Severity | None = None, fix: str | None = None,
                 **details: Any) -> Finding:
         """A finding of ``rule`` at payload ``path``; the location is ``at`` (default: ``path``)
-        plus the character ``offset`` inside that string value."""
-        line, col = self.locator(at if at is not None else path, offset)
+        plus the character ``offset`` inside that string value.
+
+        In a log, a finding of the same rule at the same path as an earlier request's is folded
+        into that one (:func:`run_rules`), so its location is not looked up.
+        """
+        seen: set[tuple[str, str]] | None = self.scratch.get("log_seen")
+        line, col = 1, 1
+        key = (rule.code, path if path is not None else (message or rule.message))
+        if seen is None or key not in seen:
+            line, col = self.locator(at if at is not None else path, offset)
+            if seen is not None:
+                seen.add(key)
         if self.entry is not None:
             details.setdefault("request_index", self.entry)
         return Finding(rule.code, rule.name, severity or rule.severity, message or rule.message,

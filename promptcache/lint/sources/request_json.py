@@ -154,6 +154,7 @@ def exchanges_to_log(file: str, text: str, items: Sequence[Any], options: LoadOp
     entries: list[RequestContext] = []
     prev: RequestContext | None = None
     lines = LineIndex(text)
+    seen: set[tuple[str, str]] = set()  # (code, path) already located in this log
     for i, record in enumerate(items):
         found = find_request(record)
         if found is None:
@@ -169,6 +170,7 @@ def exchanges_to_log(file: str, text: str, items: Sequence[Any], options: LoadOp
                            usage=usage_of(record), timestamp=timestamp_of(record),
                            entry=len(entries), where=where)
         ctx.previous = prev
+        ctx.scratch["log_seen"] = seen
         entries.append(ctx)
         prev = ctx
     if not entries:
