@@ -208,3 +208,13 @@ def test_lint_paths_api(files: dict[str, Path]) -> None:
     result = lint_paths([str(files["bad"]), str(files["clean"])])
     assert result.exit_code == 1 and result.files == [str(files["bad"]), str(files["clean"])]
     assert [f.code for f in result.findings] == ["PC101"]
+
+
+def test_top_level_cli_dispatches_lint_and_rule(files: dict[str, Path]) -> None:
+    from promptcache.cli import main as cli_main
+
+    runner = CliRunner()
+    res = runner.invoke(cli_main, ["lint", str(files["bad"]), "--format", "json"])
+    assert res.exit_code == 1 and json.loads(res.output)["findings"][0]["code"] == "PC101"
+    res = runner.invoke(cli_main, ["rule", "PC305"])
+    assert res.exit_code == 0 and "uncacheable-block" in res.output

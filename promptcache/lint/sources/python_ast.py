@@ -142,6 +142,7 @@ class _Module:
     funcs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = field(default_factory=dict)
     in_progress: set[str] = field(default_factory=set)
     builders: set[str] = field(default_factory=set)
+    class_attrs: dict[str, Taints] = field(default_factory=dict)
 
     def summary(self, name: str) -> Taints | None:
         """Return taint of the module function / method ``name`` (computed on first use,
@@ -206,6 +207,8 @@ class _Scope:
             dotted = _dotted(node)
             if dotted is not None and dotted in self.env:
                 return self.env[dotted]
+            if node.attr in self.mod.class_attrs and isinstance(node.value, ast.Name):
+                return self.mod.class_attrs[node.attr]
             base = self.taint(node.value)
             if node.attr in ("year", "month"):
                 return frozenset(t for t in base if t.vol.kind != "timestamp")
@@ -366,7 +369,17 @@ class _Scope:
             self.assign(target.value, value, None)
 
     def stmt(self, stmt: ast.stmt) -> None:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(stmt, ast.ClassDef):
+            # class attributes (SYSTEM_PROMPT = f"...") are read as self.X / cls.X / Class.X
+            body = _Scope(self.mod, record=self.record)
+            body.env = dict(self.env)
+            body.run([s for s in stmt.body
+                      if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))])
+            for name, taint in body.env.items():
+                if taint and name not in self.env:
+                    self.mod.class_attrs[name] = self.mod.class_attrs.get(name, _EMPTY) | taint
+            return
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return
         self.sinks(stmt)
         if isinstance(stmt, ast.Assign):
@@ -527,6 +540,12 @@ class _Scope:
     def _elements(self, node: ast.expr) -> list[ast.expr] | None:
         if isinstance(node, (ast.List, ast.Tuple)):
             return list(node.elts)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left = self._elements(node.left)  # [system_msg] + history: the head is known
+            if left is None:
+                return None
+            right = self._elements(node.right)
+            return left + (right if right is not None else [])
         dotted = _dotted(node)
         if dotted is not None and dotted in self.lists:
             return self.lists[dotted]
