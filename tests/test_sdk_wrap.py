@@ -760,3 +760,19 @@ def test_a_failing_usage_parser_never_fails_the_call(caplog: pytest.LogCaptureFi
     assert "reading the response's usage failed" in caplog.text
     [rec] = tracker_of(client).records
     assert rec.cache_read is None and "usage_unparsable" in rec.flags
+
+
+def test_call_options_block(raw_anthropic: anthropic.Anthropic, api: Api) -> None:
+    from promptcache.sdk import call_options
+
+    client = wrap(raw_anthropic, label="default", lint="off")
+    with call_options(session="chat-9", label="support"):
+        client.messages.create(**a_request())
+        with call_options(label="inner"):
+            client.messages.create(**a_request())
+        client.messages.create(**a_request(), promptcache_label="explicit")
+    client.messages.create(**a_request())
+    assert [(r.label, r.session) for r in tracker_of(client).records] == [
+        ("support", "chat-9"), ("inner", "chat-9"), ("explicit", "chat-9"), ("default", None)]
+    with pytest.raises(ValueError, match="lint"), call_options(lint="loud"):  # type: ignore[arg-type]
+        pass

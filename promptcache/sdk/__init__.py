@@ -8,6 +8,7 @@
 - :func:`assert_cache_stable`: test helper that fails with the diff's explanation when a
   request breaks the prefix the previous request of its session cached;
   :func:`sent_requests` lists what a wrapped client sent.
+- :func:`call_options`: per-call label / session / auto_cache / lint for a block of code.
 - :func:`tracker_of`, :func:`unwrap`, :func:`is_wrapped`: introspection.
 
 The pytest plugin (:mod:`promptcache.sdk.pytest_plugin`, entry point ``promptcache``) gives
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from promptcache.sdk._fanout import awarm_then_fanout, warm_then_fanout
 from promptcache.sdk._keepalive import KeepAlive, keepalive
-from promptcache.sdk._observe import PromptCacheWarning, SentRequest
+from promptcache.sdk._observe import PromptCacheWarning, SentRequest, call_options
 from promptcache.sdk._testing import assert_cache_stable, sent_requests
 from promptcache.sdk._wrap import is_wrapped, tracker_of, unwrap, wrap
 
@@ -28,6 +29,7 @@ __all__ = [
     "SentRequest",
     "assert_cache_stable",
     "awarm_then_fanout",
+    "call_options",
     "is_wrapped",
     "keepalive",
     "sent_requests",

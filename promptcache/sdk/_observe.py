@@ -22,13 +22,16 @@ mutated)::
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import threading
 import time
 import warnings
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from promptcache._errors import PromptCacheLintError, UnknownModelError
@@ -44,6 +47,7 @@ __all__ = [
     "PromptCacheWarning",
     "SentRequest",
     "Shape",
+    "call_options",
     "logger",
 ]
 
@@ -81,6 +85,39 @@ _USAGE_FORMAT: dict[str, str] = {"anthropic": "anthropic", "openai-chat": "opena
 
 #: Flags the wrapper itself puts on records whose usage is unknown.
 _OWN_FLAGS = frozenset({"stream_usage_missing", "usage_unparsable"})
+
+
+_CALL_OPTIONS: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+    "promptcache_call_options", default=MappingProxyType({}))
+
+
+@contextlib.contextmanager
+def call_options(*, label: str | None = None, session: str | None = None,
+                 auto_cache: bool | None = None, lint: LintMode | None = None
+                 ) -> Iterator[None]:
+    """Per-call overrides for every wrapped call made inside the block (type-checker friendly
+    twin of the ``promptcache_*`` keyword arguments; those win when both are given).
+
+    Context-local (``contextvars``): asyncio tasks started inside the block inherit it, other
+    threads and tasks do not. Blocks nest; an inner block overrides what it names.
+
+    Example::
+
+        with call_options(session="chat-42", label="support"):
+            client.messages.create(...)
+
+    Raises:
+        ValueError: ``lint`` is not ``"warn"``, ``"error"`` or ``"off"``.
+    """
+    if lint is not None and lint not in ("warn", "error", "off"):
+        raise ValueError(f"lint must be 'warn', 'error' or 'off', got {lint!r}")
+    given = {"label": label, "session": session, "auto_cache": auto_cache, "lint": lint}
+    merged = {**_CALL_OPTIONS.get(), **{k: v for k, v in given.items() if v is not None}}
+    token = _CALL_OPTIONS.set(merged)
+    try:
+        yield
+    finally:
+        _CALL_OPTIONS.reset(token)
 
 
 class PromptCacheWarning(UserWarning):
@@ -254,10 +291,14 @@ class Observer:
                 warning-severity findings. Nothing else: internal faults are logged.
         """
         kwargs = dict(kwargs)
-        label = kwargs.pop("promptcache_label", self.label)
-        session = kwargs.pop("promptcache_session", self.session)
-        auto = bool(kwargs.pop("promptcache_auto_cache", self.auto_cache))
-        lint: LintMode = kwargs.pop("promptcache_lint", self.lint)
+        scoped = _CALL_OPTIONS.get()
+        label = kwargs.pop("promptcache_label", scoped.get("label", self.label))
+        session = kwargs.pop("promptcache_session", scoped.get("session", self.session))
+        auto = bool(kwargs.pop("promptcache_auto_cache",
+                               scoped.get("auto_cache", self.auto_cache)))
+        lint: LintMode = kwargs.pop("promptcache_lint", scoped.get("lint", self.lint))
+        if lint not in ("warn", "error", "off"):
+            raise ValueError(f"lint must be 'warn', 'error' or 'off', got {lint!r}")
         call = Call(shape, kwargs, label, session, stream=kwargs.get("stream") is True)
         blocking: list[Any] = []
         try:

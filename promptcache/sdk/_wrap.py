@@ -25,6 +25,9 @@ Per-call overrides (keyword arguments the wrapper reads and removes before sendi
 - ``promptcache_auto_cache=`` (bool): turn auto-cache on or off for this request;
 - ``promptcache_lint=`` (``"warn"`` / ``"error"`` / ``"off"``): lint mode for this request.
 
+Type checkers do not know these keywords (the SDK's signatures are kept); the same overrides
+are available as a context manager, :func:`promptcache.sdk.call_options`.
+
 Deviation from DESIGN.md: the wrapper is a proxy rather than a subclass of each client, so
 one implementation serves the four client classes and their subclasses (Azure, Bedrock, ...)
 without touching SDK internals.
