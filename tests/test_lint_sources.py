@@ -250,3 +250,20 @@ def test_lint_request_reuses_a_rendered_view() -> None:
     reused = lint_request(body, view=render(body))
     assert [f.to_dict() for f in direct] == [f.to_dict() for f in reused]
     assert [f.code for f in lint_request(body, rules=["PC3"])] == []
+
+
+def test_log_interleaved_agents_are_not_compared(tmp_path: Path) -> None:
+    def agent(name: str, n: int) -> dict[str, Any]:
+        return _anthropic([{"type": "text", "text": filler(900, name) + f"\nTurn {n}"},
+                           {"type": "text", "text": filler(300, "tail"),
+                            "cache_control": {"type": "ephemeral"}}],
+                          [{"role": "user", "content": f"q{n}"}],
+                          tools=[{"name": name, "description": "d", "input_schema": {}}])
+    # two agents with different prompts and tools, interleaved, each one stable
+    recs = [agent("a", 1), agent("b", 1), agent("a", 1), agent("b", 1)]
+    assert _log(tmp_path, recs) == []
+    # the same agent with a value that varies at character 0 is still reported
+    body = [_anthropic([{"type": "text", "text": f"{n}f3a9 " + filler(900)},
+                        {"type": "text", "text": filler(300, "t"), "cache_control": {"type": "ephemeral"}}],
+                       [{"role": "user", "content": "q"}]) for n in (1, 2)]
+    assert [c for c, _, _ in _log(tmp_path, body)] == ["PC105"]

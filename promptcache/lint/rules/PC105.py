@@ -79,6 +79,8 @@ class Rule_PC105(Rule):
                 if not (seg.message_index and len(cur_msgs) > len(prev_msgs)):
                     continue  # a different conversation, not an edit of this one
             offset = div.char_offset
+            if offset == 0 and not _same_tail(div.previous.text, seg.text):
+                continue  # a different prompt altogether, not a value that varies inside one
             changed = ""
             label = ""
             if offset is not None and seg.text is not None:
@@ -103,3 +105,15 @@ def _same_tool_set(a: object, b: object) -> bool:
     ta = sorted(s.fingerprint for s in a.segments if s.tier == "tools")
     tb = sorted(s.fingerprint for s in b.segments if s.tier == "tools")
     return ta == tb and bool(ta)
+
+
+def _same_tail(a: str | None, b: str | None) -> bool:
+    """Whether two texts that differ from their first character share most of their end (a
+    volatile value at character 0 followed by the same prompt)."""
+    if not a or not b:
+        return False
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[-1 - i] == b[-1 - i]:
+        i += 1
+    return i >= n // 2

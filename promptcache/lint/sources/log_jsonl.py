@@ -5,8 +5,9 @@ with it under ``request`` / ``body`` / ``payload`` (see
 :func:`promptcache.lint.sources.request_json.find_request`), optionally with the response
 ``usage`` (``usage``, ``response.usage``, ``response.body.usage``) and a send time
 (``timestamp``, ``ts``, ``created_at``: epoch seconds or ms, or ISO 8601). Lines without a
-request (metadata records) are ignored. Consecutive requests are linked (``previous``), so
-rules can compare what changed between samples.
+request (metadata records) are ignored. Each request is linked (``previous``) to the latest
+earlier request of the same provider, model and tool set, so rules compare what changed
+between samples of one agent even when several agents share the log.
 """
 
 from __future__ import annotations

@@ -152,9 +152,9 @@ def exchanges_to_log(file: str, text: str, items: Sequence[Any], options: LoadOp
                      line_offsets: Sequence[int] | None = None) -> LogContext | None:
     """A :class:`LogContext` from records that each hold a request (None if none does)."""
     entries: list[RequestContext] = []
-    prev: RequestContext | None = None
     lines = LineIndex(text)
     seen: set[tuple[str, str]] = set()  # (code, path) already located in this log
+    last: dict[tuple[str, str | None, tuple[str, ...]], RequestContext] = {}
     for i, record in enumerate(items):
         found = find_request(record)
         if found is None:
@@ -169,13 +169,33 @@ def exchanges_to_log(file: str, text: str, items: Sequence[Any], options: LoadOp
         ctx = make_context(payload, file=file, locator=locator, options=options,
                            usage=usage_of(record), timestamp=timestamp_of(record),
                            entry=len(entries), where=where)
-        ctx.previous = prev
+        family = _family(ctx)
+        ctx.previous = last.get(family)
         ctx.scratch["log_seen"] = seen
         entries.append(ctx)
-        prev = ctx
+        last[family] = ctx
     if not entries:
         return None
     return LogContext(file, entries)
+
+
+def _family(ctx: RequestContext) -> tuple[str, str | None, tuple[str, ...]]:
+    """Which earlier request a request is compared with: the latest one of the same provider,
+    model and tool set (names, any order), so interleaved agents in one log are not compared
+    with each other."""
+    names: list[str] = []
+    for seg in ctx.view.segments:
+        if seg.tier != "tools":
+            break
+        try:
+            node = json.loads(seg.data)
+        except ValueError:
+            continue
+        if isinstance(node, Mapping):
+            fn = node.get("function")
+            name = fn.get("name") if isinstance(fn, Mapping) else node.get("name")
+            names.append(str(name))
+    return (ctx.view.provider, ctx.view.model, tuple(sorted(names)))
 
 
 class RequestJsonSource:
