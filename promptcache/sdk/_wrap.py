@@ -222,7 +222,7 @@ def _make(client: Any, obs: Observer) -> Any:
     return _Proxy(client, obs, family, is_async)
 
 
-def wrap(client: T, tracker: UsageTracker | None = None, label: str | None = None,
+def wrap(client: T, *, tracker: UsageTracker | None = None, label: str | None = None,
          session: str | None = None, auto_cache: bool = False, lint: LintMode = "warn") -> T:
     """Observe an official anthropic / openai client: usage, cache markers, lint, live diff.
 
