@@ -97,7 +97,8 @@ def _measure(call: Callable[[int], Any], stamp: _Stamp, iterations: int, turns: 
     return builds, totals
 
 
-def _bench(provider: str, body: bytes, iterations: int, turns: int) -> dict[str, float]:
+def _bench(provider: str, body: bytes, iterations: int, turns: int, *, auto_cache: bool = True,
+           lint: str = "warn") -> dict[str, float]:
     convo = _conversation(turns, provider)
     stamp = _Stamp(body)
     http = httpx2.Client(transport=httpx2.MockTransport(stamp))
@@ -108,7 +109,8 @@ def _bench(provider: str, body: bytes, iterations: int, turns: int) -> dict[str,
     else:
         raw = openai.OpenAI(api_key="k", base_url="http://bench.test/v1", http_client=http,
                             max_retries=0)
-    wrapped = wrap(raw, tracker=UsageTracker(keep_records=False), auto_cache=True, lint="warn")
+    wrapped = wrap(raw, tracker=UsageTracker(keep_records=False), auto_cache=auto_cache,
+                   lint=lint)  # type: ignore[arg-type]
 
     def make(client: Any, session: bool) -> Callable[[int], Any]:
         counter = iter(range(10**9))
@@ -204,6 +206,10 @@ def main() -> None:
         ratio = r["added"] / r["sdk_build"]
         print(f"{provider:<22}{r['sdk_build'] * 1e3:>14.3f}{r['sdk_total'] * 1e3:>14.3f}"
               f"{r['added'] * 1e3:>11.3f}{r['added_before_send'] * 1e3:>19.3f}{ratio:>19.2f}")
+    r = _bench("anthropic", a_body, args.iterations, args.turns, auto_cache=False, lint="off")
+    print(f"{'  usage tracking only':<22}{r['sdk_build'] * 1e3:>14.3f}{r['sdk_total'] * 1e3:>14.3f}"
+          f"{r['added'] * 1e3:>11.3f}{r['added_before_send'] * 1e3:>19.3f}"
+          f"{r['added'] / r['sdk_build']:>19.2f}")
     print("goal: added / SDK build <= 1.0")
     print("where the wrapper's time goes (Anthropic request, medians, ms):")
     pieces = _pieces(args.iterations, args.turns)
