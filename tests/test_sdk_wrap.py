@@ -776,3 +776,47 @@ def test_call_options_block(raw_anthropic: anthropic.Anthropic, api: Api) -> Non
         ("support", "chat-9"), ("inner", "chat-9"), ("explicit", "chat-9"), ("default", None)]
     with pytest.raises(ValueError, match="lint"), call_options(lint="loud"):  # type: ignore[arg-type]
         pass
+
+
+# ---------------------------------------------------------------------------- helpers
+def test_first_divergence_over_chained_digests() -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from promptcache.sdk._observe import first_divergence
+
+    def chain(items: list[int]) -> list[str]:
+        import hashlib
+
+        h = hashlib.sha256()
+        out = []
+        for x in items:
+            h.update(str(x).encode() + b"|")
+            out.append(h.copy().hexdigest())
+        return out
+
+    @given(st.lists(st.integers(0, 3), max_size=12), st.lists(st.integers(0, 3), max_size=12))
+    def check(a: list[int], b: list[int]) -> None:
+        expected = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                        min(len(a), len(b)))
+        assert first_divergence(chain(a), chain(b)) == expected
+
+    check()
+
+
+def test_token_events() -> None:
+    from promptcache.sdk._streams import is_token_event
+
+    start = anthropic.types.RawMessageStartEvent.model_validate(
+        {"type": "message_start", "message": {**_message(), "content": []}})
+    delta = anthropic.types.RawContentBlockDeltaEvent.model_validate(
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "text_delta", "text": "x"}})
+    assert not is_token_event(start) and is_token_event(delta)
+    role_only = openai.types.chat.ChatCompletionChunk.model_validate(
+        {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": OA_MODEL,
+         "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                      "finish_reason": None}]})
+    text = role_only.model_copy(update={"choices": [role_only.choices[0].model_copy(
+        update={"delta": role_only.choices[0].delta.model_copy(update={"content": "Hi"})})]})
+    assert not is_token_event(role_only) and is_token_event(text)
