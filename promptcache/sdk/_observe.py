@@ -373,8 +373,10 @@ class Observer:
 
     def _lint(self, call: Call, body: Mapping[str, Any], view: PrefixView,
               prev: _SessionState | None, lint: LintMode) -> list[Any]:
-        findings = lint_views(view, body, call.model,
-                              None if prev is None else (prev.view, prev.payload))
+        # the previous request feeds the lookback rule only within an explicit session: without
+        # one, the last request may belong to another conversation
+        previous = None if prev is None or call.session is None else (prev.view, prev.payload)
+        findings = lint_views(view, body, call.model, previous)
         blocking: list[Any] = []
         for f in findings:
             sev = getattr(f.severity, "value", f.severity)
