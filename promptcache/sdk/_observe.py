@@ -14,7 +14,8 @@ mutated)::
               request options, extra_body merged, pydantic models dumped as the SDK dumps them)
           ─► auto_cache: plan_breakpoints(render(payload), policy, previous plan of the session)
                          + apply_plan (markers kept, prompt_cache_key set when absent)
-          ─► lint_request(payload, previous=previous payload of the session)
+          ─► lint: lint_request's stable request-level rules, run on the views rendered here
+                   (:func:`lint_views`; the session's previous request feeds the lookback rule)
           ─► live diff: first divergence from the session's previous request; when it lies at
                         or before that request's last breakpoint, diff() names the cause
           ─► send (the SDK's own method) ─► usage record ─► tracker
