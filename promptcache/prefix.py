@@ -82,9 +82,13 @@ _TOOL_RUN_KINDS = frozenset({"tool_use", "tool_result"})
 _OPENAI_MESSAGE_OVERHEAD = 3
 
 
+#: One encoder for every segment: ``json.dumps`` with keyword arguments builds a new encoder
+#: per call, which costs more than the encoding of a short block.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _dumps(node: Any) -> bytes:
-    return json.dumps(node, ensure_ascii=False, separators=(",", ":")).encode("utf-8",
-                                                                             "surrogatepass")
+    return _ENCODER.encode(node).encode("utf-8", "surrogatepass")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +164,7 @@ class _Draft:
     extra_tokens: int
     breakpoint: Breakpoint | None
     cacheable: bool
+    count_data: bool = False
 
 
 @dataclass(frozen=True)
@@ -407,10 +412,13 @@ class _Renderer:
     def add(self, path: str, tier: Tier, kind: str, node: Any, *, role: str | None = None,
             message_index: int | None = None, text: str | None = None,
             token_text: str | None = None, extra_tokens: int = 0,
-            breakpoint: Breakpoint | None = None, cacheable: bool = True) -> None:
+            breakpoint: Breakpoint | None = None, cacheable: bool = True,
+            count_data: bool = False) -> None:
+        """Queue a segment; ``count_data`` counts the tokens of its JSON bytes (tool
+        definitions, schemas, unknown blocks) instead of ``token_text`` / ``text``."""
         self.drafts.append(_Draft(path, tier, kind, role, message_index, node, text,
                                   token_text if token_text is not None else text, extra_tokens,
-                                  breakpoint, cacheable))
+                                  breakpoint, cacheable, count_data))
 
     def _list(self, payload: Mapping[str, Any], key: str, path: str) -> list[Any]:
         value = payload.get(key)
@@ -430,7 +438,9 @@ class _Renderer:
         count = self.counter.count
         for i, d in enumerate(self.drafts):
             data = _dumps(d.node)
-            if d.token_text is not None:
+            if d.count_data:
+                tokens = count(data.decode("utf-8", "replace")) + d.extra_tokens
+            elif d.token_text is not None:
                 tokens = count(d.token_text) + d.extra_tokens
             else:
                 tokens = d.extra_tokens
@@ -480,7 +490,7 @@ class _Renderer:
                 raise InvalidRequestError(f"{path}.name", "must be a string")
             desc = tool.get("description")
             self.add(path, "tools", "tool", tool, text=desc if isinstance(desc, str) else name,
-                     token_text=_dumps(tool).decode("utf-8", "replace"),
+                     count_data=True,
                      breakpoint=self._cache_control(tool, path))
         system = payload.get("system")
         if isinstance(system, str):
@@ -571,14 +581,14 @@ class _Renderer:
             fn = tool.get("function")
             desc = fn.get("description") if isinstance(fn, Mapping) else None
             self.add(path, "tools", "tool", tool, text=desc if isinstance(desc, str) else None,
-                     token_text=_dumps(tool).decode("utf-8", "replace"))
+                     count_data=True)
         rf = payload.get("response_format")
         if rf is not None:
             if not isinstance(rf, Mapping):
                 raise InvalidRequestError("response_format", "must be an object")
             if rf.get("type") == "json_schema":
                 self.add("response_format", "system", "schema", rf,
-                         token_text=_dumps(rf).decode("utf-8", "replace"))
+                         count_data=True)
         leading = True
         ttl = _openai_ttl(payload)
         for m, msg in enumerate(self._list(payload, "messages", "messages")):
@@ -655,7 +665,7 @@ class _Renderer:
                          extra_tokens=extra + _openai_image_tokens(part), breakpoint=bp)
             else:
                 self.add(ppath, tier, ptype, part, role=role, message_index=m,
-                         token_text=_dumps(part).decode("utf-8", "replace"), extra_tokens=extra,
+                         count_data=True, extra_tokens=extra,
                          breakpoint=bp)
 
     # ---------------------------------------------------------------- openai responses
@@ -666,7 +676,7 @@ class _Renderer:
                 raise InvalidRequestError(path, "a tool must be an object")
             desc = tool.get("description")
             self.add(path, "tools", "tool", tool, text=desc if isinstance(desc, str) else None,
-                     token_text=_dumps(tool).decode("utf-8", "replace"))
+                     count_data=True)
         instructions = payload.get("instructions")
         if isinstance(instructions, str):
             self.add("instructions", "system", "text", instructions, role="developer",
@@ -678,7 +688,7 @@ class _Renderer:
             fmt = text_cfg["format"]
             if fmt.get("type") == "json_schema":
                 self.add("text.format", "system", "schema", fmt,
-                         token_text=_dumps(fmt).decode("utf-8", "replace"))
+                         count_data=True)
         ttl = _openai_ttl(payload)
         items = payload.get("input")
         if isinstance(items, str):
@@ -709,8 +719,7 @@ class _Renderer:
                 out = item.get("output")
                 text = out if isinstance(out, str) else None
                 self.add(ipath, tier, kind, item, role=role, message_index=m, text=text,
-                         token_text=text if text is not None else _dumps(item).decode(
-                             "utf-8", "replace"), cacheable=False)
+                         token_text=text, count_data=text is None, cacheable=False)
                 continue
             content = item.get("content")
             if isinstance(content, str):
