@@ -71,6 +71,11 @@ _LAZY: dict[str, str] = {
     "warm_then_fanout": "promptcache.sdk",
     "keepalive": "promptcache.sdk",
     "assert_cache_stable": "promptcache.sdk",
+    "tracker_of": "promptcache.sdk",
+    "call_options": "promptcache.sdk",
+    "awarm_then_fanout": "promptcache.sdk",
+    "KeepAlive": "promptcache.sdk",
+    "PromptCacheWarning": "promptcache.sdk",
 }
 
 __all__ = [
@@ -80,6 +85,7 @@ __all__ = [
     "CatalogError",
     "InputError",
     "InvalidRequestError",
+    "KeepAlive",
     "OrderingError",
     "PlanError",
     "PoolExhaustedError",
@@ -87,6 +93,7 @@ __all__ = [
     "PromptBuilder",
     "PromptCacheError",
     "PromptCacheLintError",
+    "PromptCacheWarning",
     "Segment",
     "TokenCount",
     "UnknownModelError",
@@ -97,7 +104,9 @@ __all__ = [
     "__version__",
     "assert_cache_stable",
     "auto_cache",
+    "awarm_then_fanout",
     "breakeven",
+    "call_options",
     "count_tokens",
     "diff",
     "explain",
@@ -108,6 +117,7 @@ __all__ = [
     "parse_usage",
     "plan_breakpoints",
     "render",
+    "tracker_of",
     "ttl_policy",
     "warm_then_fanout",
     "wrap",
@@ -129,8 +139,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from promptcache.prefix import PrefixView as PrefixView
     from promptcache.prefix import Segment as Segment
     from promptcache.prefix import render as render
+    from promptcache.sdk import KeepAlive as KeepAlive
+    from promptcache.sdk import PromptCacheWarning as PromptCacheWarning
     from promptcache.sdk import assert_cache_stable as assert_cache_stable
+    from promptcache.sdk import awarm_then_fanout as awarm_then_fanout
+    from promptcache.sdk import call_options as call_options
     from promptcache.sdk import keepalive as keepalive
+    from promptcache.sdk import tracker_of as tracker_of
     from promptcache.sdk import warm_then_fanout as warm_then_fanout
     from promptcache.sdk import wrap as wrap
     from promptcache.tokens import TokenCount as TokenCount
