@@ -21,8 +21,10 @@ import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
-__all__ = ["VolatileMatch", "classify_name", "granularity_of_strftime", "scan_text"]
+__all__ = ["VolatileMatch", "classify_name", "granularity_of_strftime", "scan_cache_clear",
+           "scan_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +155,9 @@ def scan_text(text: str, max_matches: int = 64) -> list[VolatileMatch]:
     """The volatile literals in ``text``, in order of position, without overlaps.
 
     Only the neighbourhoods of digit runs are scanned (every recognised value holds a digit),
-    which keeps prose-heavy prompts cheap.
+    which keeps prose-heavy prompts cheap. Results are memoised per text (bounded LRU): the SDK
+    wrapper lints every call, and a conversation resends the same system prompt and history
+    each time. :func:`scan_cache_clear` empties the memo (benchmarks of the cold path use it).
 
     Args:
         max_matches: stop collecting after this many (a text with thousands of clock times is
@@ -162,6 +166,22 @@ def scan_text(text: str, max_matches: int = 64) -> list[VolatileMatch]:
     Returns:
         :class:`VolatileMatch` objects; empty for text without any.
     """
+    if not text:
+        return []
+    return list(_scan_memo(text, max_matches))
+
+
+def scan_cache_clear() -> None:
+    """Empty the :func:`scan_text` memo."""
+    _scan_memo.cache_clear()
+
+
+@lru_cache(maxsize=2048)
+def _scan_memo(text: str, max_matches: int) -> tuple[VolatileMatch, ...]:
+    return tuple(_scan(text, max_matches))
+
+
+def _scan(text: str, max_matches: int) -> list[VolatileMatch]:
     if not text:
         return []
     windows = _windows(text)
