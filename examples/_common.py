@@ -16,7 +16,8 @@ Which backend an example talks to:
 The local model's weights are random, so its text is meaningless: :meth:`Target.reply_text`
 returns ``None`` for it and the examples never print it. The caching is real: cache reads are
 served from the block cache, and the usage fields follow the providers' rules
-(``/work/shared/reference/hosted-api-rules.md``).
+(https://platform.claude.com/docs/en/build-with-claude/prompt-caching,
+https://developers.openai.com/api/docs/guides/prompt-caching).
 """
 
 from __future__ import annotations
@@ -189,7 +190,10 @@ def open_target(args: argparse.Namespace, *,
     from promptcache.local.testing import SMALL_MODEL, LocalBackend
 
     shape: dict[str, Any] = dict(SMALL_MODEL) if args.small_model else {}
-    with LocalBackend(**shape) as backend:
+    # mode="fast": prefill the uncached suffix in one forward pass (the default "exact" mode
+    # prefills in block-sized chunks for bit-identical logits, which these examples do not need;
+    # the caching and the usage are the same in both modes).
+    with LocalBackend(mode="fast", **shape) as backend:
         client = backend.anthropic() if provider == "anthropic" else backend.openai()
         yield Target(provider, model, client, args.max_tokens or LOCAL_MAX_TOKENS, backend)
 
@@ -229,8 +233,10 @@ class ExampleResult:
 
 
 def usd(value: Decimal | None) -> str:
-    """``$0.001234`` or ``n/a`` when the price is unknown."""
-    return "n/a" if value is None else f"${value:.6f}"
+    """``$0.001234`` (``-$0.000875`` when negative) or ``n/a`` when the price is unknown."""
+    if value is None:
+        return "n/a"
+    return f"-${-value:.6f}" if value < 0 else f"${value:.6f}"
 
 
 def record_step(tracker: UsageTracker, label: str, target: Target) -> Step:

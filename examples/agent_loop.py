@@ -281,8 +281,9 @@ def main(argv: Sequence[str] | None = None) -> ExampleResult:
             result.steps.append(record_step(tracker, f"step {step}", target))
             show_reply(target, response)
             # The agent's move is scripted (see the module docstring), not the response's.
-            print(f"          agent: {len(calls)} tool call(s)"
-                  + (f": {', '.join(c.name for c in calls)}" if calls else " (final answer)"))
+            print("          agent: " + (f"{len(calls)} tool call(s): "
+                                           f"{', '.join(c.name for c in calls)}"
+                                           if calls else "final answer"))
             history += [user(*new_parts), assistant(text, *calls)]
             if not calls:
                 break
@@ -291,7 +292,10 @@ def main(argv: Sequence[str] | None = None) -> ExampleResult:
             target.wait(STEP_SECONDS)
         print_summary(tracker)
         assert builder is not None
+        # Every segment of the last request, its tokens and lookback position, and why each
+        # breakpoint is where it is (token counts are the builder's offline estimate).
         explanation = builder.explain()
+        print("\nBreakpoints of the last step (PromptBuilder.explain()):")
         console.print(explanation)
         result.extra.update(plans=plans, explanation=explanation)
         result.counters = target.backend_counters()

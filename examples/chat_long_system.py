@@ -29,7 +29,7 @@ from pathlib import Path
 from _common import ExampleResult, open_target, print_summary, record_step, run_args, show_reply
 
 import promptcache
-from promptcache.builder import PromptBuilder, assistant, user
+from promptcache.builder import Message, PromptBuilder, assistant, user
 from promptcache.usage import UsageTracker
 
 SYSTEM_PROMPT = (Path(__file__).parent / "prompts" / "support_system.md").read_text("utf-8")
@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> ExampleResult:
         # promptcache.wrap records every response's usage in the tracker (and lints requests).
         client = promptcache.wrap(target.client, tracker=tracker, session="support-chat")
         result = ExampleResult(target, tracker)
-        history: list[object] = []
+        history: list[Message] = []
         plan = None
         for n, question in enumerate(QUESTIONS):
             # One builder per request: system prompt, earlier turns, then the new question.
@@ -100,6 +100,9 @@ def main(argv: Sequence[str] | None = None) -> ExampleResult:
             plan = builder.last_plan  # what this request wrote; the next one reads it
             result.steps.append(record_step(tracker, f"turn {n + 1}", target))
             show_reply(target, response)
+            # The reply joins the history. The local model's text is random, so a prepared
+            # answer stands in for it (also when a real reasoning model spent every output
+            # token thinking and returned no text).
             answer = target.reply_text(response) or PREPARED_ANSWERS[n]
             history += [user(question), assistant(answer)]
             target.wait(THINK_TIME_SECONDS)

@@ -270,3 +270,51 @@ def test_reply_text_hidden_locally_and_read_from_real_responses(
             real = common.Target(provider, target.model, target.client, 8)
             text = real.reply_text(response)
             assert isinstance(text, str)
+
+
+@pytest.mark.slow  # runs the examples on the local backend (~10 s each)
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_real_api_branch_end_to_end(examples: dict[str, ModuleType], name: str, provider: str,
+                                    monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """With an API key set, the script builds the SDK's own client (here bound to a local
+    backend in place of the network) and runs its real-API branch: the model's text is read,
+    printed and, in the chat, sent back as history."""
+    import anthropic
+    import openai
+
+    from promptcache.local.testing import BASE_URL, SMALL_MODEL, LocalBackend
+
+    shape: dict[str, Any] = dict(SMALL_MODEL)
+    backend = LocalBackend(mode="fast", **shape)
+    made: list[str] = []
+
+    def bound(sdk: Any, base_url: str) -> Any:
+        """The SDK class, with the network replaced by the in-process backend."""
+        class Bound(sdk):  # type: ignore[misc,valid-type]
+            def __init__(self, *, api_key: str) -> None:
+                made.append(api_key)
+                super().__init__(api_key=api_key, base_url=base_url,
+                                 http_client=backend.http_client(), max_retries=0)
+        return Bound
+
+    monkeypatch.setattr(anthropic, "Anthropic", bound(anthropic.Anthropic, BASE_URL))
+    monkeypatch.setattr(openai, "OpenAI", bound(openai.OpenAI, f"{BASE_URL}/v1"))
+    key = examples["_common"].KEY_ENV[provider]
+    monkeypatch.setenv(key, "sk-test-key")
+    monkeypatch.delenv("OPENAI_API_KEY" if provider == "anthropic" else "ANTHROPIC_API_KEY",
+                       raising=False)
+    try:
+        result = examples[name].main(["--max-tokens", "8"])
+    finally:
+        backend.close()
+    assert made == ["sk-test-key"]
+    assert not result.target.local and result.target.provider == provider
+    assert result.counters is None and all(s.backend_reused is None for s in result.steps)
+    assert "reply: " in capsys.readouterr().out  # a real model's text is shown
+    reads = _reads(result)
+    assert reads[0] == 0 and all(r >= 1024 for r in reads[1:])
+    if provider == "anthropic" and name != "rag_repeated_document":
+        writes = _writes(result)
+        assert all(reads[n] == reads[n - 1] + (writes[n - 1] or 0) for n in range(1, 4))
