@@ -37,7 +37,7 @@ import click
 
 __all__ = ["DemoReport", "RunReport", "TurnRow", "demo_command", "run_demo"]
 
-ANTHROPIC_MODEL = "claude-sonnet-4-5"
+ANTHROPIC_MODEL = "claude-sonnet-4-6"
 OPENAI_MODEL = "gpt-5"
 #: Output tokens per turn: the random model's text is meaningless, so keep it short.
 MAX_TOKENS = 8
