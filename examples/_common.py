@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
+from promptcache import UnknownModelError, get_policy
 from promptcache.builder import PromptBuilder
 from promptcache.usage import UsageRecord, UsageTracker
 
@@ -56,18 +58,37 @@ def make_parser(description: str) -> argparse.ArgumentParser:
                         help="use the local backend even when an API key is set")
     parser.add_argument("--small-model", action="store_true",
                         help="local backend only: a tiny model shape (fast; used by the tests)")
-    parser.add_argument("--max-tokens", type=int, default=None,
+    parser.add_argument("--max-tokens", type=_positive_int, default=None,
                         help=f"output tokens per request (default: {LOCAL_MAX_TOKENS} on the "
                              "local backend, 1024 on a real API)")
     return parser
 
 
-def choose_provider(requested: str | None, env: os._Environ[str] | dict[str, str]) -> Provider:
-    """``requested`` when given; else ``"openai"`` when only ``OPENAI_API_KEY`` is set."""
-    if requested == "openai":
-        return "openai"
-    if requested == "anthropic":
-        return "anthropic"
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def usage_error(message: str) -> NoReturn:
+    """Print ``error: message`` to stderr and exit with status 2 (bad command line)."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def choose_provider(requested: str | None, env: Mapping[str, str],
+                    model: str | None = None) -> Provider:
+    """The API shape to use: ``requested`` when given; else the provider of ``model`` when
+    the catalog knows it; else ``"openai"`` when only ``OPENAI_API_KEY`` is set; else
+    ``"anthropic"``."""
+    if requested in ("anthropic", "openai"):
+        return "openai" if requested == "openai" else "anthropic"
+    if model is not None:
+        try:
+            return "openai" if get_policy(model).provider == "openai" else "anthropic"
+        except UnknownModelError:
+            pass  # reported by open_target
     if env.get(KEY_ENV["openai"]) and not env.get(KEY_ENV["anthropic"]):
         return "openai"
     return "anthropic"
@@ -161,18 +182,30 @@ class Target:
 
 @contextmanager
 def open_target(args: argparse.Namespace, *,
-                env: os._Environ[str] | dict[str, str] | None = None) -> Iterator[Target]:
+                env: Mapping[str, str] | None = None) -> Iterator[Target]:
     """Open the client ``args`` ask for (see the module docstring); close it afterwards.
 
+    Args:
+        args: the parsed command line (:func:`make_parser`).
+        env: environment to read the API keys from (default ``os.environ``).
+
     Raises:
-        SystemExit: ``--small-model`` together with a real API.
+        SystemExit: status 2 with one line on stderr when the model is unknown to the catalog,
+            belongs to the other provider, or ``--small-model`` is given for a real API.
     """
     env = os.environ if env is None else env
-    provider = choose_provider(args.provider, env)
+    provider = choose_provider(args.provider, env, args.model)
     model = args.model or DEFAULT_MODELS[provider]
+    try:
+        policy = get_policy(model)  # minimum length, TTLs and prices come from the catalog
+    except UnknownModelError as exc:
+        usage_error(str(exc))
+    if policy.provider != provider:
+        usage_error(f"--model {model} belongs to {policy.provider}, but --provider is "
+                    f"{provider}")
     if env.get(KEY_ENV[provider]) and not args.local:
         if args.small_model:
-            raise SystemExit("--small-model applies to the local backend only")
+            usage_error("--small-model applies to the local backend only")
         if provider == "anthropic":
             import anthropic
 

@@ -247,10 +247,27 @@ def test_client_choice(examples: dict[str, ModuleType], env: dict[str, str],
             assert "promptcache.local" in host and target.max_tokens == common.LOCAL_MAX_TOKENS
 
 
-def test_small_model_refused_on_a_real_api(examples: dict[str, ModuleType]) -> None:
-    with pytest.raises(SystemExit), examples["_common"].open_target(
-            _args(examples, "--small-model"), env={"ANTHROPIC_API_KEY": "k"}):
+def test_model_picks_the_provider(examples: dict[str, ModuleType]) -> None:
+    common = examples["_common"]
+    with common.open_target(_args(examples, "--model", "gpt-5.5"),
+                            env={"ANTHROPIC_API_KEY": "k", "OPENAI_API_KEY": "o"}) as target:
+        assert (target.provider, target.model, target.local) == ("openai", "gpt-5.5", False)
+
+
+@pytest.mark.parametrize(("argv", "env", "message"), [
+    (("--small-model",), {"ANTHROPIC_API_KEY": "k"}, "--small-model applies to the local"),
+    (("--model", "claude-sonet-4-6"), {}, "closest known ids: claude-sonnet-4-6"),
+    (("--model", "gpt-5", "--provider", "anthropic"), {}, "belongs to openai"),
+])
+def test_bad_command_line_exits_2(examples: dict[str, ModuleType], argv: tuple[str, ...],
+                                  env: dict[str, str], message: str,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc, examples["_common"].open_target(
+            _args(examples, *argv), env=env):
         pass
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
 
 
 def test_reply_text_hidden_locally_and_read_from_real_responses(
