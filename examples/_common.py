@@ -1,4 +1,4 @@
-"""Shared plumbing for the examples: choose a client, send a built request, print its usage.
+"""Shared plumbing for the examples: choose a client, print the usage of each request.
 
 Not an example itself. Each example script does ``from _common import ...`` (Python puts the
 script's folder on ``sys.path``), so copy this file along with the script you copy.
@@ -32,7 +32,6 @@ from decimal import Decimal
 from typing import Any, Literal, NoReturn
 
 from promptcache import UnknownModelError, get_policy
-from promptcache.builder import PromptBuilder
 from promptcache.usage import UsageRecord, UsageTracker
 
 Provider = Literal["anthropic", "openai"]
@@ -125,18 +124,6 @@ class Target:
             return (f"local backend ({self.provider} API shape, caching rules and prices of "
                     f"{self.model}); the random-weight model's text is not shown")
         return f"real {self.provider} API, model {self.model}"
-
-    def create(self, client: Any, builder: PromptBuilder) -> Any:
-        """Render ``builder`` for this provider and send it with ``client`` (the wrapped one).
-
-        Returns:
-            The SDK's response object (``anthropic.types.Message`` /
-            ``openai.types.chat.ChatCompletion``).
-        """
-        if self.provider == "anthropic":
-            return client.messages.create(**builder.to_anthropic(max_tokens=self.max_tokens))
-        return client.chat.completions.create(
-            **builder.to_openai_chat(max_completion_tokens=self.max_tokens))
 
     def reply_text(self, response: Any) -> str | None:
         """The model's text; ``None`` on the local backend, whose text is meaningless."""

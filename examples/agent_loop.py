@@ -40,6 +40,7 @@ from rich.console import Console
 
 import promptcache
 from promptcache.builder import Message, PromptBuilder, ToolCall, ToolResult, assistant, user
+from promptcache.planner import BreakpointPlan
 from promptcache.usage import UsageTracker
 
 RUNBOOK = (Path(__file__).parent / "prompts" / "oncall_runbook.md").read_text("utf-8")
@@ -238,7 +239,8 @@ SCRIPT: list[tuple[str, list[ToolCall]]] = [
 STEP_SECONDS = 8.0
 
 
-def build_step(model: str, plan: Any, history: list[Message], new_parts: list[Any]) -> PromptBuilder:
+def build_step(model: str, plan: BreakpointPlan | None, history: list[Message],
+               new_parts: list[Any]) -> PromptBuilder:
     """One step's request: tools, instructions and runbook, the conversation, the new parts."""
     builder = PromptBuilder(model, previous=plan)
     builder.tools(TOOLS).system(INSTRUCTIONS).document(RUNBOOK, title="oncall_runbook.md")
@@ -270,12 +272,17 @@ def main(argv: Sequence[str] | None = None) -> ExampleResult:
         result = ExampleResult(target, tracker)
         history: list[Message] = []
         new_parts: list[Any] = [TASK]
-        plan = None
-        plans = []
-        builder = None
+        plan: BreakpointPlan | None = None
+        plans: list[BreakpointPlan | None] = []
         for step, (text, calls) in enumerate(SCRIPT, start=1):
             builder = build_step(target.model, plan, history, new_parts)
-            response = target.create(client, builder)
+            # Render for the provider (the builder places the cache markers) and send.
+            if target.provider == "anthropic":
+                response = client.messages.create(
+                    **builder.to_anthropic(max_tokens=target.max_tokens))
+            else:
+                response = client.chat.completions.create(
+                    **builder.to_openai_chat(max_completion_tokens=target.max_tokens))
             plan = builder.last_plan  # the next step's breakpoints are planned against it
             plans.append(plan)
             result.steps.append(record_step(tracker, f"step {step}", target))
@@ -286,15 +293,14 @@ def main(argv: Sequence[str] | None = None) -> ExampleResult:
                                            if calls else "final answer"))
             history += [user(*new_parts), assistant(text, *calls)]
             if not calls:
+                # Every segment of the last request, its tokens and lookback position, and why
+                # each breakpoint is where it is (token counts are the builder's estimate).
+                explanation = builder.explain()
                 break
             # A real agent runs independent calls concurrently; the results go back together.
             new_parts = [execute(call) for call in calls]
             target.wait(STEP_SECONDS)
         print_summary(tracker)
-        assert builder is not None
-        # Every segment of the last request, its tokens and lookback position, and why each
-        # breakpoint is where it is (token counts are the builder's offline estimate).
-        explanation = builder.explain()
         print("\nBreakpoints of the last step (PromptBuilder.explain()):")
         console.print(explanation)
         result.extra.update(plans=plans, explanation=explanation)

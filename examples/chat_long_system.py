@@ -96,7 +96,13 @@ def main(argv: Sequence[str] | None = None) -> ExampleResult:
             if history:
                 builder.history(*history)
             builder.turn(question)
-            response = target.create(client, builder)
+            # Render for the provider (the builder places the cache markers) and send.
+            if target.provider == "anthropic":
+                response = client.messages.create(
+                    **builder.to_anthropic(max_tokens=target.max_tokens))
+            else:
+                response = client.chat.completions.create(
+                    **builder.to_openai_chat(max_completion_tokens=target.max_tokens))
             plan = builder.last_plan  # what this request wrote; the next one reads it
             result.steps.append(record_step(tracker, f"turn {n + 1}", target))
             show_reply(target, response)

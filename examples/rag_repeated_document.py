@@ -94,7 +94,13 @@ def main(argv: Sequence[str] | None = None) -> ExampleResult:
             builder.system(INSTRUCTIONS)
             builder.document(RUNBOOK, title="oncall_runbook.md")
             builder.turn(question)
-            response = target.create(client, builder)
+            # Render for the provider (the builder places the cache markers) and send.
+            if target.provider == "anthropic":
+                response = client.messages.create(
+                    **builder.to_anthropic(max_tokens=target.max_tokens))
+            else:
+                response = client.chat.completions.create(
+                    **builder.to_openai_chat(max_completion_tokens=target.max_tokens))
             result.steps.append(record_step(tracker, f"Q{n + 1}", target))
             show_reply(target, response)
             target.wait(GAP_SECONDS)

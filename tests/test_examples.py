@@ -281,7 +281,11 @@ def test_reply_text_hidden_locally_and_read_from_real_responses(
         args = _args(examples, "--small-model", "--provider", provider)
         with common.open_target(args, env={}) as target:
             b = PromptBuilder(target.model).system(system).turn("How do I take a backup?")
-            response = target.create(target.client, b)
+            if provider == "anthropic":
+                response = target.client.messages.create(**b.to_anthropic(max_tokens=8))
+            else:
+                response = target.client.chat.completions.create(
+                    **b.to_openai_chat(max_completion_tokens=8))
             assert target.reply_text(response) is None
             # the same response read as a real API's (same SDK types)
             real = common.Target(provider, target.model, target.client, 8)
