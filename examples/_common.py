@@ -49,8 +49,8 @@ def make_parser(description: str) -> argparse.ArgumentParser:
     """The command line every example shares (``--provider``, ``--model``, ``--local``...)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--provider", choices=("anthropic", "openai"), default=None,
-                        help="API shape to use (default: anthropic, or openai when only "
-                             "OPENAI_API_KEY is set)")
+                        help="API shape to use (default: the provider of --model; else "
+                             "anthropic, or openai when only OPENAI_API_KEY is set)")
     parser.add_argument("--model", default=None,
                         help="model id (default: claude-sonnet-4-6 / gpt-5)")
     parser.add_argument("--local", action="store_true",
