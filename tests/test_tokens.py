@@ -9,7 +9,6 @@ import pytest
 from promptcache.tokens import _tiktoken_cached, count_text, count_tokens, encode, get_counter
 from tests.cases import CORPUS, WORDS
 
-
 if not CORPUS.exists():
     pytest.skip(f"{CORPUS} is not there (../shared beside the checkout)", allow_module_level=True)
 
