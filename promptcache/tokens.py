@@ -172,8 +172,12 @@ def encode(text: str, encoding: str = "o200k_base") -> list[int]:
     return _encoder(encoding).encode(text)
 
 
-def _policy_tokenizer(model: str | None) -> tuple[str, str, float]:
-    """(provider, encoding, ratio) for a model, from the catalog when it knows the model."""
+def _policy_tokenizer(model: str | None) -> tuple[str, str, float, bool]:
+    """(provider, encoding, ratio, known) for a model, from the catalog when it knows the model.
+
+    ``known`` is False for a model neither the catalog nor the legacy OpenAI prefixes name: its
+    count uses o200k_base and is marked as an estimate.
+    """
     if model:
         try:
             from promptcache.catalog import get_policy
@@ -183,21 +187,22 @@ def _policy_tokenizer(model: str | None) -> tuple[str, str, float]:
             tokenizer = str(getattr(policy, "tokenizer", "") or "")
             ratio = float(getattr(policy, "token_ratio", 1.0) or 1.0)
             if provider == "anthropic" or tokenizer.startswith("anthropic"):
-                return "anthropic", "cl100k_base", ratio
+                return "anthropic", "cl100k_base", ratio, True
             if tokenizer in _TIKTOKEN_URLS:
-                return provider or "openai", tokenizer, 1.0
+                return provider or "openai", tokenizer, 1.0, True
             if provider == "openai":
-                return "openai", "o200k_base", 1.0
+                return "openai", "o200k_base", 1.0, True
         except Exception:
             pass
         lowered = model.lower().rsplit("/", 1)[-1]
         if lowered.startswith("claude") or "anthropic" in model.lower():
-            return "anthropic", "cl100k_base", 1.0
+            return "anthropic", "cl100k_base", 1.0, True
         if lowered.startswith(("gpt-4-", "gpt-3.5", "gpt-4")) and not lowered.startswith(
             ("gpt-4o", "gpt-4.1", "gpt-4.5")
         ):
-            return "openai", "cl100k_base", 1.0
-    return "openai", "o200k_base", 1.0
+            return "openai", "cl100k_base", 1.0, True
+        return "openai", "o200k_base", 1.0, False
+    return "openai", "o200k_base", 1.0, True
 
 
 class TokenCounter:
@@ -216,16 +221,20 @@ class TokenCounter:
                  "ratio")
 
     def __init__(self, model: str | None = None) -> None:
-        provider, encoding, ratio = _policy_tokenizer(model)
+        provider, encoding, ratio, known = _policy_tokenizer(model)
         enc = _encoder(encoding)
         self.model = model
         self.provider = provider
         self.encoding = encoding
         self.ratio = ratio
-        self.exact = provider != "anthropic"
+        self.exact = provider != "anthropic" and known
         self.error_bound = 0.0 if self.exact else ANTHROPIC_ESTIMATE_BOUND
-        self.method = (enc.method if self.exact
-                       else f"anthropic-estimate:{encoding}*{ratio:.2f}")
+        if self.exact:
+            self.method = enc.method
+        elif provider == "anthropic":
+            self.method = f"anthropic-estimate:{encoding}*{ratio:.2f}"
+        else:
+            self.method = f"unknown-model-estimate:{encoding}"
         self._count = enc.count
 
     def count(self, text: str) -> int:
@@ -308,27 +317,32 @@ def _count_with_client(client: Any, payload: Mapping[str, Any], *,
 
 
 @click.command("count")
-@click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
+@click.argument("source", type=click.File("rb"), default="-")
 @click.option("--model", "-m", default=None, help="Model id (default: the payload's model).")
 @click.option("--text", "as_text", is_flag=True, help="Treat the input as plain text.")
 def count_command(source: Any, model: str | None, as_text: bool) -> None:
     """Count the tokens of SOURCE (a request JSON, or text with --text; '-' is stdin)."""
     from promptcache._errors import PromptCacheError
 
-    raw = source.read()
+    name = getattr(source, "name", "-")
+    try:
+        raw = source.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        click.echo(f"{name}: not UTF-8 text (byte {exc.start})", err=True)
+        raise SystemExit(2) from None
     target: str | Mapping[str, Any] = raw
     if not as_text:
         try:
             loaded = json.loads(raw)
         except ValueError as exc:
-            raise click.UsageError(f"{source.name}: not JSON ({exc}); use --text for text") from None
+            raise click.UsageError(f"{name}: not JSON ({exc}); use --text for text") from None
         if not isinstance(loaded, Mapping):
-            raise click.UsageError(f"{source.name}: expected a JSON object (a request)")
+            raise click.UsageError(f"{name}: expected a JSON object (a request)")
         target = loaded
     try:
         result = count_tokens(target, model)
     except PromptCacheError as exc:
-        click.echo(f"{source.name}: {exc}", err=True)
+        click.echo(f"{name}: {exc}", err=True)
         raise SystemExit(2) from None
     kind = "exact" if result.exact else f"estimate (+-{result.error_bound:.0%})"
     click.echo(f"{result.tokens} tokens, {kind}, {result.method}")

@@ -63,3 +63,19 @@ def test_count(tmp_path: Path) -> None:
     assert out.exit_code == 0 and "estimate" in out.output
     out = CliRunner().invoke(main, ["count", "-"], input="[1, 2]")
     assert out.exit_code == 2
+
+
+def test_binary_input_is_one_line_exit_2(tmp_path: Path) -> None:
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\x80\x81\xfe\xff\x00")
+    for args in (["count", str(binary)], ["count", "--text", str(binary)], ["render", str(binary)]):
+        out = CliRunner().invoke(main, args)
+        assert out.exit_code == 2, (args, out.output)
+        assert "not UTF-8 text" in out.output
+
+
+def test_unknown_model_count_is_an_estimate(tmp_path: Path) -> None:
+    out = CliRunner().invoke(main, ["count", "--text", "--model", "nosuch-model", "-"],
+                             input="hello world")
+    assert out.exit_code == 0
+    assert "estimate" in out.output and "unknown-model" in out.output
