@@ -447,3 +447,32 @@ def test_cache_control_on_tools_tool_use_and_tool_result(backend: LocalBackend) 
     longer["messages"] += [{"role": "assistant", "content": "done"}, _user("thanks", EPH)]
     usage = client.messages.create(**longer).usage
     assert usage.cache_read_input_tokens == prompt.spans[-1].end
+
+
+def test_blank_text_blocks_get_the_apis_400() -> None:
+    """Case BR-10: an empty text block with cache_control, and a whitespace-only text block
+    (even without cache_control), are rejected with 400 as the hosted API does."""
+    import anthropic
+
+    from promptcache.local.testing import SMALL_MODEL, LocalBackend
+
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "iVBORw0KGgo="}}
+    with LocalBackend(**SMALL_MODEL) as backend:
+        client = backend.anthropic()
+        for block, needle in (
+            ({"type": "text", "text": "", "cache_control": {"type": "ephemeral"}},
+             "messages.0.content.1.cache_control"),
+            ({"type": "text", "text": "  \n"}, "messages.0.content.1"),
+        ):
+            try:
+                client.messages.create(model="claude-sonnet-4-6", max_tokens=1, messages=[
+                    {"role": "user", "content": [image, block]}])
+            except anthropic.BadRequestError as exc:
+                assert exc.status_code == 400 and needle in str(exc)
+            else:  # pragma: no cover - the assertion below explains
+                raise AssertionError(f"{block} was accepted")
+        ok = client.messages.create(model="claude-sonnet-4-6", max_tokens=1, messages=[
+            {"role": "user", "content": [image, {"type": "text", "text": "describe it",
+                                                 "cache_control": {"type": "ephemeral"}}]}])
+        assert ok.usage.input_tokens > 0

@@ -158,10 +158,27 @@ def template(body: dict[str, Any], policy: CachePolicy) -> TemplatedPrompt:
         BackendAPIError: 400 naming the path (``messages.2.content.0.text: must be a string``).
     """
     try:
-        return apply_template(body, "anthropic", model=policy.model_id)
+        prompt = apply_template(body, "anthropic", model=policy.model_id)
     except InvalidRequestError as exc:
         where = _dotted(exc.path) if exc.path else "body"
         raise _bad(f"{where}: {exc.reason}") from None
+    _check_text_blocks(prompt)
+    return prompt
+
+
+def _check_text_blocks(prompt: TemplatedPrompt) -> None:
+    """The API's 400s for blank text blocks (case BR-10): an empty text block cannot carry
+    ``cache_control``, and a text *block* (not a plain string) must hold non-whitespace text.
+    Source: https://github.com/anthropics/claude-code/issues/54013 (see
+    ../shared/cases, BR-10) and https://platform.claude.com/docs/en/build-with-claude/prompt-caching
+    ("empty text blocks cannot be cached")."""
+    for seg in prompt.view.segments:
+        if seg.kind != "text" or not seg.path.endswith("]") or (seg.text or "").strip():
+            continue
+        where = _dotted(seg.path)
+        if seg.breakpoint is not None and not seg.text:
+            raise _bad(f"{where}.cache_control: cache_control cannot be set for empty text blocks")
+        raise _bad(f"{where}: text content blocks must contain non-whitespace text")
 
 
 def usage_body(counts: AnthropicUsageCounts, output_tokens: int) -> dict[str, Any]:
