@@ -78,3 +78,20 @@ def test_parse_capacity_forms() -> None:
     assert parse_capacity("20k", working_set=1000, kv_bytes_per_token=16) == 20_000
     with pytest.raises(ValueError):
         parse_capacity("0.01%", working_set=1000, kv_bytes_per_token=10)
+
+
+def test_replay_of_a_small_log_with_default_capacities(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A short replay log: the default capacity shares fall below one request's KV and are
+    raised to the smallest capacity that admits every request (no error)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from promptcache.sim.cli import simulate_command
+
+    log = tmp_path / "replay.jsonl"
+    text = "You are a helpful assistant for Forgehouse. " * 40
+    log.write_text("".join(json.dumps({"arrival_s": i * 0.5, "text": text + f" question {i}",
+                                       "output_tokens": 20}) + "\n" for i in range(10)))
+    out = CliRunner().invoke(simulate_command, ["--replay", str(log), "--format", "json"])
+    assert out.exit_code == 0, out.output

@@ -145,6 +145,15 @@ def simulate_command(replay: Path | None, seed: int, conversations: int, duratio
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--capacity") from None
         need = workload.max_request_tokens + block_size
+        if not _split(capacities):
+            # Default sweep on a small workload (a short replay log): a share of the working set
+            # can fall below one request's KV; raise those capacities to the smallest that
+            # admits every request, and keep each capacity once.
+            raised = [c if c is None or c >= need else need for c in caps]
+            if raised != caps:
+                click.echo(f"note: default capacities below the largest request's KV raised to "
+                           f"{need:,} tokens", err=True)
+            caps = list(dict.fromkeys(raised))
         small = [c for c in caps if c is not None and c < need]
         if small:
             raise click.BadParameter(
