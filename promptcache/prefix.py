@@ -330,6 +330,8 @@ def detect_provider(payload: Mapping[str, Any]) -> Provider:
                 for block in content:
                     if isinstance(block, Mapping):
                         btype = block.get("type")
+                        if not isinstance(btype, str):
+                            continue
                         if btype in _ANTHROPIC_ONLY_BLOCKS or "cache_control" in block:
                             return "anthropic"
                         if btype == "image" and "source" in block:

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from promptcache import InvalidRequestError
@@ -233,8 +233,10 @@ payloads = st.fixed_dictionaries(
 )
 
 
+@example(payload={"messages": [{"role": "user", "content": [{"type": []}]}]}, provider=None)
 @given(payload=payloads | json_values,
        provider=st.sampled_from([None, "anthropic", "openai-chat", "openai-responses"]))
+@settings(max_examples=400)
 def test_render_never_raises_but_invalid_request_and_is_deterministic(payload: Any, provider: str | None) -> None:
     try:
         first = render(payload, provider)
