@@ -29,3 +29,5 @@ def emit(result: LintResult, stream: IO[str]) -> None:
     elif not result.errors:
         stream.write(f"All checks passed ({len(result.files)} "
                      f"file{'s' if len(result.files) != 1 else ''}).\n")
+    for file, why in sorted(result.skipped.items()):
+        stream.write(f"{file}: skipped: {why}\n")
