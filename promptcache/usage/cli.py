@@ -214,7 +214,8 @@ def breakeven_command(model: str, prefix_tokens: int, ttl: str | None, interval:
             model, prefix_tokens, interval, requests=n_requests, suffix_tokens=suffix_tokens,
             output_tokens=output_tokens, keepalive_cap_usd=keepalive_cap)
     except UnknownModelError as exc:
-        _fail("--model", str(exc))
+        near = f"; closest known ids: {', '.join(exc.suggestions)}" if exc.suggestions else ""
+        _fail("--model", f"unknown model {exc.model!r}{near}")
     except ValueError as exc:
         _fail("--ttl" if "TTL" in str(exc) else "breakeven", str(exc))
     if fmt == "json":
