@@ -55,6 +55,9 @@ def _threads(n: int, k: int, fn: Callable[[int], object]) -> float:
 
 
 def main() -> None:
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print("usage: python bench/usage_throughput.py [N records per measurement, default 5000]")
+        return
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 5_000
     obj = Message.model_validate(MSG)
     rec = parse_usage(obj, label="bench", session="s")
