@@ -292,6 +292,10 @@ def run_demo(*, examples: Path | None = None,
             _check_against_backend(run)
             report.runs.append(run)
             out(_table(run))
+            if run is report.runs[0]:
+                out("[dim]read = cache reads (0.1x the input price), written = cache writes (1.25x), "
+                    "uncached = full price; saved = the same input uncached minus what was paid "
+                    "(negative on a turn that only writes: the write premium).[/dim]")
             if run.lint_warnings:
                 more = len(run.lint_warnings) - 1
                 out(f"[yellow]run-time warning[/yellow] (wrap(..., lint='warn')): "
