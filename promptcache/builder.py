@@ -686,54 +686,43 @@ class PromptBuilder:
                     content.append(_anthropic_part(part))
                 payload["messages"].append({"role": msg.role, "content": content})
         elif fmt == "openai-chat":
-            if tools:
-                payload["tools"] = []
-                for i, t in enumerate(tools):
-                    payload["tools"].append(_chat_tool(t))
-                    sections[f"tools[{i}]"] = "tools"
-            msgs: list[dict[str, Any]] = []
-            sys_blocks = self._system_blocks()
-            if sys_blocks:
-                parts = []
-                for j, (text, sec) in enumerate(sys_blocks):
-                    parts.append({"type": "text", "text": text})
-                    sections[f"messages[0].content[{j}]"] = sec
-                msgs.append({"role": self.system_role, "content": parts})
-            for msg in self._messages():
-                for out, part_secs in _chat_messages(msg):
-                    m = len(msgs)
-                    msgs.append(out)
-                    for key, sec in part_secs.items():
-                        path = f"messages[{m}].{key}"
-                        sections[path] = sec
-                        if sec == "tail":
-                            tail_paths.add(path)
-            payload["messages"] = msgs
+            self._openai_payload(payload, sections, tail_paths, tools, field="messages",
+                                 tool_fn=_chat_tool, text_type="text", items_fn=_chat_messages)
         else:
-            if tools:
-                payload["tools"] = []
-                for i, t in enumerate(tools):
-                    payload["tools"].append(_responses_tool(t))
-                    sections[f"tools[{i}]"] = "tools"
-            items: list[dict[str, Any]] = []
-            sys_blocks = self._system_blocks()
-            if sys_blocks:
-                parts = []
-                for j, (text, sec) in enumerate(sys_blocks):
-                    parts.append({"type": "input_text", "text": text})
-                    sections[f"input[0].content[{j}]"] = sec
-                items.append({"role": self.system_role, "content": parts})
-            for msg in self._messages():
-                for out, part_secs in _responses_items(msg):
-                    m = len(items)
-                    items.append(out)
-                    for key, sec in part_secs.items():
-                        path = f"input[{m}]" + (f".{key}" if key else "")
-                        sections[path] = sec
-                        if sec == "tail":
-                            tail_paths.add(path)
-            payload["input"] = items
+            self._openai_payload(payload, sections, tail_paths, tools, field="input",
+                                 tool_fn=_responses_tool, text_type="input_text",
+                                 items_fn=_responses_items)
         return payload, sections, tail_paths
+
+    def _openai_payload(self, payload: dict[str, Any], sections: dict[str, Section],
+                        tail_paths: set[str], tools: Sequence[_Tool], *, field: str,
+                        tool_fn: Any, text_type: str, items_fn: Any) -> None:
+        """Fill ``payload`` for OpenAI Chat Completions (``field="messages"``) or Responses
+        (``field="input"``): tools, one leading system/developer message holding the system
+        blocks, then the conversation; records each part's section by path."""
+        if tools:
+            payload["tools"] = []
+            for i, t in enumerate(tools):
+                payload["tools"].append(tool_fn(t))
+                sections[f"tools[{i}]"] = "tools"
+        items: list[dict[str, Any]] = []
+        sys_blocks = self._system_blocks()
+        if sys_blocks:
+            parts = []
+            for j, (text, sec) in enumerate(sys_blocks):
+                parts.append({"type": text_type, "text": text})
+                sections[f"{field}[0].content[{j}]"] = sec
+            items.append({"role": self.system_role, "content": parts})
+        for msg in self._messages():
+            for out, part_secs in items_fn(msg):
+                m = len(items)
+                items.append(out)
+                for key, sec in part_secs.items():
+                    path = f"{field}[{m}]" + (f".{key}" if key else "")
+                    sections[path] = sec
+                    if sec == "tail":
+                        tail_paths.add(path)
+        payload[field] = items
 
     def _boundaries(self, view: PrefixView, sections: Mapping[str, Section],
                     tail_paths: set[str]) -> tuple[Boundaries, list[str]]:
