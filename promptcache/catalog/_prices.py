@@ -430,18 +430,6 @@ def _catalog_source(model_id: str, found: _Found) -> PriceSource:
 # -------------------------------------------------------------------------------- overrides
 
 
-class _OverrideTier(BaseModel):
-    model_config = _FROZEN
-
-    above_tokens: int = Field(gt=0)
-    input: Decimal | None = Field(default=None, ge=0)
-    output: Decimal | None = Field(default=None, ge=0)
-    cache_read: Decimal | None = Field(default=None, ge=0)
-    cache_write_5m: Decimal | None = Field(default=None, ge=0)
-    cache_write_1h: Decimal | None = Field(default=None, ge=0)
-    cache_write: Decimal | None = Field(default=None, ge=0)
-
-
 class PriceOverride(BaseModel):
     """One model's entry in a user price override file (USD per MTok)."""
 
@@ -453,7 +441,7 @@ class PriceOverride(BaseModel):
     cache_write_5m: Decimal | None = Field(default=None, ge=0)
     cache_write_1h: Decimal | None = Field(default=None, ge=0)
     cache_write: Decimal | None = Field(default=None, ge=0)
-    tiers: tuple[_OverrideTier, ...] | None = None
+    tiers: tuple[PriceTier, ...] | None = None
     as_of: date | None = None
     note: str | None = None
     path: str = ""
@@ -640,7 +628,7 @@ def get_prices(model: str, *, at: datetime | date | None = None) -> ModelPrices:
                 values[name] = value
                 field_sources[name] = osrc
         if override.tiers is not None:
-            tiers = tuple(PriceTier(**t.model_dump()) for t in override.tiers)
+            tiers = override.tiers
             field_sources["tiers"] = osrc
         if source is None:
             source = osrc
