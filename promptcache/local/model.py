@@ -32,6 +32,7 @@ import torch
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
 
 from promptcache._errors import InvalidRequestError
+from promptcache.local.attention import PREFIX_ATTENTION
 from promptcache.local.blocks import kv_bytes_per_token
 
 __all__ = ["O200K_EOS_TOKEN_ID", "O200K_VOCAB_SIZE", "ModelRunner", "ModelShape", "pick_device"]
@@ -126,7 +127,12 @@ class ModelRunner:
         init_std: weight init std of the random model. 0.1, not Llama's 0.02: with tied
             embeddings a 0.02-init model just repeats the last prompt token, which makes
             greedy-equality tests vacuous; at 0.1 its output varies token to token.
-        attn_implementation: ``"sdpa"`` (default) or ``"eager"``.
+        attn_implementation: transformers' attention implementation. Default: for the random
+            model :data:`~promptcache.local.attention.PREFIX_ATTENTION` (SDPA, with a split
+            prefix/suffix kernel for a suffix prefilled after cached K/V on CPU; see
+            :mod:`promptcache.local.attention`), for a checkpoint ``"sdpa"`` (its mask may
+            carry a sliding window the split kernel does not model). ``"sdpa"`` or
+            ``"eager"`` force transformers' own.
         threads: if given, ``torch.set_num_threads(threads)`` (process-wide). On a busy CPU
             box small models run 10-30x faster with 1 thread than with OpenMP contention.
 
@@ -151,7 +157,7 @@ class ModelRunner:
         vocab_size: int | None = None,
         max_positions: int = 32_768,
         init_std: float = 0.1,
-        attn_implementation: str = "sdpa",
+        attn_implementation: str | None = None,
         threads: int | None = None,
     ) -> None:
         if threads is not None:
@@ -181,7 +187,7 @@ class ModelRunner:
                 bos_token_id=None,
                 pad_token_id=None,
             )
-            self.config._attn_implementation = attn_implementation
+            self.config._attn_implementation = attn_implementation or PREFIX_ATTENTION
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
                 net: Any = LlamaForCausalLM(self.config)
@@ -204,7 +210,7 @@ class ModelRunner:
                 str(path),
                 local_files_only=True,
                 dtype=self.dtype,
-                attn_implementation=attn_implementation,
+                attn_implementation=attn_implementation or "sdpa",
             )
             self.config = net.config
             eos: Any = getattr(self.config, "eos_token_id", None)
