@@ -245,3 +245,55 @@ def test_render_never_raises_but_invalid_request_and_is_deterministic(payload: A
     second = render(json.loads(json.dumps(payload)), provider)
     assert first.segments == second.segments
     assert first.total_tokens == sum(s.tokens for s in first.segments)
+
+
+# ---------------------------------------------------------------- JSON bytes: orjson == json
+_STDLIB_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _stdlib_bytes(node: Any) -> bytes:
+    return _STDLIB_JSON.encode(node).encode("utf-8", "surrogatepass")
+
+
+def test_orjson_escapes_every_code_point_as_json_does() -> None:
+    from promptcache.prefix import _dumps
+
+    for cp in [*range(0x800), 0x2028, 0x2029, 0xD7FF, 0xE000, 0xFEFF, 0xFFFF, 0x10FFFF]:
+        s = f"a{chr(cp)}b"
+        assert _dumps(s) == _stdlib_bytes(s), hex(cp)
+
+
+@pytest.mark.parametrize("node", [
+    1e16, 1.5, float("nan"), 2**64, -(2**63) - 1, "\ud800", {1: "x"}, {True: 1},
+    (1, "a"), [True, None, 0, -1, 2**63], {"k": [1.0, {"a": 1e-7}]},
+])
+def test_dumps_falls_back_where_orjson_would_differ(node: Any) -> None:
+    from promptcache.prefix import _dumps
+
+    assert _dumps(node) == _stdlib_bytes(node)
+
+
+def test_dumps_keeps_jsons_errors_for_types_json_cannot_encode() -> None:
+    import datetime
+    import uuid
+
+    from promptcache.prefix import _dumps
+
+    for node in (datetime.date(2026, 1, 1), uuid.UUID(int=1), {"a": {1, 2}}):
+        with pytest.raises(TypeError):
+            _dumps(node)
+
+
+_json_trees = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300)
+@given(node=_json_trees)
+def test_dumps_is_byte_identical_to_the_sdks_json(node: Any) -> None:
+    from promptcache.prefix import _dumps
+
+    assert _dumps(node) == _stdlib_bytes(node)
