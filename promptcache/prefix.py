@@ -106,7 +106,7 @@ def _orjson_safe(node: Any) -> bool:
     if t is str or t is bool or node is None:
         return True
     if t is int:
-        return _ORJSON_INT_MIN <= node <= _ORJSON_INT_MAX
+        return bool(_ORJSON_INT_MIN <= node <= _ORJSON_INT_MAX)
     if t is dict:
         return all(type(k) is str and _orjson_safe(v) for k, v in node.items())
     if t is list or t is tuple:

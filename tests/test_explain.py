@@ -177,6 +177,31 @@ def test_diff_cli_wrapper_with_usage_and_timestamps(tmp_path: Path) -> None:
     assert data["observed"]["cache_read"] == 0
 
 
+def test_diff_cli_unknown_model_note_matches_what_was_passed(tmp_path: Path) -> None:
+    """The note advises --model only when passing it would help."""
+    reqs = conversation("alpha", 2)
+    bare = [{k: v for k, v in r.items() if k != "model"} for r in reqs]
+    a = _write(tmp_path, "a.json", bare[0])
+    b = _write(tmp_path, "b.json", bare[1])
+
+    def notes(*args: str) -> list[str]:
+        result = CliRunner().invoke(main, ["diff", a, b, "--format", "json", *args])
+        assert result.exit_code in (0, 1), result.output
+        return list(json.loads(result.output)["notes"])
+
+    assert notes() == ["request B names no model: no prediction, no cost (pass --model)"]
+    assert not any("model" in n for n in notes("--model", MODEL))
+    [typo] = notes("--model", "claude-sonet-4-5")
+    assert "(from --model)" in typo and "pass --model" not in typo
+    assert "closest known ids: claude-sonnet-4-5" in typo
+    named = [{**r, "model": "claude-sonet-4-5"} for r in bare]
+    a = _write(tmp_path, "a.json", named[0])
+    b = _write(tmp_path, "b.json", named[1])
+    [from_request] = notes()
+    assert from_request.startswith("request B's model 'claude-sonet-4-5' is unknown")
+    assert "pass --model with a catalog id" in from_request
+
+
 @pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"messages": 3, "system": "x"}'])
 def test_diff_cli_bad_input_exits_2_with_one_line(tmp_path: Path, content: str) -> None:
     good = _write(tmp_path, "a.json", conversation("alpha", 1)[0])

@@ -1,7 +1,7 @@
 """Per-model prompt-caching policy, loaded from the shipped ``policies.toml``.
 
 Every provider fact (minimum cacheable tokens, breakpoint limits, lookback, TTLs, read and write
-multipliers, long-context tiers, request flags, tokenizer) lives in
+multipliers, long-context tiers, request flags, tokenizer, thinking-block stripping) lives in
 ``promptcache/catalog/policies.toml`` with a source URL and an as-of date; this module only
 loads, validates and looks it up. Sources are the ones listed in
 ``shared/reference/hosted-api-rules.md`` (plus tiktoken's model map for OpenAI tokenizers).
@@ -41,6 +41,7 @@ __all__ = [
     "get_policy",
     "known_models",
     "resolve_model_id",
+    "thinking_strip_models",
 ]
 
 Provider = Literal["anthropic", "openai"]
@@ -68,6 +69,7 @@ POLICY_FIELDS: tuple[str, ...] = (
     "tokenizer",
     "token_ratio",
     "batch_multiplier",
+    "strips_prior_thinking",
 )
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -161,6 +163,9 @@ class CachePolicy(BaseModel):
             None for exact tokenizers.
         batch_multiplier: Batch API price / list price, applied to every token (cache reads
             and writes included; the discounts stack); None when unknown.
+        strips_prior_thinking: a plain (non-``tool_result``) user turn makes the API drop the
+            thinking blocks of earlier assistant turns, so the cached prefix lacks them (older
+            Claude models); None where the rule does not apply (OpenAI).
         catalog_as_of: the date of the catalog data as a whole.
     """
 
@@ -189,6 +194,7 @@ class CachePolicy(BaseModel):
     tokenizer: str = "o200k_base"
     token_ratio: float | None = None
     batch_multiplier: float | None = None
+    strips_prior_thinking: bool | None = None
     sources: dict[str, Source] = Field(default_factory=dict)
     catalog_as_of: date | None = None
 
@@ -245,19 +251,51 @@ def _read_toml(name: str) -> dict[str, Any]:
         raise CatalogError(f"promptcache/catalog/{name}: {exc}") from exc
 
 
-def _source_for(entry: Mapping[str, Any], sources: Mapping[str, Source], where: str) -> Source:
+def _parse_sources(raw: Mapping[str, Any]) -> dict[str, Source]:
+    """The ``[sources]`` table of a catalog file: tag -> :class:`Source`.
+
+    Raises KeyError, TypeError or ValidationError on malformed entries (callers wrap them in
+    :class:`CatalogError` with the file name).
+    """
+    return {
+        tag: Source(
+            tag=tag,
+            url=entry["url"],
+            as_of=entry["as_of"],
+            official=entry.get("official", True),
+            note=entry.get("note"),
+        )
+        for tag, entry in raw.items()
+    }
+
+
+def _source_for(
+    entry: Mapping[str, Any],
+    sources: Mapping[str, Source],
+    where: str,
+    file: str = "policies.toml",
+    extra_keys: frozenset[str] = frozenset(),
+) -> Source:
+    """The :class:`Source` of one ``{ value = ..., source = "A3", ... }`` entry of ``file``.
+
+    ``extra_keys`` are further keys the entry may carry (besides value/source/also/as_of/
+    confirmed/note).
+
+    Raises:
+        CatalogError: a missing or unknown source tag, or an unknown key.
+    """
     tag = entry.get("source")
     if not isinstance(tag, str) or tag not in sources:
-        raise CatalogError(f"policies.toml {where}: unknown or missing source tag {tag!r}")
+        raise CatalogError(f"{file} {where}: unknown or missing source tag {tag!r}")
     base = sources[tag]
     also: list[str] = []
     for extra in entry.get("also", []):
         if extra not in sources:
-            raise CatalogError(f"policies.toml {where}: unknown source tag {extra!r} in also")
+            raise CatalogError(f"{file} {where}: unknown source tag {extra!r} in also")
         also.append(sources[extra].url)
-    unknown = set(entry) - {"value", "source", "also", "as_of", "confirmed", "note"}
+    unknown = set(entry) - {"value", "source", "also", "as_of", "confirmed", "note"} - extra_keys
     if unknown:
-        raise CatalogError(f"policies.toml {where}: unknown keys {sorted(unknown)}")
+        raise CatalogError(f"{file} {where}: unknown keys {sorted(unknown)}")
     return Source(
         tag=tag,
         url=base.url,
@@ -331,16 +369,7 @@ def build_catalog(raw: Mapping[str, Any]) -> _Catalog:
     """
     try:
         as_of = raw["catalog_as_of"]
-        sources = {
-            tag: Source(
-                tag=tag,
-                url=entry["url"],
-                as_of=entry["as_of"],
-                official=entry.get("official", True),
-                note=entry.get("note"),
-            )
-            for tag, entry in raw["sources"].items()
-        }
+        sources = _parse_sources(raw["sources"])
         profiles: dict[str, Any] = raw["profiles"]
         models: dict[str, Any] = raw["models"]
     except (KeyError, TypeError, ValidationError) as exc:
@@ -415,6 +444,7 @@ _NULLABLE = frozenset(
         "read_breakpoint_window",
         "token_ratio",
         "batch_multiplier",
+        "strips_prior_thinking",
     }
 )
 
@@ -483,6 +513,20 @@ def known_models(*, provider: Provider | None = None) -> list[str]:
         model_id
         for model_id, pol in _catalog().policies.items()
         if provider is None or pol.provider == provider
+    )
+
+
+def thinking_strip_models() -> frozenset[str]:
+    """Canonical ids of the models whose ``strips_prior_thinking`` is True.
+
+    On these (older Claude) models a plain (non-``tool_result``) user turn strips the thinking
+    blocks of earlier assistant turns, and every message from the first stripped block falls
+    out of the cache. Source:
+    https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md
+    (hosted-api-rules.md 1.7, "Thinking blocks"); per model in ``policies.toml``.
+    """
+    return frozenset(
+        model_id for model_id, pol in _catalog().policies.items() if pol.strips_prior_thinking
     )
 
 
