@@ -546,4 +546,4 @@ def test_unknown_model_still_names_the_cause_without_numbers() -> None:
     r = diff(a, b, provider="anthropic")
     assert r.verdict == "miss_explained" and r.cause == "tools_reordered"
     assert r.predicted is None and r.lost_tokens is None and r.miss_cost_usd is None
-    assert any("model unknown" in n for n in r.notes)
+    assert any("model 'my-private-model' is unknown to the catalog" in n for n in r.notes)

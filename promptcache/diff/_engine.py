@@ -10,7 +10,7 @@ Algorithm (one pass over two :class:`~promptcache.prefix.PrefixView` s):
    cached segments, as the API leaves them out of the cached prefix.
 2. The first index where the content keys differ is the content divergence. Parameters that
    invalidate a tier (``tool_choice``, ``thinking``, effort, model, ...; see
-   :data:`promptcache.diff._causes.PARAM_RULES`) cut the prefix at the first segment of that
+   :func:`promptcache.catalog.invalidation_rules`) cut the prefix at the first segment of that
    tier. Every cut is a cause; the earliest in prefix order is the primary cause (case BR-20),
    the others are secondary.
 3. The content divergence is classified: tools (reordered / one tool changed / set changed),
@@ -46,13 +46,12 @@ from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from typing import Any
 
-from promptcache._errors import InvalidRequestError
+from promptcache._errors import InvalidRequestError, PromptCacheError, UnknownModelError
+from promptcache.catalog import invalidation_rules
 from promptcache.diff._causes import (
     ANTHROPIC_DIAGNOSTICS_URL,
     CAUSES,
     OPENAI_DIAGNOSTICS_URL,
-    PARAM_RULES,
-    THINKING_STRIP_MODELS,
     anthropic_reason_for,
     openai_reason_for,
 )
@@ -169,12 +168,14 @@ class Prepared:
         model: the model id (None when unknown).
         policy: the catalog's cache policy (None when the model is unknown).
         segs: the segments the provider caches: the view's, minus thinking blocks the
-            provider strips (older Claude models; see ``THINKING_STRIP_MODELS``), re-indexed
+            provider strips (models whose catalog policy has ``strips_prior_thinking``), re-indexed
             with token offsets recomputed.
         stripped: paths of the thinking blocks the provider strips from this request.
         keys: content key per segment of ``segs`` (fingerprint without cache markers).
         bps: indices (into ``segs``) of segments carrying a breakpoint (explicit or automatic).
         bp_ttl: TTL per breakpoint index.
+        model_given: whether ``model`` was passed by the caller (``--model``) rather than
+            read from the payload; it decides what the unknown-model note advises.
     """
 
     payload: Mapping[str, Any]
@@ -187,6 +188,7 @@ class Prepared:
     keys: list[str]
     bps: list[int]
     bp_ttl: dict[int, str | None]
+    model_given: bool = False
     _messages: list[_Message] | None = field(default=None, repr=False)
     _tier_first: dict[str, int] | None = field(default=None, repr=False)
     _chain: list[str] | None = field(default=None, repr=False)
@@ -266,7 +268,7 @@ def _render_provider(provider: str | None, payload: Mapping[str, Any]) -> str | 
 
 
 def prepare(payload: Mapping[str, Any], provider: str | None = None, *,
-            model: str | None = None) -> Prepared:
+            model: str | None = None, model_given: bool | None = None) -> Prepared:
     """Render ``payload`` once and precompute what :func:`compare` needs.
 
     Args:
@@ -274,6 +276,8 @@ def prepare(payload: Mapping[str, Any], provider: str | None = None, *,
         provider: ``"anthropic"``, ``"openai"`` (chat or responses by shape),
             ``"openai-chat"``, ``"openai-responses"``; detected when None.
         model: overrides ``payload["model"]`` (policy, prices and token counting).
+        model_given: whether ``model`` came from the caller (default: ``model is not None``);
+            pass False when ``model`` is only a fallback read from the request's wrapper.
 
     Raises:
         InvalidRequestError: the payload is malformed.
@@ -290,8 +294,43 @@ def prepare(payload: Mapping[str, Any], provider: str | None = None, *,
         idx = seg.index if new_index is None else new_index[seg.path]
         bps.append(idx)
         bp_ttl[idx] = bp.ttl if bp is not None else None
+    given = model is not None if model_given is None else model_given
     return Prepared(payload, view, _family(view.provider), view.model, policy, segs, stripped,
-                    keys, bps, bp_ttl)
+                    keys, bps, bp_ttl, given)
+
+
+def _no_policy_note(pa: Prepared, pb: Prepared) -> str:
+    """Why there is no prediction: a request names no model, or the catalog lacks its id.
+
+    Advises ``--model`` only where passing it would help: when a request names no model or
+    names one the catalog lacks; a ``--model`` id the catalog lacks gets the closest ids.
+    """
+    head = "no prediction, no cost"
+    for label, p in (("B", pb), ("A", pa)):
+        if p.policy is not None:
+            continue
+        if not p.model:
+            return f"request {label} names no model: {head} (pass --model)"
+        hint = _closest_ids(p.model)
+        if p.model_given:
+            return f"model {p.model!r} (from --model) is unknown to the catalog: {head}{hint}"
+        return (f"request {label}'s model {p.model!r} is unknown to the catalog: {head} "
+                f"(pass --model with a catalog id){hint}")
+    return f"model unknown to the catalog: {head}"  # unreachable: one policy is None
+
+
+def _closest_ids(model: str) -> str:
+    """``"; closest known ids: ..."`` for an id the catalog lacks, or ``""``."""
+    from promptcache.catalog import get_policy
+
+    try:
+        get_policy(model)
+    except UnknownModelError as exc:
+        if exc.suggestions:
+            return f"; closest known ids: {', '.join(exc.suggestions)}"
+    except PromptCacheError:
+        return ""
+    return ""
 
 
 _THINKING_KINDS = ("thinking", "redacted_thinking")
@@ -301,14 +340,14 @@ def _cached_segments(view: PrefixView, policy: Any
                      ) -> tuple[tuple[Segment, ...], frozenset[str]]:
     """The segments the provider caches, and the paths of thinking blocks it strips.
 
-    Older Claude models drop the thinking blocks of every assistant turn that lies before the
-    last plain (non-``tool_result``) user message; the cached prefix then lacks them.
+    Older Claude models (catalog policy ``strips_prior_thinking``) drop the thinking blocks of
+    every assistant turn that lies before the last plain (non-``tool_result``) user message;
+    the cached prefix then lacks them.
     Source: https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md
     (hosted-api-rules.md 1.7, "Thinking blocks").
     """
     segs = view.segments
-    model_id = getattr(policy, "model_id", None)
-    if view.provider != "anthropic" or model_id not in THINKING_STRIP_MODELS:
+    if view.provider != "anthropic" or not getattr(policy, "strips_prior_thinking", False):
         return segs, frozenset()
     if not any(s.kind in _THINKING_KINDS for s in segs):
         return segs, frozenset()
@@ -461,9 +500,7 @@ def _get(params: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
 def _param_causes(pa: Prepared, pb: Prepared) -> list[_RawCause]:
     out: list[_RawCause] = []
     fam = pb.family
-    for rule in PARAM_RULES:
-        if rule.family != fam:
-            continue
+    for rule in invalidation_rules("anthropic" if fam == "anthropic" else "openai"):
         va = vb = None
         found_a = found_b = False
         key = rule.keys[0]
@@ -870,7 +907,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
                                                    uncached_input=round(p.uncached * scale))
         ideal = round(ideal * scale)
     else:
-        notes.append("model unknown to the catalog: no prediction, no cost (pass --model)")
+        notes.append(_no_policy_note(pa, pb))
 
     raw.sort(key=lambda c: (c.cut, c.rank))
     causes = [_make_cause(c) for c in raw]

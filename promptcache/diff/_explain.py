@@ -237,7 +237,8 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
         prov = provider or e.provider
         try:
             if e.request is not None:
-                e.prepared = prepare(e.request, prov, model=model or e.model)
+                e.prepared = prepare(e.request, prov, model=model or e.model,
+                                     model_given=model is not None)
             family = e.prepared.family if e.prepared is not None else _usage_family(e, prov)
             e.usage = read_usage(e.usage_raw, family)
         except PromptCacheError as exc:  # InvalidRequestError included
