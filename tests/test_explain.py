@@ -324,3 +324,20 @@ def test_diagnostics_judged_against_the_baseline_the_provider_used() -> None:
     assert third.detail["cause_vs_baseline"] == "system_changed"
     assert third.diagnostics is not None and third.diagnostics.agrees is True
     assert report.disagreements == 0
+
+
+def test_explain_cli_counts_agree_in_number(tmp_path: Path) -> None:
+    reqs = conversation("alpha", 2)
+    one = tmp_path / "one.jsonl"
+    one.write_text(json.dumps({"request": reqs[0]}) + "\n", encoding="utf-8")
+    out = CliRunner().invoke(main, ["explain", str(one)])
+    assert out.exit_code == 0, out.output
+    assert "1 request, 1 session, 0 misses, 0 tokens rewritten" in " ".join(out.output.split())
+    reqs[1]["system"][0]["text"] += " Now: 2026-11-29T20:00Z"
+    two = tmp_path / "two.jsonl"
+    two.write_text("\n".join(json.dumps({"request": r}) for r in reqs) + "\n", encoding="utf-8")
+    out = CliRunner().invoke(main, ["explain", str(two)])
+    assert out.exit_code == 1, out.output
+    words = " ".join(out.output.split())  # rich wraps long lines
+    assert "2 requests, 1 session, 1 miss, " in words
+    assert " 1 sessions" not in words and " 1 misses" not in words

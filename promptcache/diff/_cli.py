@@ -110,6 +110,12 @@ def _tokens(n: int | None) -> str:
     return "?" if n is None else f"{n:,}"
 
 
+def _count(n: int | None, noun: str, plural: str | None = None) -> str:
+    """``"1 session"``, ``"2 sessions"``, ``"1,024 tokens"``; ``"? tokens"`` when unknown."""
+    word = noun if n == 1 else (plural or noun + "s")
+    return f"{_tokens(n)} {word}"
+
+
 def _usd(x: float | None) -> str:
     return "unknown" if x is None else f"${x:,.6f}"
 
@@ -156,7 +162,7 @@ def _print_diff(r: DiffResult, a: str, b: str) -> None:
     if r.lost_tokens is not None:
         base = "" if r.extra_cost_base_tokens is None else \
             f" ({r.extra_cost_base_tokens:,.2f} base-token units)"
-        grid.add_row("lost", f"{_tokens(r.lost_tokens)} tokens rewritten; "
+        grid.add_row("lost", f"{_count(r.lost_tokens, 'token')} rewritten; "
                              f"{_usd(r.miss_cost_usd)} extra{base}")
     if primary is not None:
         grid.add_row("fix", primary.fix_hint)
@@ -239,9 +245,10 @@ def _print_report(r: ExplainReport, log: str, show_all: bool) -> None:
     from rich.table import Table
 
     console = _console()
-    console.print(f"[bold]promptcache explain[/bold] {log}: {len(r.requests)} requests, "
-                  f"{r.sessions} sessions, {r.misses} misses, {_tokens(r.lost_tokens)} tokens "
-                  f"rewritten, {_usd(r.miss_cost_usd)} extra")
+    console.print(f"[bold]promptcache explain[/bold] {log}: "
+                  f"{_count(len(r.requests), 'request')}, {_count(r.sessions, 'session')}, "
+                  f"{_count(r.misses, 'miss', 'misses')}, "
+                  f"{_count(r.lost_tokens, 'token')} rewritten, {_usd(r.miss_cost_usd)} extra")
     if r.summary:
         table = Table(title="misses by cause")
         for col in ("cause", "count", "tokens lost", "USD"):
