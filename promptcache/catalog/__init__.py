@@ -8,6 +8,13 @@
   bundled data only, never auto-updated), falling back to the catalog's dated rows
   (``prices.toml``), overridden by a user TOML file (:func:`load_overrides` or the
   ``PROMPTCACHE_PRICES`` environment variable).
+- :func:`provider_rules` / :class:`ProviderRules` and :func:`invalidation_rules` /
+  :class:`InvalidationRule`: provider-wide facts that are not per-model policy (OpenAI's
+  per-key overflow rate, the providers' diagnostics reasons, which request parameter
+  invalidates which cache tier), each with its source URL and as-of date
+  (``provider_rules.toml``).
+- :func:`thinking_strip_models`: the Claude models that strip earlier thinking blocks (the
+  per-model ``strips_prior_thinking`` policy field).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from promptcache.catalog._policy import (
     get_policy,
     known_models,
     resolve_model_id,
+    thinking_strip_models,
 )
 from promptcache.catalog._prices import (
     PRICES_ENV_VAR,
@@ -37,15 +45,24 @@ from promptcache.catalog._prices import (
     get_prices,
     load_overrides,
 )
+from promptcache.catalog._rules import (
+    InvalidationRule,
+    ProviderRules,
+    invalidation_rules,
+    provider_rules,
+    provider_rules_sources,
+)
 
 __all__ = [
     "PRICES_ENV_VAR",
     "CachePolicy",
+    "InvalidationRule",
     "ModelPrices",
     "PriceOverride",
     "PriceSource",
     "PriceTier",
     "Provider",
+    "ProviderRules",
     "Source",
     "TierRule",
     "UnknownPriceError",
@@ -57,7 +74,11 @@ __all__ = [
     "genai_prices_for",
     "get_policy",
     "get_prices",
+    "invalidation_rules",
     "known_models",
     "load_overrides",
+    "provider_rules",
+    "provider_rules_sources",
     "resolve_model_id",
+    "thinking_strip_models",
 ]

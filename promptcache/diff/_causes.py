@@ -4,29 +4,26 @@ Each cause names one kind of fault. The table also maps our codes onto the provi
 diagnostics taxonomies (Anthropic ``diagnostics.cache_miss_reason.type``, OpenAI
 ``prompt_cache_diagnostics.reason``), so ``explain`` can flag a disagreement.
 
-Deviation from DESIGN.md: which request parameters invalidate which tier (the
-hosted-api-rules.md 1.7 table) lives here, not in ``promptcache.catalog``: the catalog holds
-per-model policy numbers and has no invalidation table. Every rule carries its source URL.
+Provider facts are not kept here: which request parameters invalidate which tier (the
+hosted-api-rules.md 1.7 table) is :func:`promptcache.catalog.invalidation_rules`, the models
+that strip earlier thinking blocks are the catalog's ``strips_prior_thinking`` policy field,
+and the providers' diagnostics reason values are
+:attr:`promptcache.catalog.ProviderRules.diagnostics_reasons` (the maps below translate our
+cause codes into those values; tests check every value is in the catalog's list).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 __all__ = [
     "ANTHROPIC_DIAGNOSTICS_URL",
     "CAUSES",
     "OPENAI_DIAGNOSTICS_URL",
-    "PARAM_RULES",
-    "THINKING_STRIP_MODELS",
     "CauseInfo",
-    "ParamRule",
     "anthropic_reason_for",
     "openai_reason_for",
 ]
-
-Tier = Literal["tools", "system", "messages"]
 
 A_CACHING = "https://platform.claude.com/docs/en/build-with-claude/prompt-caching"
 A_SKILL = ("https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/"
@@ -129,61 +126,6 @@ CAUSES: dict[str, CauseInfo] = {c.code: c for c in (
        "fan-out, and measure again", A_CACHING, client_side=False),
 )}
 
-
-@dataclass(frozen=True, slots=True)
-class ParamRule:
-    """A top-level request parameter whose change invalidates the cache from one tier on.
-
-    Attributes:
-        family: ``"anthropic"`` or ``"openai"``.
-        keys: dotted paths into the request's non-segment parameters (first present wins).
-        cause: the cause code reported.
-        invalidates: the first tier invalidated (``"tools"`` means everything).
-        source: URL of the rule.
-        note: caveat shown beside the cause.
-    """
-
-    family: str
-    keys: tuple[str, ...]
-    cause: str
-    invalidates: Tier
-    source: str
-    note: str = ""
-
-
-#: hosted-api-rules.md 1.7 (Anthropic) and OpenAI's diagnostics reasons.
-PARAM_RULES: tuple[ParamRule, ...] = (
-    ParamRule("anthropic", ("tool_choice",), "tool_choice_changed", "messages", A_CACHING,
-              "documented rule (tool_choice 'only affects message blocks'); some projects "
-              "report tool_choice is not part of the cache key: confirm with usage"),
-    ParamRule("anthropic", ("thinking",), "thinking_changed", "messages", A_SKILL,
-              "model-specific: models that render the thinking configuration ahead of tools "
-              "and system also lose those tiers"),
-    ParamRule("anthropic", ("output_config.effort",), "effort_changed", "messages", A_SKILL,
-              "setting effort explicitly to the model's default is the same as omitting it"),
-    ParamRule("anthropic", ("output_config.format", "output_format"), "output_format_changed",
-              "tools", A_STRUCTURED, "invalidates the whole cache for the conversation"),
-    ParamRule("anthropic", ("speed",), "speed_changed", "system", A_CACHING),
-    ParamRule("openai", ("prompt_cache_key",), "prompt_cache_key_changed", "tools", O_CACHING,
-              "prompt_cache_key is combined with the prefix hash for routing"),
-    ParamRule("openai", ("reasoning.effort", "reasoning_effort"), "effort_changed", "tools",
-              OPENAI_DIAGNOSTICS_URL),
-    ParamRule("openai", ("text.verbosity", "verbosity"), "verbosity_changed", "tools",
-              OPENAI_DIAGNOSTICS_URL),
-    ParamRule("openai", ("service_tier",), "service_tier_changed", "tools",
-              OPENAI_DIAGNOSTICS_URL),
-)
-
-#: Claude models that strip the thinking blocks of earlier assistant turns when a plain
-#: (non-tool_result) user turn follows: "older Opus and Sonnet models and all Haiku models up
-#: to Haiku 4.5" (catalog ids). Models that keep them: Fable and Mythos 5.x, Mythos Preview,
-#: Opus 4.5+, Sonnet 4.6+; Haiku 5.5 is not covered by any source (assumed to keep them).
-#: Source: https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md
-THINKING_STRIP_MODELS = frozenset({
-    "claude-3-opus", "claude-opus-4-0", "claude-opus-4-1",
-    "claude-3-5-sonnet", "claude-3-7-sonnet", "claude-sonnet-4-0", "claude-sonnet-4-5",
-    "claude-3-haiku", "claude-3-5-haiku", "claude-haiku-4-5",
-})
 
 _TIER_TO_ANTHROPIC = {"tools": "tools_changed", "system": "system_changed",
                       "messages": "messages_changed"}

@@ -6,9 +6,9 @@ provider agrees on them (every Anthropic model: 4 breakpoints, 20 lookback posit
 OpenAI model: 1,024-token minimum); a fact on which models disagree stays None (unknown), and a
 rule that needs it stays silent.
 
-One fact is not in the catalog: OpenAI's "about 15 requests per minute per prefix +
-prompt_cache_key" overflow point (https://developers.openai.com/api/docs/guides/prompt-caching.md,
-hosted-api-rules.md 2.1). It lives here, in one documented place, until the catalog carries it.
+Provider-level facts come from :func:`promptcache.catalog.provider_rules`: OpenAI's "about 15
+requests per minute per prefix + prompt_cache_key" overflow point
+(https://developers.openai.com/api/docs/guides/prompt-caching.md, hosted-api-rules.md 2.1).
 """
 
 from __future__ import annotations
@@ -19,11 +19,6 @@ from functools import lru_cache
 from typing import Any
 
 __all__ = ["CacheFacts", "facts_for", "provider_family"]
-
-#: OpenAI: requests/min per prefix + prompt_cache_key above which requests overflow to other
-#: machines. Source: https://developers.openai.com/api/docs/guides/prompt-caching.md (O2) and
-#: https://learn.microsoft.com/azure/foundry/openai/how-to/prompt-caching (O4).
-OPENAI_KEY_OVERFLOW_RPM = 15.0
 
 _LOCK = threading.Lock()
 
@@ -87,6 +82,16 @@ def _provider_wide(family: str) -> dict[str, Any]:
     return out
 
 
+def _key_overflow_rpm(family: str) -> float | None:
+    """The catalog's requests/min per prefix + key before spill-over (None: n/a or unknown)."""
+    try:
+        from promptcache.catalog import provider_rules
+
+        return provider_rules("anthropic" if family == "anthropic" else "openai").key_overflow_rpm
+    except Exception:  # a catalog that cannot load: the fact is unknown, never a guess
+        return None
+
+
 @lru_cache(maxsize=512)
 def _facts(family: str, model: str | None) -> CacheFacts:
     policy: Any = None
@@ -112,7 +117,7 @@ def _facts(family: str, model: str | None) -> CacheFacts:
         lookback_positions=src.get("lookback_positions"),
         min_cacheable_tokens=src.get("min_cacheable_tokens"),
         longer_ttl_first=bool(src.get("longer_ttl_first", family == "anthropic")),
-        key_overflow_rpm=OPENAI_KEY_OVERFLOW_RPM if family == "openai" else None,
+        key_overflow_rpm=_key_overflow_rpm(family),
     )
 
 
