@@ -26,11 +26,13 @@ __all__ = [
 ]
 
 A_CACHING = "https://platform.claude.com/docs/en/build-with-claude/prompt-caching"
-A_SKILL = ("https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/"
-           "prompt-caching.md")
+A_SKILL = (
+    "https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md"
+)
 A_STRUCTURED = "https://platform.claude.com/docs/en/build-with-claude/structured-outputs"
-ANTHROPIC_DIAGNOSTICS_URL = ("https://platform.claude.com/docs/en/build-with-claude/"
-                             "cache-diagnostics")
+ANTHROPIC_DIAGNOSTICS_URL = (
+    "https://platform.claude.com/docs/en/build-with-claude/cache-diagnostics"
+)
 O_CACHING = "https://developers.openai.com/api/docs/guides/prompt-caching"
 OPENAI_DIAGNOSTICS_URL = "https://developers.openai.com/api/docs/guides/prompt-caching/diagnostics"
 
@@ -59,76 +61,177 @@ def _c(code: str, title: str, fix: str, source: str, client_side: bool = True) -
 
 
 #: Every cause code, in no particular order (the diff orders causes by prefix position).
-CAUSES: dict[str, CauseInfo] = {c.code: c for c in (
-    _c("model_changed", "model changed: caches are scoped to one model",
-       "keep one model per conversation; send sub-tasks for another model as their own "
-       "conversation", A_CACHING),
-    _c("tools_reordered", "same tool set, different order",
-       "sort tools by name (or any fixed canonical order) before sending", A_CACHING),
-    _c("tool_changed", "a tool definition changed",
-       "build tool definitions once and keep them byte-stable (fixed text, sorted keys)",
-       A_CACHING),
-    _c("tools_changed", "tools added or removed",
-       "send the same tool set on every turn; steer the model with tool_choice instead of "
-       "removing tools", A_CACHING),
-    _c("system_changed", "system prompt text changed",
-       "keep the system prompt static; move dates, ids and per-user values into a late "
-       "user message", A_CACHING),
-    _c("json_key_order", "JSON key order changed; the content is equal after canonical parse",
-       "serialize tool arguments and tool results with sorted keys and fixed separators",
-       A_CACHING),
-    _c("whitespace_only", "only whitespace changed",
-       "normalize whitespace once when the text is first built; never re-strip or re-wrap "
-       "history", A_CACHING),
-    _c("message_rewritten", "an earlier message was rewritten (history edit)",
-       "treat history as append-only: blank old content in place instead of editing, "
-       "removing or merging messages", A_CACHING),
-    _c("message_removed", "an earlier message was removed (history edit)",
-       "treat history as append-only: keep old messages (blank their payload in place if "
-       "needed) instead of deleting them", A_CACHING),
-    _c("message_inserted", "a message was inserted into earlier history",
-       "append new messages at the end; never insert into earlier history", A_CACHING),
-    _c("thinking_stripped", "a plain user turn made the API strip earlier thinking blocks",
-       "on this model, end tool loops before caching deeply, or move to a model that keeps "
-       "thinking blocks (Opus 4.5+, Sonnet 4.6+, Fable/Mythos 5.x)", A_SKILL),
-    _c("image_changed", "an image was added, removed or changed",
-       "send images byte-identically (same encoding, same detail) on every turn", A_CACHING),
-    _c("tool_choice_changed", "tool_choice changed",
-       "send side requests with the same tool_choice as the main loop, or accept a "
-       "messages-level rewrite", A_CACHING),
-    _c("thinking_changed", "thinking configuration changed",
-       "keep the thinking configuration fixed for the whole conversation", A_CACHING),
-    _c("effort_changed", "effort / reasoning effort changed",
-       "keep effort fixed for the conversation (or use the per-message effort change where "
-       "the model supports it)", A_CACHING),
-    _c("output_format_changed", "structured-output schema changed",
-       "keep the output schema fixed for the conversation", A_STRUCTURED),
-    _c("speed_changed", "speed (fast mode) toggled",
-       "keep fast mode on or off for the whole conversation", A_CACHING),
-    _c("verbosity_changed", "verbosity changed",
-       "keep text.verbosity fixed for the conversation", OPENAI_DIAGNOSTICS_URL),
-    _c("prompt_cache_key_changed", "prompt_cache_key changed (routes to another cache)",
-       "use one stable prompt_cache_key per shared prefix", O_CACHING),
-    _c("service_tier_changed", "service tier changed",
-       "keep the service tier fixed for the conversation", OPENAI_DIAGNOSTICS_URL),
-    _c("breakpoint_moved", "no breakpoint of this request reaches the entry the previous one "
-       "wrote", "keep a breakpoint at (or within 20 positions after) the end of the cached "
-       "prefix; in long turns add one every ~15 positions", A_CACHING),
-    _c("ttl_expired", "the cache entry expired before this request (gap > TTL)",
-       "send the next request within the TTL, use the 1h TTL (Anthropic) or extended "
-       "retention (OpenAI), or accept the rewrite", A_CACHING, client_side=False),
-    _c("below_minimum", "the prefix is below the model's minimum cacheable length",
-       "grow the stable prefix above the minimum, or drop the markers (nothing is cached)",
-       A_CACHING),
-    _c("no_difference", "identical payloads: the miss is not explained by content",
-       "nothing to fix in the payload: likely provider side (propagation, eviction, "
-       "routing); check the workspace / API key, wait for the first response before "
-       "fan-out, and measure again", A_CACHING, client_side=False),
-)}
+CAUSES: dict[str, CauseInfo] = {
+    c.code: c
+    for c in (
+        _c(
+            "model_changed",
+            "model changed: caches are scoped to one model",
+            "keep one model per conversation; send sub-tasks for another model as their own "
+            "conversation",
+            A_CACHING,
+        ),
+        _c(
+            "tools_reordered",
+            "same tool set, different order",
+            "sort tools by name (or any fixed canonical order) before sending",
+            A_CACHING,
+        ),
+        _c(
+            "tool_changed",
+            "a tool definition changed",
+            "build tool definitions once and keep them byte-stable (fixed text, sorted keys)",
+            A_CACHING,
+        ),
+        _c(
+            "tools_changed",
+            "tools added or removed",
+            "send the same tool set on every turn; steer the model with tool_choice instead of "
+            "removing tools",
+            A_CACHING,
+        ),
+        _c(
+            "system_changed",
+            "system prompt text changed",
+            "keep the system prompt static; move dates, ids and per-user values into a late "
+            "user message",
+            A_CACHING,
+        ),
+        _c(
+            "json_key_order",
+            "JSON key order changed; the content is equal after canonical parse",
+            "serialize tool arguments and tool results with sorted keys and fixed separators",
+            A_CACHING,
+        ),
+        _c(
+            "whitespace_only",
+            "only whitespace changed",
+            "normalize whitespace once when the text is first built; never re-strip or re-wrap "
+            "history",
+            A_CACHING,
+        ),
+        _c(
+            "message_rewritten",
+            "an earlier message was rewritten (history edit)",
+            "treat history as append-only: blank old content in place instead of editing, "
+            "removing or merging messages",
+            A_CACHING,
+        ),
+        _c(
+            "message_removed",
+            "an earlier message was removed (history edit)",
+            "treat history as append-only: keep old messages (blank their payload in place if "
+            "needed) instead of deleting them",
+            A_CACHING,
+        ),
+        _c(
+            "message_inserted",
+            "a message was inserted into earlier history",
+            "append new messages at the end; never insert into earlier history",
+            A_CACHING,
+        ),
+        _c(
+            "thinking_stripped",
+            "a plain user turn made the API strip earlier thinking blocks",
+            "on this model, end tool loops before caching deeply, or move to a model that keeps "
+            "thinking blocks (Opus 4.5+, Sonnet 4.6+, Fable/Mythos 5.x)",
+            A_SKILL,
+        ),
+        _c(
+            "image_changed",
+            "an image was added, removed or changed",
+            "send images byte-identically (same encoding, same detail) on every turn",
+            A_CACHING,
+        ),
+        _c(
+            "tool_choice_changed",
+            "tool_choice changed",
+            "send side requests with the same tool_choice as the main loop, or accept a "
+            "messages-level rewrite",
+            A_CACHING,
+        ),
+        _c(
+            "thinking_changed",
+            "thinking configuration changed",
+            "keep the thinking configuration fixed for the whole conversation",
+            A_CACHING,
+        ),
+        _c(
+            "effort_changed",
+            "effort / reasoning effort changed",
+            "keep effort fixed for the conversation (or use the per-message effort change where "
+            "the model supports it)",
+            A_CACHING,
+        ),
+        _c(
+            "output_format_changed",
+            "structured-output schema changed",
+            "keep the output schema fixed for the conversation",
+            A_STRUCTURED,
+        ),
+        _c(
+            "speed_changed",
+            "speed (fast mode) toggled",
+            "keep fast mode on or off for the whole conversation",
+            A_CACHING,
+        ),
+        _c(
+            "verbosity_changed",
+            "verbosity changed",
+            "keep text.verbosity fixed for the conversation",
+            OPENAI_DIAGNOSTICS_URL,
+        ),
+        _c(
+            "prompt_cache_key_changed",
+            "prompt_cache_key changed (routes to another cache)",
+            "use one stable prompt_cache_key per shared prefix",
+            O_CACHING,
+        ),
+        _c(
+            "service_tier_changed",
+            "service tier changed",
+            "keep the service tier fixed for the conversation",
+            OPENAI_DIAGNOSTICS_URL,
+        ),
+        _c(
+            "breakpoint_moved",
+            "no breakpoint of this request reaches the entry the previous one wrote",
+            "keep a breakpoint at (or within 20 positions after) the end of the cached "
+            "prefix; in long turns add one every ~15 positions",
+            A_CACHING,
+        ),
+        _c(
+            "ttl_expired",
+            "the cache entry expired before this request (gap > TTL)",
+            "send the next request within the TTL, use the 1h TTL (Anthropic) or extended "
+            "retention (OpenAI), or accept the rewrite",
+            A_CACHING,
+            client_side=False,
+        ),
+        _c(
+            "below_minimum",
+            "the prefix is below the model's minimum cacheable length",
+            "grow the stable prefix above the minimum, or drop the markers (nothing is cached)",
+            A_CACHING,
+        ),
+        _c(
+            "no_difference",
+            "identical payloads: the miss is not explained by content",
+            "nothing to fix in the payload: likely provider side (propagation, eviction, "
+            "routing); check the workspace / API key, wait for the first response before "
+            "fan-out, and measure again",
+            A_CACHING,
+            client_side=False,
+        ),
+    )
+}
 
 
-_TIER_TO_ANTHROPIC = {"tools": "tools_changed", "system": "system_changed",
-                      "messages": "messages_changed"}
+_TIER_TO_ANTHROPIC = {
+    "tools": "tools_changed",
+    "system": "system_changed",
+    "messages": "messages_changed",
+}
 
 _ANTHROPIC_BY_CAUSE = {
     "model_changed": "model_changed",
@@ -185,8 +288,16 @@ def openai_reason_for(cause: str, tier: str | None) -> str | None:
         return _OPENAI_BY_CAUSE[cause]
     if cause in ("json_key_order", "whitespace_only") and tier == "tools":
         return "tools_changed"
-    if cause in ("system_changed", "json_key_order", "whitespace_only", "message_rewritten",
-                 "message_removed", "message_inserted", "image_changed",
-                 "tool_choice_changed", "thinking_changed"):
+    if cause in (
+        "system_changed",
+        "json_key_order",
+        "whitespace_only",
+        "message_rewritten",
+        "message_removed",
+        "message_inserted",
+        "image_changed",
+        "tool_choice_changed",
+        "thinking_changed",
+    ):
         return "input_changed"
     return None

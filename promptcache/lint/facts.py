@@ -73,8 +73,12 @@ def _provider_wide(family: str) -> dict[str, Any]:
             continue
         if str(_get(policy, "provider")) != family:
             continue
-        for name in ("max_breakpoints", "lookback_positions", "min_cacheable_tokens",
-                     "longer_ttl_first"):
+        for name in (
+            "max_breakpoints",
+            "lookback_positions",
+            "min_cacheable_tokens",
+            "longer_ttl_first",
+        ):
             values.setdefault(name, set()).add(_get(policy, name))
     for name, seen in values.items():
         if len(seen) == 1:
@@ -103,8 +107,15 @@ def _facts(family: str, model: str | None) -> CacheFacts:
         except Exception:  # UnknownModelError, or a catalog that cannot load
             policy = None
     if policy is not None and str(_get(policy, "provider")) == family:
-        src: dict[str, Any] = {n: _get(policy, n) for n in (
-            "max_breakpoints", "lookback_positions", "min_cacheable_tokens", "longer_ttl_first")}
+        src: dict[str, Any] = {
+            n: _get(policy, n)
+            for n in (
+                "max_breakpoints",
+                "lookback_positions",
+                "min_cacheable_tokens",
+                "longer_ttl_first",
+            )
+        }
         known = True
     else:
         src = _provider_wide(family)
