@@ -128,3 +128,73 @@ def test_report_text_lists_diagnostics(tmp_path: Path) -> None:
     data = json.loads(CliRunner().invoke(main, ["report", str(path), "--format",
                                                 "json"]).output)
     assert data["events"] == {"collapse": 1}
+
+
+ANTHROPIC_USAGE = {"input_tokens": 10, "cache_read_input_tokens": 2048,
+                   "cache_creation_input_tokens": 0, "output_tokens": 5}
+OPENAI_USAGE = {"prompt_tokens": 3000, "completion_tokens": 5, "total_tokens": 3005,
+                "prompt_tokens_details": {"cached_tokens": 2048}}
+
+
+def _lines(tmp_path: Path, *objs: object) -> Path:
+    path = tmp_path / "raw.jsonl"
+    path.write_text("\n".join(json.dumps(o) for o in objs) + "\n", encoding="utf-8")
+    return path
+
+
+def test_report_reads_raw_api_usage_lines(tmp_path: Path) -> None:
+    path = _lines(tmp_path, {**OPENAI_USAGE, "model": "gpt-4o"},
+                  {"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o",
+                   "choices": [], "usage": OPENAI_USAGE},
+                  {"id": "msg_1", "type": "message", "model": "claude-sonnet-4-5",
+                   "usage": ANTHROPIC_USAGE})
+    res = CliRunner().invoke(main, ["report", str(path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    groups = {g["model"]: g for g in data["groups"]}
+    gpt = groups["gpt-4o"]
+    # prompt_tokens includes cached_tokens: 952 uncached + 2048 read, twice
+    assert (gpt["requests"], gpt["uncached_input"], gpt["cache_read"]) == (2, 1904, 4096)
+    assert gpt["hit_rate"] == pytest.approx(2048 / 3000)
+    claude = groups["claude-sonnet-4-5"]
+    assert (claude["uncached_input"], claude["cache_read"], claude["output"]) == (10, 2048, 5)
+    m = Decimal(10) ** 6
+    assert Decimal(claude["cost_usd"]) == (10 * 3 + 2048 * Decimal("0.3") + 5 * 15) / m
+    assert data["cost_unknown"] == []
+
+
+def test_report_raw_usage_without_model_has_tokens_but_unknown_cost(tmp_path: Path) -> None:
+    path = _lines(tmp_path, ANTHROPIC_USAGE, ANTHROPIC_USAGE)
+    res = CliRunner().invoke(main, ["report", str(path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["total"]["cache_read"] == 4096 and data["total"]["uncached_input"] == 20
+    assert data["total"]["cost_usd"] is None  # never a guessed number
+    assert data["cost_unknown"] == ["2 records name no model (pass --model to price them)"]
+    text = CliRunner().invoke(main, ["report", str(path)])
+    assert "cost unknown: 2 records name no model" in text.output
+    priced = CliRunner().invoke(main, ["report", str(path), "--format", "json",
+                                       "--model", "claude-sonnet-4-5"])
+    assert priced.exit_code == 0, priced.output
+    total = json.loads(priced.output)["total"]
+    assert Decimal(total["cost_usd"]) == 2 * (10 * 3 + 2048 * Decimal("0.3") + 5 * 15) / 10**6
+
+
+def test_report_unreadable_usage_line_exits_2_with_file_line_and_reason(tmp_path: Path) -> None:
+    path = _lines(tmp_path, ANTHROPIC_USAGE, {"latency_ms": 120},
+                  {"input_tokens": "ten"})
+    res = CliRunner().invoke(main, ["report", str(path)])
+    assert res.exit_code == 2
+    assert res.stderr == (f"{path}:2: not API usage: no recognisable usage fields "
+                          "(keys: latency_ms)\n")
+    path = _lines(tmp_path, ANTHROPIC_USAGE, {"input_tokens": "ten"})
+    res = CliRunner().invoke(main, ["report", str(path)])
+    assert res.exit_code == 2
+    assert res.stderr == f"{path}:2: not API usage: expected a token count, got 'ten'\n"
+    mixed = _lines(tmp_path, ANTHROPIC_USAGE, OPENAI_USAGE)
+    res = CliRunner().invoke(main, ["report", str(mixed), "--model", "claude-sonnet-4-5"])
+    assert res.exit_code == 2 and res.stderr.startswith(f"{mixed}:2: openai usage cannot be "
+                                                        "priced as --model claude-sonnet-4-5")
+    res = CliRunner().invoke(main, ["report", str(mixed), "--model", "claude-sonet-4-5"])
+    assert res.exit_code == 2
+    assert res.stderr.startswith("--model: no prices for model 'claude-sonet-4-5'; closest")

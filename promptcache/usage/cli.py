@@ -1,9 +1,12 @@
 """``promptcache report`` and ``promptcache breakeven``.
 
-``report USAGE.jsonl``: reads a JSONL usage log (as :class:`~promptcache.usage.JsonlSink` writes
-it), prices every record (catalog prices, ``--prices`` override file) and prints, by label and
-model: requests, hit rate (ratio of sums) and request hit rate, tokens by kind, cost, savings,
-and the tracker's diagnostics. ``--format text|json|csv``; ``--plot out.png`` draws cumulative
+``report USAGE.jsonl``: reads a JSONL usage log (records as :class:`~promptcache.usage.JsonlSink`
+writes them, or the providers' raw ``usage`` objects / whole responses, provider detected from the
+fields: :func:`~promptcache.usage.sinks.iter_usage_log`), prices every record (catalog prices,
+``--prices`` override file; the model is ``--model``, else the line's own ``model``; a record
+with neither is reported with its tokens and an unknown cost, never a guessed one) and prints,
+by label and model: requests, hit rate (ratio of sums) and request hit rate, tokens by kind,
+cost, savings, and the tracker's diagnostics. ``--format text|json|csv``; ``--plot out.png`` draws cumulative
 hit rate and cost over time (needs the ``plot`` extra: matplotlib).
 
 ``breakeven --model M --prefix-tokens N [--ttl 5m|1h] [--interval SECONDS]``: the number of
@@ -26,7 +29,8 @@ from typing import Any, NoReturn
 import click
 
 from promptcache._errors import CatalogError, InputError, UnknownModelError
-from promptcache.usage.sinks import read_jsonl
+from promptcache.usage.record import UsageRecord
+from promptcache.usage.sinks import iter_usage_log_lines
 from promptcache.usage.tracker import UsageSummary, UsageTracker
 
 __all__ = ["breakeven_command", "report_command"]
@@ -66,13 +70,22 @@ def _row(label: str | None, model: str | None, s: UsageSummary) -> dict[str, Any
 @click.option("--prices", "prices_file", metavar="PRICES.toml", default=None,
               help="Price override file (see promptcache.catalog.load_overrides).")
 @click.option("--batch", is_flag=True, help="Price every record with the batch discount.")
+@click.option("--model", default=None,
+              help="Model id that prices every line (default: each line's own \"model\"; "
+                   "lines without one get tokens but an unknown cost).")
 def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file: str | None,
-                   batch: bool) -> None:
-    """Hit rate, tokens, cost and savings by label and model from a JSONL usage log."""
+                   batch: bool, model: str | None) -> None:
+    """Hit rate, tokens, cost and savings by label and model from a JSONL usage log.
+
+    Each line is a usage record (as promptcache's JsonlSink writes it), a provider's raw
+    usage object (Anthropic, OpenAI chat or Responses, DeepSeek, Bedrock, Gemini; detected
+    from the field names) or a whole response. Exit status: 0 success, 2 bad input.
+    """
     try:
-        records = read_jsonl(usage_file)
+        located = list(iter_usage_log_lines(usage_file))
     except InputError as exc:
         _fail(exc.file, exc.reason)
+    records = [r for _, r in located]
     if prices_file is not None:
         from promptcache.catalog import load_overrides
 
@@ -80,6 +93,9 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
             load_overrides(prices_file)
         except CatalogError as exc:
             _fail(prices_file, str(exc).removeprefix(f"{prices_file}: "))
+    if model is not None:
+        _check_model(model, located)
+        records = [r.model_copy(update={"model": model}) for r in records]
     tracker = UsageTracker(batch=True if batch else None, warn=False)
     for rec in records:
         tracker.add(rec)
@@ -92,7 +108,8 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
         click.echo(json.dumps({"file": usage_file, "groups": rows,
                                "total": _row(None, None, total), "events": dict(events),
                                "messages": [e.message for e in tracker.events
-                                            if e.kind not in ("unpriced", "usage_anomaly")]},
+                                            if e.kind not in ("unpriced", "usage_anomaly")],
+                               "cost_unknown": _unpriced(records, tracker)},
                               indent=2))
     elif fmt == "csv":
         buf = io.StringIO()
@@ -103,6 +120,8 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
         click.echo(buf.getvalue(), nl=False)
     else:
         _print_table(usage_file, groups, total, events)
+        for note in _unpriced(records, tracker):
+            click.echo(f"  cost unknown: {note}")
         shown = [e for e in tracker.events if e.kind not in ("unpriced", "usage_anomaly")]
         for event in shown[:_MAX_EVENTS]:
             click.echo(f"  {event.kind}: {event.message}")
@@ -110,6 +129,47 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
             click.echo(f"  ... {len(shown) - _MAX_EVENTS} more (--format json lists them all)")
     if plot_path is not None:
         _plot(tracker, plot_path)
+
+
+_FAMILY = {"anthropic": "anthropic", "openai": "openai", "openai-responses": "openai"}
+
+
+def _check_model(model: str, located: list[tuple[str, UsageRecord]]) -> None:
+    """Exit 2 naming ``--model`` when no price table knows ``model``, or naming the first line
+    whose usage is another provider's (pricing it with ``model`` would be a wrong number)."""
+    from promptcache.catalog import get_policy, get_prices
+
+    try:
+        get_prices(model)
+    except UnknownModelError as exc:
+        near = f"; closest known ids: {', '.join(exc.suggestions)}" if exc.suggestions else ""
+        _fail("--model", f"no prices for model {exc.model!r}{near}")
+    except CatalogError as exc:
+        _fail("--model", str(exc))
+    try:
+        family: str | None = get_policy(model).provider
+    except (UnknownModelError, CatalogError):  # priced by an override file only
+        family = None
+    for where, rec in located:
+        other = _FAMILY.get(rec.provider)
+        if family is not None and other is not None and other != family:
+            _fail(where, f"{rec.provider} usage cannot be priced as --model {model} "
+                         f"({family}); drop --model or split the log")
+
+
+def _unpriced(records: list[UsageRecord], tracker: UsageTracker) -> list[str]:
+    """One sentence per reason some records have no cost (no model; a model without prices)."""
+    missing: Counter[str | None] = Counter(
+        r.model for r, c in zip(records, tracker.costs, strict=True) if c is None)
+    out = []
+    if missing[None]:
+        n = missing.pop(None)
+        out.append(f"{n} {'record names' if n == 1 else 'records name'} no model "
+                   "(pass --model to price them)")
+    for name, n in sorted(missing.items(), key=lambda kv: str(kv[0])):
+        out.append(f"{n} {'record' if n == 1 else 'records'} of model {name!r}: no prices "
+                   "(pass --model or --prices)")
+    return out
 
 
 def _print_table(name: str, groups: list[tuple[tuple[str | None, str | None], UsageSummary]],

@@ -19,13 +19,13 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from promptcache._errors import InputError
+from promptcache._errors import InputError, PromptCacheError
 from promptcache.usage.record import UsageRecord
 
 try:  # pragma: no cover - platform switch
@@ -33,7 +33,15 @@ try:  # pragma: no cover - platform switch
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["JsonlSink", "MemorySink", "Sink", "iter_jsonl", "read_jsonl"]
+__all__ = [
+    "JsonlSink",
+    "MemorySink",
+    "Sink",
+    "iter_jsonl",
+    "iter_usage_log",
+    "iter_usage_log_lines",
+    "read_jsonl",
+]
 
 
 class Sink(Protocol):
@@ -88,8 +96,9 @@ class JsonlSink:
         if self._fd is None or self._pid != os.getpid():
             # After fork the inherited fd shares the parent's open file description (and its
             # flock): open our own. The inherited descriptor is left to the parent.
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
-                               0o644)
+            self._fd = os.open(
+                self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
+            )
             self._pid = os.getpid()
         return self._fd
 
@@ -146,6 +155,75 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[UsageRecord]:
         InputError: the file cannot be read (``file`` = path), or a line is not JSON or not a
             usage record (``file`` = ``"path:line"``, reason says what is wrong).
     """
+    for _, data, where in _json_lines(path):
+        try:
+            yield UsageRecord.model_validate(data)
+        except ValidationError as exc:
+            raise InputError(where, f"not a usage record ({_first_error(exc)})") from exc
+
+
+def iter_usage_log(path: str | os.PathLike[str]) -> Iterator[UsageRecord]:
+    """Yield one record per line of a JSONL file of usage in any shape the providers log.
+
+    A line may be a :class:`UsageRecord` (as :class:`JsonlSink` writes it), a provider's bare
+    ``usage`` object (Anthropic ``input_tokens`` / ``cache_read_input_tokens`` /
+    ``cache_creation_input_tokens``; OpenAI ``prompt_tokens`` / ``prompt_tokens_details``;
+    Responses, DeepSeek, Bedrock, Gemini), a whole response object, or a wrapper with the
+    response under ``"response"``. The provider is detected from the field names
+    (:func:`promptcache.usage.parse.parse_usage`); a ``"model"`` key on the line (or in the
+    response) becomes the record's model, otherwise the model is ``None`` (unpriced, never
+    guessed). Blank lines are skipped.
+
+    Raises:
+        InputError: the file cannot be read (``file`` = path), or a line is not JSON or holds
+            no readable usage (``file`` = ``"path:line"``, reason says what is wrong).
+    """
+    for _, record in iter_usage_log_lines(path):
+        yield record
+
+
+def iter_usage_log_lines(
+    path: str | os.PathLike[str],
+) -> Iterator[tuple[str, UsageRecord]]:
+    """``("path:line", record)`` for each line: :func:`iter_usage_log` with line locations."""
+    from promptcache.usage.parse import parse_usage
+
+    for _, data, where in _json_lines(path):
+        record_error: str | None = None
+        if isinstance(data.get("provider"), str):
+            try:
+                yield where, UsageRecord.model_validate(data)
+                continue
+            except ValidationError as exc:
+                record_error = _first_error(exc)
+        target: Mapping[str, Any] = data
+        if isinstance(data.get("response"), Mapping):
+            target = data["response"]
+        fields: dict[str, Any] = {}
+        if isinstance(data.get("model"), str):
+            fields["model"] = data["model"]
+        try:
+            record = parse_usage(target, **fields)
+        except ValidationError as exc:  # counts that break a record invariant
+            raise InputError(where, f"bad usage counts ({_first_error(exc)})") from exc
+        except (PromptCacheError, ValueError) as exc:
+            reason = getattr(exc, "reason", None) or str(exc)
+            if record_error is not None:
+                reason = f"not a usage record ({record_error}) nor API usage: {reason}"
+            else:
+                reason = f"not API usage: {reason}"
+            raise InputError(where, reason) from exc
+        yield where, record
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "record"
+    return f"{where}: {err['msg']}"
+
+
+def _json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any], str]]:
+    """(line number, JSON object, ``"path:line"``) per non-blank line (errors: see above)."""
     name = str(path)
     try:
         fh = open(path, encoding="utf-8")
@@ -163,14 +241,7 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[UsageRecord]:
                     raise InputError(f"{name}:{lineno}", f"not JSON ({exc.msg})") from exc
                 if not isinstance(data, dict):
                     raise InputError(f"{name}:{lineno}", "expected a JSON object")
-                try:
-                    yield UsageRecord.model_validate(data)
-                except ValidationError as exc:
-                    err = exc.errors()[0]
-                    where = ".".join(str(p) for p in err["loc"]) or "record"
-                    raise InputError(
-                        f"{name}:{lineno}", f"not a usage record ({where}: {err['msg']})"
-                    ) from exc
+                yield lineno, data, f"{name}:{lineno}"
         except UnicodeDecodeError as exc:
             raise InputError(f"{name}:{lineno + 1}", "not UTF-8 text") from exc
 
