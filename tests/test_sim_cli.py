@@ -63,7 +63,7 @@ def test_bad_replay_line_exits_2_naming_file_and_line(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args", [
     ["--policy", "sjf"], ["--cache", "lru"], ["--capacity", "12 parsecs"], ["--capacity", "10"],
-    ["--model", "gpt-9"],
+    ["--model", "gpt-9"], ["--max-running", "0"], ["--max-running", "lots"],
 ])
 def test_usage_errors_exit_2(args: list[str]) -> None:
     result = CliRunner().invoke(main, ["simulate", *SMALL, *args])
@@ -95,3 +95,33 @@ def test_replay_of_a_small_log_with_default_capacities(tmp_path) -> None:  # typ
                                        "output_tokens": 20}) + "\n" for i in range(10)))
     out = CliRunner().invoke(simulate_command, ["--replay", str(log), "--format", "json"])
     assert out.exit_code == 0, out.output
+
+
+def test_default_max_running_is_the_memory_bound_decode_batch() -> None:
+    """A 70B model at batch 1 queues every request behind the last (TTFT of minutes); the
+    default runs the batch a vLLM-style server would, bounded where decode stays memory-bound."""
+    from promptcache.sim.cli import VLLM_MAX_NUM_SEQS
+    from promptcache.sim.costs import CostModel, get_hardware, get_shape
+
+    shape, hw = get_shape("llama-3-70b"), get_hardware("h100-sxm")
+    by_hand = shape.weight_bytes * hw.peak_flops * 0.4 / (2 * shape.params * hw.hbm_bytes_per_s)
+    assert CostModel(shape, hw, 0.4).memory_bound_batch() == int(by_hand) == 119
+    assert VLLM_MAX_NUM_SEQS == 256
+    args = ["simulate", "--conversations", "40", "--duration", "600", "--model", "llama-3-70b",
+            "--cache", "radix", "--policy", "fcfs", "--capacity", "unlimited", "--format", "json"]
+    default = CliRunner().invoke(main, args)
+    assert default.exit_code == 0, default.output
+    doc = json.loads(default.output)
+    assert doc["server"]["max_running"] == 119
+    batch1 = json.loads(CliRunner().invoke(main, [*args, "--max-running", "1"]).output)
+    assert batch1["server"]["max_running"] == 1
+    (run,) = doc["results"]
+    (slow,) = batch1["results"]
+    assert slow["mean_ttft_s"] > 60  # queued behind minutes of 70B decode
+    assert run["mean_wait_s"] == 0 and run["mean_ttft_s"] == pytest.approx(run["mean_prefill_s"])
+    assert run["p99_ttft_s"] < 2
+    l4 = CostModel(get_shape("llama-3-8b"), get_hardware("l4"), 1.0)
+    assert l4.memory_bound_batch() > VLLM_MAX_NUM_SEQS
+    capped = CliRunner().invoke(main, [*args, "--model", "llama-3-8b", "--hardware", "l4",
+                                       "--mfu", "1"])
+    assert json.loads(capped.output)["server"]["max_running"] == VLLM_MAX_NUM_SEQS

@@ -26,7 +26,17 @@ from promptcache.sim.schedulers import POLICIES
 from promptcache.sim.simulator import SimConfig, sweep, working_set_tokens
 from promptcache.sim.workload import Workload, WorkloadConfig, generate_workload, read_replay
 
-__all__ = ["DEFAULT_CAPACITIES", "parse_capacity", "simulate_command"]
+__all__ = [
+    "DEFAULT_CAPACITIES",
+    "VLLM_MAX_NUM_SEQS",
+    "parse_capacity",
+    "parse_max_running",
+    "simulate_command",
+]
+
+VLLM_MAX_NUM_SEQS = 256
+"""vLLM's default ``--max-num-seqs`` (sequences per iteration), the cap of ``--max-running
+auto``. Source: https://docs.vllm.ai/en/v0.6.3.post1/models/engine_args.html"""
 
 DEFAULT_CAPACITIES = ("2%", "5%", "10%", "25%", "unlimited")
 """Default capacity sweep: fractions of the workload's working set, then no eviction."""
@@ -58,6 +68,25 @@ def parse_capacity(spec: str, *, working_set: int, kv_bytes_per_token: int) -> i
     if tokens < 1:
         raise ValueError(f"capacity {spec!r} is below one token")
     return tokens
+
+
+def parse_max_running(spec: str, cost: CostModel) -> int:
+    """``--max-running``: a positive integer, or ``auto`` =
+    ``min(cost.memory_bound_batch(), VLLM_MAX_NUM_SEQS)``.
+
+    Raises:
+        ValueError: neither form, or below 1.
+    """
+    text = spec.strip().lower()
+    if text == "auto":
+        return min(cost.memory_bound_batch(), VLLM_MAX_NUM_SEQS)
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"bad --max-running {spec!r}; use a positive integer or auto") from None
+    if value < 1:
+        raise ValueError(f"--max-running must be at least 1, got {value}")
+    return value
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
@@ -92,8 +121,14 @@ def _split(values: tuple[str, ...]) -> list[str]:
               help="Replicas, each with its own KV pool.")
 @click.option("--routing", type=click.Choice(["affinity", "random"]), default="affinity",
               show_default=True, help="How requests are spread over replicas.")
-@click.option("--max-running", default=1, show_default=True, type=click.IntRange(1),
-              help="Requests a replica runs at once.")
+@click.option("--max-running", default="auto", show_default=True, metavar="N|auto",
+              help="Requests a replica runs at once (continuous batching, like vLLM's "
+                   "--max-num-seqs). auto: the largest decode batch that is still memory-bound "
+                   "on this model and hardware (weight bytes x peak x MFU / (2P x HBM), e.g. "
+                   "119 for llama-3-70b on h100-sxm), capped at vLLM's default of "
+                   f"{VLLM_MAX_NUM_SEQS}; up to it, batching costs no decode time, which is "
+                   "what this model assumes. The KV pool (--capacity) may admit fewer. "
+                   "1 = a batch-1 server (every request queues behind the previous one).")
 @click.option("--model", default="llama-3-8b", show_default=True,
               type=click.Choice(sorted(MODEL_SHAPES)), help="Model shape (KV bytes, FLOPs).")
 @click.option("--hardware", default="h100-sxm", show_default=True,
@@ -107,7 +142,7 @@ def _split(values: tuple[str, ...]) -> list[str]:
 def simulate_command(replay: Path | None, seed: int, conversations: int, duration: float,
                      adapters: int, caches: str, capacities: tuple[str, ...], policies: str,
                      window: int, ageing: float, block_size: int, replicas: int, routing: str,
-                     max_running: int, model: str, hardware: str, mfu: float, fmt: str,
+                     max_running: str, model: str, hardware: str, mfu: float, fmt: str,
                      plot: Path | None) -> None:
     """Simulate prefix caches and cache-aware schedulers on a chat workload.
 
@@ -136,6 +171,10 @@ def simulate_command(replay: Path | None, seed: int, conversations: int, duratio
                 seed=seed,
             )
         cost = CostModel(get_shape(model), get_hardware(hardware), mfu)
+        try:
+            running = parse_max_running(max_running, cost)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--max-running") from None
         working_set = working_set_tokens(workload)
         specs = _split(capacities) or list(DEFAULT_CAPACITIES)
         try:
@@ -161,7 +200,7 @@ def simulate_command(replay: Path | None, seed: int, conversations: int, duratio
                 f"({need:,} tokens incl. one block of rounding)", param_hint="--capacity")
         base = SimConfig(window=window, block_size=block_size, replicas=replicas,
                          routing="random" if routing == "random" else "affinity",
-                         max_running=max_running, ageing_tokens_per_s=ageing, cost=cost,
+                         max_running=running, ageing_tokens_per_s=ageing, cost=cost,
                          seed=seed)
         results = sweep(workload, base, caches=kinds, capacities=caps, policies=pols)
     except InputError as exc:

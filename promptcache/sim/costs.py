@@ -27,6 +27,7 @@ Hardware peaks are dense (no sparsity) BF16 tensor-core numbers from the vendors
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -206,6 +207,19 @@ class CostModel:
     def flops_per_s(self) -> float:
         """Achieved FLOP/s: ``peak * MFU``."""
         return self.hardware.peak_flops * self.mfu
+
+    def memory_bound_batch(self) -> int:
+        """The largest decode batch that is still memory-bound (sequences, at least 1).
+
+        A decode step reads every weight once (``weight bytes / HBM``) and spends ``2 P`` FLOPs
+        per sequence (``2 P / (peak MFU)``); up to ``B = weight bytes x peak x MFU /
+        (2 P x HBM)`` sequences share a step at no extra time. This is the batch up to which the
+        simulator's premise, that running requests do not slow each other, holds
+        (llama-3-70b on h100-sxm at MFU 0.4: 119).
+        """
+        step_bytes = self.shape.weight_bytes / self.hardware.hbm_bytes_per_s
+        step_flops = 2.0 * self.shape.params / self.flops_per_s
+        return max(1, math.floor(step_bytes / step_flops))
 
     def prefill_seconds(self, n: int, m: int = 0) -> float:
         """Seconds to prefill ``n`` prompt tokens of which ``m`` are cached: ``F(n, m) / (peak MFU)``."""
