@@ -214,6 +214,47 @@ def test_br14_prefix_below_haiku_minimum() -> None:
     assert abs(f.details["prefix_tokens_at_breakpoint"] - exp["prefix_tokens_at_breakpoint"]) <= 20
 
 
+def test_br14_usage_classified_below_minimum_not_a_prefix_break() -> None:
+    """The observed usage: both requests 'not_cacheable_below_minimum', hit rate 0.0, and the
+    miss reason reported is below_minimum, not a prefix break."""
+    from promptcache.catalog import get_policy
+    from promptcache.diff import diff, explain
+    from promptcache.usage import UsageTracker, classify_anthropic, parse_usage
+
+    c = case("BR-14")
+    exp = c["expected"]
+    req = expand_placeholders(c["input"]["request"])
+    model = req["model"]
+    minimum = get_policy(model).min_cacheable_tokens
+    assert minimum == c["input"]["min_cacheable_table_excerpt"]["claude-3-5-haiku"]
+    [finding] = only(lint_request(req), "PC303")
+    at_breakpoint = finding.details["prefix_tokens_at_breakpoint"]
+    records = [parse_usage(u, model=model, session="s") for u in c["input"]["observed_usage"]]
+    for prefix in (at_breakpoint, None):  # with the linter's count, and from usage alone
+        got = [classify_anthropic(r, prefix, minimum=minimum) for r in records]
+        assert [h.classification for h in got] == exp["usage_classification"]
+    tracker = UsageTracker(warn=False)
+    for r in records:
+        tracker.add(r)
+    assert tracker.summary().hit_rate == exp["hit_rate"] == 0.0
+    assert not [e for e in tracker.events if e.kind in ("zero_hit_alarm", "prefix_regression",
+                                                         "collapse")]
+    reason = exp["miss_reason_reported"]  # "below_minimum (not a prefix break)"
+    assert reason.startswith("below_minimum")
+    result = diff(req, req, usage_b=c["input"]["observed_usage"][1])
+    assert [x.code for x in result.causes] == ["below_minimum"]
+    report = explain([{"request": req, "usage": u} for u in c["input"]["observed_usage"]])
+    assert report.misses == 0  # a model limit, not a prefix break
+    assert report.requests[1].status == "uncached"
+    assert report.requests[1].cause == "below_minimum"
+    # control: the same usage above the minimum is no longer 'below minimum'
+    assert classify_anthropic(records[0], 2100, minimum=minimum).classification == (
+        "no_cache_activity")
+    hit = parse_usage({"input_tokens": 20, "cache_read_input_tokens": 2100,
+                       "cache_creation_input_tokens": 0, "output_tokens": 5})
+    assert classify_anthropic(hit, 2120, minimum=minimum).classification == "hit"
+
+
 def test_br14_variant_haiku_4_5_and_sonnet_control() -> None:
     req = expand_placeholders(case("BR-14")["input"]["request"])
     req["model"] = "claude-haiku-4-5"

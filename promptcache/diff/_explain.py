@@ -424,8 +424,11 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session,
             status = "hit" if (observed or pred) else "uncached"
         primary = res.causes[0] if res.causes else None
         missed = status in _MISS_STATUSES
+        # Nothing cached because the prefix is below the model's minimum: say so (a model
+        # limit, not a prefix break; case BR-14), without counting it as a miss.
+        below = status == "uncached" and res.cause == "below_minimum"
         return RequestExplanation(
-            **base, status=status, cause=res.cause if missed else None,
+            **base, status=status, cause=res.cause if missed or below else None,
             secondary=[c.code for c in res.causes[1:]] if missed else [],
             path=primary.path if missed and primary is not None else None,
             predicted_cache_read=pred, observed_cache_read=observed,

@@ -225,9 +225,11 @@ class RequestExplanation(_Frozen):
         turn: 0-based index of the request in its session.
         response_id: the response id, if logged.
         status: ``cold_start`` (first of a session), ``hit``, ``miss_explained``,
-            ``unexplained_miss``, ``prefix_regression`` (usage-only logs) or ``no_usage``
-            (no usage logged and nothing predicted lost).
-        cause: primary cause code (None for cold starts and hits).
+            ``unexplained_miss``, ``prefix_regression`` (usage-only logs), ``uncached``
+            (nothing read and nothing could be) or ``no_usage`` (no usage logged and nothing
+            predicted lost).
+        cause: primary cause code (None for cold starts and hits); for ``uncached``,
+            ``below_minimum`` when the prefix is below the model's minimum.
         secondary: other cause codes.
         path: where the primary cause sits.
         predicted_cache_read: tokens (None without a policy or a previous request).

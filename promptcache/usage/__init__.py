@@ -5,6 +5,8 @@
   Responses, vLLM, DeepSeek, Bedrock Converse, Gemini; streamed counters merged by maximum.
 - :func:`price_record`, :func:`explicit_prices`, :class:`Cost`: Decimal USD with TTL-split writes,
   OpenAI write rates, prompt-length tiers and batch discount.
+- :func:`classify_openai`, :func:`classify_anthropic`: one response's cache outcome
+  (full / partial hit, below the model's minimum, ...).
 - :class:`UsageTracker`: thread/asyncio-safe aggregation by label, model, session; zero-hit
   alarm, collapse classification, prefix regression, concurrent cold writes.
 - :class:`JsonlSink`, :class:`MemorySink`, :func:`read_jsonl`: append-only logs.
@@ -17,9 +19,11 @@ from __future__ import annotations
 from promptcache.usage.billing import Cost, explicit_prices, price_record
 from promptcache.usage.breakeven import BreakEven, PolicyOption, TtlPolicy, breakeven, ttl_policy
 from promptcache.usage.classify import (
+    AnthropicHit,
     OpenAIHit,
     Regression,
     check_append_only,
+    classify_anthropic,
     classify_collapse,
     classify_openai,
     predicted_openai_cached,
@@ -46,6 +50,7 @@ from promptcache.usage.tracker import (
 
 __all__ = [
     "PROVIDERS",
+    "AnthropicHit",
     "BreakEven",
     "ColdWriteGroup",
     "Cost",
@@ -64,6 +69,7 @@ __all__ = [
     "ZeroHitWarning",
     "breakeven",
     "check_append_only",
+    "classify_anthropic",
     "classify_collapse",
     "classify_openai",
     "detect_provider",

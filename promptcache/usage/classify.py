@@ -8,6 +8,13 @@ Pure functions; :class:`promptcache.usage.tracker.UsageTracker` calls them as re
   within that rounding is a full hit; a ``cached_tokens`` that is neither 0 nor on that grid is
   *anomalous* for first-party models (flagged, not an error: compatible servers use other
   granularities). https://developers.openai.com/api/docs/guides/prompt-caching
+* :func:`classify_anthropic` (case BR-14): Anthropic writes only at a breakpoint whose prefix
+  (tools + system + messages up to it) reaches the model's ``min_cacheable_tokens``; below it
+  the request is silently uncached (``cache_read_input_tokens`` and
+  ``cache_creation_input_tokens`` both 0, no error). A response with neither a read nor a write
+  whose prefix at the breakpoint (or, when that is unknown, whose whole prompt) is below the
+  minimum is ``not_cacheable_below_minimum``: a model limit, not a prefix break.
+  https://platform.claude.com/docs/en/build-with-claude/prompt-caching
 * :func:`check_append_only` (case BR-18): in an append-only conversation within the TTL, each
   request reads at least what the previous one read plus what it wrote:
   ``read[n] >= read[n-1] + creation[n-1]``. Applies to providers that report writes (Anthropic,
@@ -26,10 +33,12 @@ from typing import Literal
 from promptcache.usage.record import UsageRecord
 
 __all__ = [
+    "AnthropicHit",
     "CollapseCause",
     "OpenAIHit",
     "Regression",
     "check_append_only",
+    "classify_anthropic",
     "classify_collapse",
     "classify_openai",
     "predicted_openai_cached",
@@ -39,6 +48,11 @@ __all__ = [
 CollapseCause = Literal["ttl_expired", "prefix_changed", "unknown"]
 OpenAIClass = Literal[
     "not_cacheable_below_minimum", "full_hit", "partial_hit", "miss", "anomalous", "unknown"
+]
+
+AnthropicClass = Literal[
+    "not_cacheable_below_minimum", "hit", "hit_and_write", "write", "no_cache_activity",
+    "unknown",
 ]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -132,6 +146,75 @@ def classify_openai(
                          f"expected up to {predicted} cached tokens, got 0 (routing or eviction)")
     return OpenAIHit("partial_hit", cached, predicted, rate,
                      f"expected {predicted} cached tokens, got {cached}")
+
+
+@dataclass(frozen=True)
+class AnthropicHit:
+    """Result of :func:`classify_anthropic`.
+
+    Attributes:
+        classification: ``not_cacheable_below_minimum`` (no read, no write, prefix below the
+            model's minimum) | ``hit`` (read, no write) | ``hit_and_write`` (read and wrote the
+            new tail) | ``write`` (wrote, read nothing: cold start or a prefix break) |
+            ``no_cache_activity`` (no read, no write, prefix long enough: no breakpoint, or
+            the lookback found no entry) | ``unknown`` (a count not reported).
+        cache_read: ``cache_read_input_tokens`` (tokens).
+        cache_write: ``cache_creation_input_tokens`` (tokens).
+        prefix_tokens: tokens up to the last breakpoint if given, else the whole prompt.
+        minimum: the model's ``min_cacheable_tokens`` (tokens).
+        hit_rate: ``cache_read / total input`` of this response.
+        detail: one sentence.
+    """
+
+    classification: AnthropicClass
+    cache_read: int | None
+    cache_write: int | None
+    prefix_tokens: int | None
+    minimum: int
+    hit_rate: float | None
+    detail: str
+
+
+def classify_anthropic(
+    record: UsageRecord,
+    breakpoint_prefix_tokens: int | None = None,
+    *,
+    minimum: int,
+) -> AnthropicHit:
+    """Classify one Anthropic (or Bedrock Claude) response's cache outcome (case BR-14).
+
+    Args:
+        record: the parsed response.
+        breakpoint_prefix_tokens: tokens of the prefix up to the request's last breakpoint
+            (tools + system + messages; e.g. from the linter or the planner), when known; else
+            the whole prompt (``record.total_input``) bounds it.
+        minimum: ``CachePolicy.min_cacheable_tokens`` of the model (e.g. 2,048 for
+            claude-3-5-haiku, 4,096 for claude-haiku-4-5, 1,024 for claude-sonnet-4-5).
+    """
+    read, write, rate = record.cache_read, record.writes, record.hit_rate
+    total = record.total_input
+    prefix = breakpoint_prefix_tokens if breakpoint_prefix_tokens is not None else total
+
+    def hit(cls: AnthropicClass, detail: str) -> AnthropicHit:
+        return AnthropicHit(cls, read, write, prefix, minimum, rate, detail)
+
+    if read is None or write is None:
+        return hit("unknown", "cache_read_input_tokens or cache_creation_input_tokens missing")
+    if read and write:
+        return hit("hit_and_write", f"read {read} cached tokens and wrote {write} new ones")
+    if read:
+        return hit("hit", f"read {read} cached tokens")
+    if write:
+        return hit("write", f"wrote {write} tokens and read none: a cold start or a prefix break")
+    if prefix is not None and prefix < minimum:
+        return hit(
+            "not_cacheable_below_minimum",
+            f"prefix of {prefix} tokens < the model's minimum of {minimum}: nothing is written "
+            "or read, and no error is returned (not a prefix break)",
+        )
+    return hit("no_cache_activity",
+               "neither read nor wrote although the prompt reaches the minimum: no breakpoint, "
+               "or none of its prefix was cached")
 
 
 @dataclass(frozen=True)
