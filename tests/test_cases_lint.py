@@ -288,11 +288,42 @@ def test_br24_series_no_key(tmp_path: Path) -> None:
                                        "prompt_tokens_details": {"cached_tokens": cached}}}}
                for i, cached in enumerate(series["cached_tokens"])]
     result = lint_paths([_write_log(tmp_path, records)])
-    exp = case("BR-24")["expected"]["series_no_key"]["lint"]
+    expected = case("BR-24")["expected"]["series_no_key"]
+    exp = expected["lint"]
     assert codes(result.findings) == ["PC402"]
     f = result.findings[0]
     assert f.severity.value == exp["severity"] and f.details["requests_without_key"] == 16
     assert f.line == 1
+    # "bimodal hits with identical prefixes -> routing, not content"
+    assert expected["diagnosis"].startswith("bimodal hits with identical prefixes -> routing")
+    assert f.details["diagnosis"] == "routing" and f.details["hit_pattern"] == "bimodal"
+    assert "routing, not content" in f.message
+    assert f.details["request_hit_fraction"] == expected["request_hit_fraction"]
+    assert round(f.details["token_hit_rate"], 4) == expected["token_hit_rate"]
+
+
+def test_br24_diagnosis_separates_routing_from_content() -> None:
+    """The same series diagnosed from usage alone; steady, partial and cold controls."""
+    from promptcache.usage import diagnose_hit_pattern, parse_usage
+
+    series = case("BR-24")["input"]["series_no_key"]
+    expected = case("BR-24")["expected"]["series_no_key"]
+
+    def records(cached: list[int]) -> list[Any]:
+        return [parse_usage({"prompt_tokens": series["prompt_tokens_each"],
+                             "prompt_tokens_details": {"cached_tokens": c}}) for c in cached]
+
+    got = diagnose_hit_pattern(records(series["cached_tokens"]))
+    assert (got.pattern, got.diagnosis) == ("bimodal", "routing")
+    assert got.request_hit_fraction == expected["request_hit_fraction"]
+    assert got.token_hit_rate is not None and round(got.token_hit_rate, 4) == (
+        expected["token_hit_rate"])
+    assert "routing (cache affinity), not content" in got.detail
+    steady = diagnose_hit_pattern(records([0] + [12160] * 15))
+    assert (steady.pattern, steady.diagnosis) == ("steady", None)
+    partial = diagnose_hit_pattern(records([0, 6144, 0, 3072, 0, 8192, 0, 1024]))
+    assert (partial.pattern, partial.diagnosis) == ("partial", None)  # content, not routing
+    assert diagnose_hit_pattern(records([0] * 16)).pattern == "never"
 
 
 def test_br24_series_random_key(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from promptcache.usage import (
     UsageTracker,
     ZeroHitWarning,
     classify_openai,
+    diagnose_hit_pattern,
     explicit_prices,
     merge_cumulative,
     parse_stream,
@@ -333,3 +334,6 @@ def test_br24_request_level_and_token_level_hit_rates() -> None:
     summary = tracker.summary()
     assert summary.request_hit_rate == exp["request_hit_fraction"]
     assert summary.hit_rate is not None and round(summary.hit_rate, 4) == exp["token_hit_rate"]
+    # "bimodal hits with identical prefixes -> routing, not content"
+    pattern = diagnose_hit_pattern(tracker.records)
+    assert (pattern.pattern, pattern.diagnosis) == ("bimodal", "routing")

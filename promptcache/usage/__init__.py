@@ -6,7 +6,8 @@
 - :func:`price_record`, :func:`explicit_prices`, :class:`Cost`: Decimal USD with TTL-split writes,
   OpenAI write rates, prompt-length tiers and batch discount.
 - :func:`classify_openai`, :func:`classify_anthropic`: one response's cache outcome
-  (full / partial hit, below the model's minimum, ...).
+  (full / partial hit, below the model's minimum, ...); :func:`diagnose_hit_pattern`: routing
+  (bimodal hits on one prefix) versus content misses.
 - :class:`UsageTracker`: thread/asyncio-safe aggregation by label, model, session; zero-hit
   alarm, collapse classification, prefix regression, concurrent cold writes.
 - :class:`JsonlSink`, :class:`MemorySink`, :func:`read_jsonl`: append-only logs.
@@ -20,12 +21,14 @@ from promptcache.usage.billing import Cost, explicit_prices, price_record
 from promptcache.usage.breakeven import BreakEven, PolicyOption, TtlPolicy, breakeven, ttl_policy
 from promptcache.usage.classify import (
     AnthropicHit,
+    HitPattern,
     OpenAIHit,
     Regression,
     check_append_only,
     classify_anthropic,
     classify_collapse,
     classify_openai,
+    diagnose_hit_pattern,
     predicted_openai_cached,
     ttl_seconds,
 )
@@ -54,6 +57,7 @@ __all__ = [
     "BreakEven",
     "ColdWriteGroup",
     "Cost",
+    "HitPattern",
     "JsonlSink",
     "MemorySink",
     "OpenAIHit",
@@ -73,6 +77,7 @@ __all__ = [
     "classify_collapse",
     "classify_openai",
     "detect_provider",
+    "diagnose_hit_pattern",
     "explicit_prices",
     "iter_jsonl",
     "merge_cumulative",

@@ -15,6 +15,11 @@ Pure functions; :class:`promptcache.usage.tracker.UsageTracker` calls them as re
   whose prefix at the breakpoint (or, when that is unknown, whose whole prompt) is below the
   minimum is ``not_cacheable_below_minimum``: a model limit, not a prefix break.
   https://platform.claude.com/docs/en/build-with-claude/prompt-caching
+* :func:`diagnose_hit_pattern` (case BR-24): over requests that share one prefix, hits that are
+  either near-full or zero, with zeros *after* the prefix was first cached, are **bimodal**:
+  the content is byte-stable and the cache holds it, but only some requests reach a machine
+  that holds it. The diagnosis is ``routing`` (cache affinity), not a content change: send a
+  stable ``prompt_cache_key`` (OpenAI) or route by prefix.
 * :func:`check_append_only` (case BR-18): in an append-only conversation within the TTL, each
   request reads at least what the previous one read plus what it wrote:
   ``read[n] >= read[n-1] + creation[n-1]``. Applies to providers that report writes (Anthropic,
@@ -27,6 +32,7 @@ Pure functions; :class:`promptcache.usage.tracker.UsageTracker` calls them as re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -35,12 +41,14 @@ from promptcache.usage.record import UsageRecord
 __all__ = [
     "AnthropicHit",
     "CollapseCause",
+    "HitPattern",
     "OpenAIHit",
     "Regression",
     "check_append_only",
     "classify_anthropic",
     "classify_collapse",
     "classify_openai",
+    "diagnose_hit_pattern",
     "predicted_openai_cached",
     "ttl_seconds",
 ]
@@ -54,6 +62,8 @@ AnthropicClass = Literal[
     "not_cacheable_below_minimum", "hit", "hit_and_write", "write", "no_cache_activity",
     "unknown",
 ]
+
+PatternName = Literal["bimodal", "steady", "partial", "never", "unknown"]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -215,6 +225,85 @@ def classify_anthropic(
     return hit("no_cache_activity",
                "neither read nor wrote although the prompt reaches the minimum: no breakpoint, "
                "or none of its prefix was cached")
+
+
+@dataclass(frozen=True)
+class HitPattern:
+    """Result of :func:`diagnose_hit_pattern` over requests that share one prefix.
+
+    Attributes:
+        pattern: ``bimodal`` (every hit near-full or zero, zeros after the first hit) |
+            ``steady`` (every request after the first hit hits) | ``partial`` (partial hits:
+            the prefix changes part-way, or eviction) | ``never`` (no hit at all) |
+            ``unknown`` (fewer than ``min_requests`` with known counts).
+        diagnosis: ``"routing"`` for a bimodal pattern (cache affinity, not content), else
+            ``None``.
+        requests: requests with known read and input counts.
+        hits: requests that read anything.
+        misses_after_first_hit: requests that read (almost) nothing after one had read.
+        request_hit_fraction: ``hits / requests``.
+        token_hit_rate: cached tokens / input tokens (a ratio of sums).
+        detail: one sentence.
+    """
+
+    pattern: PatternName
+    diagnosis: str | None
+    requests: int
+    hits: int
+    misses_after_first_hit: int
+    request_hit_fraction: float | None
+    token_hit_rate: float | None
+    detail: str
+
+
+def diagnose_hit_pattern(
+    records: Sequence[UsageRecord],
+    *,
+    low: float = 0.05,
+    high: float = 0.75,
+    min_requests: int = 4,
+) -> HitPattern:
+    """Tell routing misses from content misses over requests that share one prefix (BR-24).
+
+    Args:
+        records: responses to requests whose cacheable prefix is identical (the caller groups
+            them: same ``prefix_hash``, or the linter's prefix group), in send order.
+        low: a request whose hit rate is at most this read "nothing".
+        high: a request whose hit rate is at least this read "(nearly) everything" (OpenAI
+            rounds reads down to 128-token steps, so a full hit can be below 1.0).
+        min_requests: fewer requests with known counts give ``unknown``.
+    """
+    known = [r for r in records if r.hit_rate is not None and r.cache_read is not None]
+    n = len(known)
+    reads = sum(r.cache_read or 0 for r in known)
+    total = sum(r.total_input or 0 for r in known)
+    hits = sum(1 for r in known if r.cache_read)
+    fraction = hits / n if n else None
+    rate = reads / total if total else None
+
+    def result(pattern: PatternName, diagnosis: str | None, after: int,
+               detail: str) -> HitPattern:
+        return HitPattern(pattern, diagnosis, n, hits, after, fraction, rate, detail)
+
+    if n < min_requests:
+        return result("unknown", None, 0, f"{n} requests with known counts: too few to judge")
+    rates = [r.hit_rate or 0.0 for r in known]
+    first = next((i for i, x in enumerate(rates) if x > low), None)
+    if first is None:
+        return result("never", None, 0, "no request read anything from the cache")
+    after = sum(1 for x in rates[first + 1:] if x <= low)
+    two_modes = all(x <= low or x >= high for x in rates)
+    if after == 0 and all(x >= high for x in rates[first:]):
+        return result("steady", None, 0, "every request after the first hit read the prefix")
+    if two_modes and hits >= 2 and after >= 2:
+        return result(
+            "bimodal", "routing", after,
+            f"bimodal hits with identical prefixes ({hits} of {n} requests near-full, the rest "
+            f"zero, {after} zeros after the prefix was cached) -> routing (cache affinity), not "
+            "content: requests reach machines that do not hold the prefix",
+        )
+    return result("partial", None, after,
+                  "partial or isolated misses: the prefix changes part-way, or eviction")
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from promptcache.lint.engine import LogContext, RequestContext, Rule
 from promptcache.lint.finding import Finding, Severity
+from promptcache.lint.rules.PC403 import prefix_group
 
 __all__ = ["Rule_PC402"]
 
@@ -22,7 +25,11 @@ class Rule_PC402(Rule):
     ## What it does
     Reports an OpenAI request of at least the minimum cacheable length that sends no
     ``prompt_cache_key``. In a log it reports once for the file with the share of requests
-    that lack the key. Details: ``requests_without_key``, ``requests``.
+    that lack the key. Details: ``requests_without_key``, ``requests``. When the log records
+    usage and the keyless requests of one prefix hit bimodally (near-full or zero, zeros after
+    the prefix was cached; :func:`promptcache.usage.diagnose_hit_pattern`), the finding says
+    so and adds ``diagnosis`` (``"routing"``), ``request_hit_fraction`` and
+    ``token_hit_rate``.
 
     ## Why is this bad?
     OpenAI routes a request by a hash of its first tokens, combined with the key. Without a
@@ -72,5 +79,32 @@ class Rule_PC402(Rule):
         first = missing[0]
         msg = (f"{len(missing)} of {len(cacheable)} cacheable requests carry no "
                "prompt_cache_key: identical prefixes may be routed to different machines")
+        extra = _routing_diagnosis(missing)
+        if extra:
+            msg += (f"; their usage shows bimodal hits on one prefix ({extra['hits']} of "
+                    f"{extra['with_usage']} requests hit): routing, not content")
         yield first.finding(self, msg, path=None, requests_without_key=len(missing),
-                            requests=len(cacheable))
+                            requests=len(cacheable), **extra)
+
+
+def _routing_diagnosis(entries: Sequence[RequestContext]) -> dict[str, Any]:
+    """Finding details when the keyless requests of one prefix hit bimodally, else ``{}``."""
+    from promptcache._errors import PromptCacheError
+    from promptcache.usage import UsageRecord, diagnose_hit_pattern, parse_usage
+
+    groups: dict[str, list[UsageRecord]] = defaultdict(list)
+    for e in entries:
+        if e.usage is None:
+            continue
+        try:
+            groups[prefix_group(e)].append(parse_usage(e.usage))
+        except (PromptCacheError, ValueError):
+            continue  # unreadable usage: no diagnosis from it
+    for records in sorted(groups.values(), key=len, reverse=True):
+        pattern = diagnose_hit_pattern(records)
+        if pattern.diagnosis == "routing":
+            return {"diagnosis": "routing", "hit_pattern": pattern.pattern,
+                    "with_usage": pattern.requests, "hits": pattern.hits,
+                    "request_hit_fraction": pattern.request_hit_fraction,
+                    "token_hit_rate": pattern.token_hit_rate}
+    return {}
