@@ -24,6 +24,7 @@ from promptcache.planner import (
 )
 from promptcache.prefix import render
 from promptcache.tokens import count_text
+from promptcache.usage import UsageRecord, explicit_prices, price_record
 from tests.cases import case, expand_placeholders, expand_text, filler, load_cases
 
 MODEL = "claude-sonnet-4-5"  # 1,024-token minimum, 4 slots, 20-position lookback
@@ -48,13 +49,42 @@ def _tool_of_tokens(n: int) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- BR-08
-def _br08_builder(dynamic_text: str, c: dict[str, Any]) -> PromptBuilder:
+def _br08_system(files: str) -> tuple[str, str]:
+    """(stable, dynamic) system text of BR-08 at the case's token counts.
+
+    The stable part is 6,000 tokens and ends in ``.`` (``.\n`` is one token, so joining the
+    parts with a newline adds none); the session section is 40 tokens on its own, and the
+    joined block (the before-fix layout) is exactly 6,040.
+    """
+    counts = case("BR-08")["input"]["token_counts"]
+    n_stable, n_dynamic = counts["system_stable"], counts["system_dynamic"]
+    stable = filler(n_stable - 1, "<6000 tokens: stable instructions>") + "."
+    assert count_text(stable, MODEL) == n_stable
+    head = f"## Session context\nActive workspace: ws-3; open files: a.py, {files}"
+    for k in range(n_dynamic):
+        dynamic = head + filler(k, "br08-dynamic")
+        if (count_text(dynamic, MODEL) == n_dynamic
+                and count_text(stable + "\n" + dynamic, MODEL) == n_stable + n_dynamic):
+            return stable, dynamic
+    raise AssertionError("no session section of the wanted size")
+
+
+def _br08_input_cost(c: dict[str, Any], read: int, write: int, uncached: int) -> Decimal:
+    """Input cost (USD) of one request at the case's own prices (5-minute writes)."""
+    prices = explicit_prices(**c["input"]["prices_usd_per_mtok"])
+    record = UsageRecord(provider="anthropic", uncached_input=uncached, cache_read=read,
+                         cache_write=write, cache_write_5m=write, cache_write_1h=0)
+    cost = price_record(record, prices).input
+    assert cost is not None
+    return cost
+
+
+def _br08_builder(files: str, c: dict[str, Any]) -> PromptBuilder:
     req = c["input"]["requests"][0]["body"]
-    full = expand_text(req["system"][0]["text"]).replace("Active workspace: ws-3; open files: "
-                                                         "a.py, b.py", dynamic_text)
+    stable, dynamic = _br08_system(files)
     b = PromptBuilder(MODEL, reuse=ReuseModel(continuation=0.0, new_conversation=1.0))
     b.tools([_tool_of_tokens(c["input"]["token_counts"]["tools"])])
-    b.system(full, dynamic_from="## Session context")
+    b.system(stable + "\n" + dynamic, dynamic_from="## Session context")
     b.turn(expand_text(req["messages"]))
     return b
 
@@ -62,17 +92,17 @@ def _br08_builder(dynamic_text: str, c: dict[str, Any]) -> PromptBuilder:
 def test_br08_stable_and_dynamic_system_split_marker_on_stable_block() -> None:
     c = case("BR-08")
     counts = c["input"]["token_counts"]
-    b1 = _br08_builder("Active workspace: ws-3; open files: a.py, b.py", c)
+    b1 = _br08_builder("b.py", c)
     first = b1.to_anthropic()
     system = first["system"]
-    stable = filler(counts["system_stable"], "<6000 tokens: stable instructions>")
+    stable, dynamic = _br08_system("b.py")
     assert system[0] == {"type": "text", "text": stable, "cache_control": {"type": "ephemeral"}}
-    assert "cache_control" not in system[1]
+    assert system[1] == {"type": "text", "text": dynamic}  # no cache_control
     assert system[1]["text"].startswith("## Session context")
     assert system[1]["text"].strip() == system[1]["text"]  # never a whitespace tail
     assert len(system) == 2
 
-    b2 = _br08_builder("Active workspace: ws-3; open files: a.py, c.py", c)
+    b2 = _br08_builder("c.py", c)
     b2.previous = b1.last_plan
     second = b2.to_anthropic()
     assert second["system"][0] == system[0]  # the marked block is byte-identical
@@ -84,26 +114,39 @@ def test_br08_stable_and_dynamic_system_split_marker_on_stable_block() -> None:
     assert plan.read_tokens == after["cache_read_input_tokens"] == \
         counts["tools"] + counts["system_stable"]
     assert plan.write_tokens == after["cache_creation_input_tokens"] == 0
-    dynamic_tokens = render(second, model=MODEL).find("system[1]").tokens
-    assert plan.total_tokens - plan.read_tokens == dynamic_tokens + counts["messages"]
+    uncached = plan.total_tokens - plan.read_tokens - plan.write_tokens
+    assert uncached == after["input_tokens"] == counts["system_dynamic"] + counts["messages"]
+    assert render(second, model=MODEL).find("system[1]").tokens == counts["system_dynamic"]
+    assert _br08_input_cost(c, plan.read_tokens, plan.write_tokens, uncached) == \
+        Decimal(str(c["expected"]["input_cost_usd_after"]))
 
 
 def test_br08_without_the_split_the_marked_block_changes_every_request() -> None:
     """The 'before' layout: one marked block that changes; nothing is readable."""
     c = case("BR-08")
-    bodies = [expand_placeholders(r["body"]) for r in c["input"]["requests"]]
-    tool = _tool_of_tokens(c["input"]["token_counts"]["tools"])
+    counts = c["input"]["token_counts"]
+    tool = _tool_of_tokens(counts["tools"])
     views = []
-    for body in bodies:
+    for files, r in zip(("b.py", "c.py"), c["input"]["requests"], strict=True):
+        body = expand_placeholders(r["body"])
+        stable, dynamic = _br08_system(files)
+        assert body["system"][0]["text"].endswith(f"open files: a.py, {files}")
+        body["system"][0]["text"] = stable + "\n" + dynamic
         body = {**body, "model": MODEL, "tools": [tool],
                 "messages": [{"role": "user", "content": body["messages"]}]}
         views.append(render(body))
+    assert views[1].find("system[0]").tokens == counts["system_stable"] + counts["system_dynamic"]
     policy = get_policy(MODEL).model_copy(update={"max_breakpoints": 1})  # user marker only
     plan = plan_breakpoints(views[1], policy, previous=views[0])
     before = c["expected"]["usage_second_request_before_fix"]
     assert plan.read_tokens == before["cache_read_input_tokens"] == 0
-    sys_end = views[1].find("system[0]").end_token
-    assert plan.write_tokens == sys_end  # the whole tools+system prefix is written again
+    # the whole tools+system prefix is written again: 2,000 + 6,040
+    assert plan.write_tokens == before["cache_creation_input_tokens"] == 8040
+    assert plan.write_tokens == views[1].find("system[0]").end_token
+    uncached = plan.total_tokens - plan.read_tokens - plan.write_tokens
+    assert uncached == before["input_tokens"] == counts["messages"]
+    assert _br08_input_cost(c, plan.read_tokens, plan.write_tokens, uncached) == \
+        Decimal(str(c["expected"]["input_cost_usd_before"]))
 
 
 # ---------------------------------------------------------------------------------- BR-12
