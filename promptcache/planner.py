@@ -303,7 +303,19 @@ def _dumps(node: Any) -> bytes:
 
 
 def _segment_digest(seg: Segment) -> bytes:
-    """Content digest of a segment: markers ignored, string content == one text block."""
+    """Content digest of a segment: markers ignored, string content == one text block.
+
+    Computed once per segment (kept in the segment's ``_content_digest`` slot; segments are
+    immutable and shared between the views of one conversation through the render memo).
+    """
+    digest = seg._content_digest
+    if digest is None:
+        digest = _compute_segment_digest(seg)
+        object.__setattr__(seg, "_content_digest", digest)
+    return digest
+
+
+def _compute_segment_digest(seg: Segment) -> bytes:
     data = seg.data
     node: Any = None
     parsed = False
@@ -337,13 +349,17 @@ def prefix_digests(view: PrefixView) -> list[str]:
     prefix (a string content and a one-text-block list count as equal; ``cache_control`` and
     ``prompt_cache_breakpoint`` are ignored). Stable across processes (no ``hash()``).
     """
+    cached: list[str] | None = getattr(view, "_prefix_digests", None)
+    if cached is not None:
+        return list(cached)
     h = hashlib.sha256(f"{view.provider}\x00{view.model}".encode())
     out: list[str] = []
     for seg in view.segments:
         h = h.copy()
         h.update(_segment_digest(seg))
         out.append(h.hexdigest())
-    return out
+    object.__setattr__(view, "_prefix_digests", out)  # views are immutable: computed once
+    return list(out)
 
 
 def prompt_cache_key(view: PrefixView, stable_end: int | None = None) -> str | None:
@@ -981,10 +997,44 @@ def _marker(provider: str, ttl: str | None) -> tuple[str, dict[str, Any]]:
     return "prompt_cache_breakpoint", {"mode": "explicit"}
 
 
-def _set_marker(payload: dict[str, Any], provider: str, path: str, ttl: str | None) -> None:
+class _CopyOnWrite:
+    """Copies the containers on a path before an edit, each at most once (the rest of the
+    payload stays shared with the caller's, which is never mutated)."""
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        self.root = root
+        self.fresh: set[int] = {id(root)}
+        self.keep: list[Any] = [root]  # keeps the copies alive, so their ids stay unique
+
+    def own(self, parent: Any, key: str | int) -> Any:
+        """``parent[key]``, replaced by a shallow copy first unless it is one already."""
+        child = parent[key]
+        if id(child) in self.fresh or not isinstance(child, dict | list | tuple):
+            return child
+        child = dict(child) if isinstance(child, dict) else list(child)
+        parent[key] = child
+        self.fresh.add(id(child))
+        self.keep.append(child)
+        return child
+
+    def parent(self, path: str) -> tuple[Any, str | int]:
+        """The (copied) container holding ``path``'s node, and the node's key in it."""
+        keys = _split_path(path)
+        node: Any = self.root
+        for k in keys[:-1]:
+            node = self.own(node, k)
+        return node, keys[-1]
+
+
+def _set_marker(payload: dict[str, Any] | _CopyOnWrite, provider: str, path: str,
+                ttl: str | None) -> None:
     key, value = _marker(provider, ttl)
-    parent, last = _node_parent(payload, path)
-    node = parent[last]
+    if isinstance(payload, _CopyOnWrite):
+        parent, last = payload.parent(path)
+        node = payload.own(parent, last)
+    else:
+        parent, last = _node_parent(payload, path)
+        node = parent[last]
     if isinstance(node, str):
         node = {"type": _text_part_type(provider), "text": node}
         # "system" string / "messages[i].content" string -> a one-block list
@@ -994,14 +1044,19 @@ def _set_marker(payload: dict[str, Any], provider: str, path: str, ttl: str | No
     node[key] = value
 
 
-def _clear_marker(payload: dict[str, Any], provider: str, path: str) -> None:
-    parent, last = _node_parent(payload, path)
-    node = parent[last]
+def _clear_marker(payload: dict[str, Any] | _CopyOnWrite, provider: str, path: str) -> None:
+    if isinstance(payload, _CopyOnWrite):
+        parent, last = payload.parent(path)
+        node = payload.own(parent, last)
+    else:
+        parent, last = _node_parent(payload, path)
+        node = parent[last]
     if isinstance(node, dict):
         node.pop("cache_control" if provider == "anthropic" else "prompt_cache_breakpoint", None)
 
 
-def apply_plan(payload: Mapping[str, Any], plan: BreakpointPlan) -> dict[str, Any]:
+def apply_plan(payload: Mapping[str, Any], plan: BreakpointPlan, *,
+               share_unchanged: bool = False) -> dict[str, Any]:
     """A copy of ``payload`` with ``plan``'s markers, marker repairs and OpenAI options.
 
     Planner markers are added (a string ``system`` / message ``content`` becomes a one-block
@@ -1013,34 +1068,41 @@ def apply_plan(payload: Mapping[str, Any], plan: BreakpointPlan) -> dict[str, An
     Args:
         payload: the request the plan was made for (same paths).
         plan: from :func:`plan_breakpoints` on ``render(payload)``.
+        share_unchanged: copy only the containers on the edited paths and share the rest
+            with ``payload`` (faster: the SDK wrapper sends the result at once). The default
+            deep-copies the segment keys, so editing the result never reaches ``payload``.
 
     Returns:
-        The new payload (a deep copy).
+        The new payload.
 
     Raises:
         InvalidRequestError: a plan path does not exist in ``payload``.
     """
     # Deep-copy only the parts that carry segments; other kwargs (timeouts, headers, SDK
     # sentinels) are passed through as they are.
-    out: dict[str, Any] = {k: (copy.deepcopy(v) if k in _SEGMENT_KEYS else v)
-                           for k, v in payload.items()}
+    out: dict[str, Any]
+    target: dict[str, Any] | _CopyOnWrite
+    if share_unchanged:
+        out = dict(payload)
+        target = cow = _CopyOnWrite(out)
+    else:
+        out = {k: (copy.deepcopy(v) if k in _SEGMENT_KEYS else v) for k, v in payload.items()}
+        target = out
     prov = plan.provider
     removals: list[str] = []
     try:
         for e in plan.marker_edits:
             if e.action in ("drop", "move"):
-                _clear_marker(out, prov, e.path)
+                _clear_marker(target, prov, e.path)
             if e.action == "remove_block":
                 removals.append(e.path)
         for b in plan.breakpoints:
-            if b.source == "planner":
-                _set_marker(out, prov, b.path, b.ttl)
-            elif b.source == "user":
-                _set_marker(out, prov, b.path, b.ttl)
+            if b.source in ("planner", "user"):
+                _set_marker(target, prov, b.path, b.ttl)
     except (KeyError, IndexError, TypeError) as exc:
         raise InvalidRequestError("", f"the plan does not fit this payload: {exc}") from None
     for path in sorted(removals, key=_split_path, reverse=True):
-        parent, last = _node_parent(out, path)
+        parent, last = cow.parent(path) if share_unchanged else _node_parent(out, path)
         if isinstance(parent, list) and isinstance(last, int) and len(parent) > 1:
             del parent[last]
     if prov != "anthropic":

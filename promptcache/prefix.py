@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
 import re
 import struct
@@ -61,6 +62,7 @@ __all__ = [
     "Tier",
     "detect_provider",
     "render",
+    "render_cache_clear",
     "render_command",
 ]
 
@@ -182,6 +184,9 @@ class Segment:
     breakpoint: Breakpoint | None
     cacheable: bool
     _fingerprint: str | None = field(default=None, repr=False, compare=False)
+    #: cache slot of :func:`promptcache.planner.prefix_digests` (content digest, markers
+    #: stripped); filled on first use
+    _content_digest: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def fingerprint(self) -> str:
@@ -443,6 +448,71 @@ def render(payload: Mapping[str, Any], provider: str | None = None, *,
         raise InvalidRequestError("", f"cannot serialise the request: {exc}") from None
 
 
+# ---------------------------------------------------------------- segment memo
+#: Tags of :func:`_node_key` (unique objects: no JSON value can equal them).
+_DICT, _LIST, _BOOL, _FLOAT = object(), object(), object(), object()
+#: :func:`_node_key`'s answer for a node it cannot key (any other type, a non-str dict key).
+_NO_KEY = object()
+#: Segments rendered before, by everything that determines them (see ``_Renderer.finish``).
+#: A conversation re-sends its whole history on every turn; with the memo, a request costs
+#: JSON encoding and token counting only for the blocks that are new since the last one.
+_SEGMENT_MEMO: dict[tuple[Any, ...], Segment] = {}
+#: Entries kept; beyond it the oldest quarter is dropped (insertion order).
+SEGMENT_MEMO_MAX = 16_384
+
+
+def _node_key(node: Any) -> Any:
+    """A hashable key equal for two nodes exactly when their JSON bytes are equal by
+    construction (same types, same key order), or :data:`_NO_KEY`.
+
+    Strings key as themselves (CPython caches a str's hash, so a block re-sent as the same
+    object costs a dict lookup); bools and floats are tagged (``True == 1`` and
+    ``0.0 == -0.0`` in Python, not in JSON).
+    """
+    t = type(node)
+    if t is str or t is int or node is None:
+        return node
+    if t is dict:
+        parts: list[Any] = [_DICT]
+        for k, v in node.items():
+            if type(k) is not str:
+                return _NO_KEY
+            kv = _node_key(v)
+            if kv is _NO_KEY:
+                return _NO_KEY
+            parts.append(k)
+            parts.append(kv)
+        return tuple(parts)
+    if t is list or t is tuple:
+        items: list[Any] = [_LIST]
+        for v in node:
+            kv = _node_key(v)
+            if kv is _NO_KEY:
+                return _NO_KEY
+            items.append(kv)
+        return tuple(items)
+    if t is bool:
+        return (_BOOL, node)
+    if t is float:
+        return (_FLOAT, repr(node))
+    return _NO_KEY
+
+
+def render_cache_clear() -> None:
+    """Forget every memoised segment (benchmarks measuring cold renders call this)."""
+    _SEGMENT_MEMO.clear()
+
+
+def _memo_put(key: tuple[Any, ...], seg: Segment) -> None:
+    if len(_SEGMENT_MEMO) >= SEGMENT_MEMO_MAX:
+        try:
+            for old in list(itertools.islice(_SEGMENT_MEMO, SEGMENT_MEMO_MAX // 4)):
+                _SEGMENT_MEMO.pop(old, None)
+        except RuntimeError:  # another thread changed it meanwhile: start afresh
+            _SEGMENT_MEMO.clear()
+    _SEGMENT_MEMO[key] = seg
+
+
 _SEGMENT_KEYS = {
     "anthropic": frozenset({"model", "tools", "system", "messages", "cache_control"}),
     "openai-chat": frozenset({"model", "tools", "messages", "response_format"}),
@@ -486,22 +556,36 @@ class _Renderer:
         position = -1
         prev_kind: str | None = None
         by_path: dict[str, int] = {}
-        count = self.counter.count
+        counter = self.counter
+        count = counter.count
+        memo = _SEGMENT_MEMO
         for i, d in enumerate(self.drafts):
-            data = _dumps(d.node)
-            if d.count_data:
-                tokens = count(data.decode("utf-8", "replace")) + d.extra_tokens
-            elif d.token_text is not None:
-                tokens = count(d.token_text) + d.extra_tokens
-            else:
-                tokens = d.extra_tokens
             if not (d.kind in _TOOL_RUN_KINDS and d.kind == prev_kind):
                 position += 1
             prev_kind = d.kind
-            segments.append(Segment(i, d.path, d.tier, d.kind, d.role, d.message_index, data,
-                                    d.text, tokens, start, position, d.breakpoint, d.cacheable))
+            # Everything a Segment is made of; the draft's text / token_text / extra_tokens
+            # derive from its node, so the key pins them too.
+            node_key = _node_key(d.node)
+            key = None if node_key is _NO_KEY else (
+                counter, i, start, position, d.path, d.tier, d.kind, d.role, d.message_index,
+                node_key, d.text, d.token_text, d.extra_tokens, d.breakpoint, d.cacheable,
+                d.count_data)
+            seg = memo.get(key) if key is not None else None
+            if seg is None:
+                data = _dumps(d.node)
+                if d.count_data:
+                    tokens = count(data.decode("utf-8", "replace")) + d.extra_tokens
+                elif d.token_text is not None:
+                    tokens = count(d.token_text) + d.extra_tokens
+                else:
+                    tokens = d.extra_tokens
+                seg = Segment(i, d.path, d.tier, d.kind, d.role, d.message_index, data, d.text,
+                              tokens, start, position, d.breakpoint, d.cacheable)
+                if key is not None:
+                    _memo_put(key, seg)
+            segments.append(seg)
             by_path.setdefault(d.path, i)
-            start += tokens
+            start += seg.tokens
         automatic_index: int | None = None
         if self.automatic is not None:
             for seg in reversed(segments):

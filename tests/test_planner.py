@@ -437,3 +437,27 @@ def test_auto_cache_never_emits_what_the_api_rejects(payload: dict[str, Any]) ->
     if view.automatic is not None and view.automatic_index is not None:
         seg = view.segments[view.automatic_index]
         assert seg.breakpoint is None or seg.breakpoint.ttl == view.automatic.ttl
+
+
+def test_apply_plan_share_unchanged_equals_the_deep_copy_and_never_mutates() -> None:
+    import copy as _copy
+
+    from promptcache.catalog import get_policy
+    from promptcache.planner import apply_plan, plan_breakpoints
+    from promptcache.prefix import render
+
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 8, "system": "Rules. " * 400,
+            "messages": [{"role": "user", "content": "q " * 300},
+                         {"role": "assistant", "content": [{"type": "text", "text": "a"}]},
+                         {"role": "user", "content": "next"}]}
+    snapshot = _copy.deepcopy(body)
+    plan = plan_breakpoints(render(body), get_policy("claude-sonnet-4-6"))
+    assert plan.breakpoints
+    deep = apply_plan(body, plan)
+    shared = apply_plan(body, plan, share_unchanged=True)
+    assert shared == deep
+    assert body == snapshot  # the input is untouched
+    # unchanged nodes are shared, edited ones copied
+    assert shared["messages"] is not body["messages"]
+    untouched = [i for i, m in enumerate(body["messages"]) if m == shared["messages"][i]]
+    assert any(shared["messages"][i] is body["messages"][i] for i in untouched)

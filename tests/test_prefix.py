@@ -297,3 +297,45 @@ def test_dumps_is_byte_identical_to_the_sdks_json(node: Any) -> None:
     from promptcache.prefix import _dumps
 
     assert _dumps(node) == _stdlib_bytes(node)
+
+
+# ---------------------------------------------------------------- segment memo
+def _chat(n: int) -> dict[str, Any]:
+    msgs: list[dict[str, Any]] = []
+    for t in range(n):
+        msgs.append({"role": "user", "content": [{"type": "text", "text": f"question {t}"}]})
+        msgs.append({"role": "assistant", "content": f"answer {t}"})
+    return {"model": "claude-sonnet-4-6", "max_tokens": 8, "system": "You help. " * 50,
+            "tools": [{"name": "t", "description": "d", "input_schema": {"type": "object"}}],
+            "messages": msgs}
+
+
+def test_memo_reuses_unchanged_segments_and_equals_a_cold_render() -> None:
+    from promptcache.prefix import render_cache_clear
+
+    render_cache_clear()
+    first = render(_chat(3))
+    longer = _chat(4)
+    warm = render(longer)
+    render_cache_clear()
+    cold = render(longer)
+    assert warm == cold
+    assert [s.fingerprint for s in warm.segments] == [s.fingerprint for s in cold.segments]
+    shared = [a is b for a, b in zip(first.segments, warm.segments, strict=False)]
+    assert all(shared)  # the earlier turns come from the memo
+
+
+def test_memo_sees_in_place_mutation_and_json_type_differences() -> None:
+    body = _chat(1)
+    before = render(body)
+    body["messages"][0]["content"][0]["text"] = "changed"
+    after = render(body)
+    assert after.segments[2].data != before.segments[2].data
+    assert b"changed" in after.segments[2].data
+    # True == 1 and 0.0 == -0.0 in Python, not in JSON: the memo must not mix them up
+    for a, b in ((True, 1), (0.0, -0.0), (1, 1.0)):
+        va = render({**_chat(0), "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "x", "extra": a}]}]})
+        vb = render({**_chat(0), "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "x", "extra": b}]}]})
+        assert va.segments[-1].data != vb.segments[-1].data, (a, b)

@@ -196,9 +196,13 @@ def _dump(value: Any, depth: int = 4) -> Any:
     block): SDK response objects that callers pass back (``message.content``, Responses output
     items) sit there, and tool schemas below are plain JSON.
     """
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(exclude_unset=True, mode="json", by_alias=True)
+    t = type(value)
+    if t is str or t is int or t is float or t is bool or value is None:
+        return value
+    if t is not dict and t is not list:  # plain JSON containers have no model_dump
+        dump = getattr(value, "model_dump", None)
+        if callable(dump):
+            return dump(exclude_unset=True, mode="json", by_alias=True)
     if depth == 0:
         return value
     if isinstance(value, Mapping):
@@ -355,7 +359,7 @@ class Observer:
         if prev is not None:
             previous = prev.plan if prev.plan is not None else prev.view
         plan = plan_breakpoints(view, policy, previous)
-        new = apply_plan(body, plan)
+        new = apply_plan(body, plan, share_unchanged=True)
         if new == body:
             return body, view, plan
         extra = call.kwargs.get("extra_body")
