@@ -93,14 +93,17 @@ def corpus_bodies() -> list[dict[str, Any]]:
 
 
 def timed(fn: Any, repeat: int) -> float:
-    """Mean seconds per call of ``fn``, cold: the per-text scan memo is emptied before each
-    call, so repeating the same inputs measures the work a new request costs."""
+    """Mean seconds per call of ``fn``, cold: the per-text scan memo and the renderer's
+    segment memo are emptied before each call, so repeating the same inputs measures the work
+    a new request costs."""
     from promptcache.lint.volatile import scan_cache_clear
+    from promptcache.prefix import render_cache_clear
 
     fn()  # warm-up (encoders, imports)
     total = 0.0
     for _ in range(repeat):
         scan_cache_clear()
+        render_cache_clear()
         start = time.perf_counter()
         fn()
         total += time.perf_counter() - start

@@ -72,16 +72,30 @@ class _Stamp:
                                headers={"content-type": "application/json"})
 
 
-def _conversation(turns: int, provider: str) -> list[list[dict[str, Any]]]:
-    """The message list of each call of a growing chat (call i has i+1 user turns)."""
+def _conversation(turns: int, provider: str, chat: int = 0) -> list[list[dict[str, Any]]]:
+    """The message list of each call of a growing chat (call i has i+1 user turns).
+
+    Every chat has its own turns (``chat`` is in each of them): only what a real chat repeats
+    (the system prompt, the tools and the chat's own earlier turns) can be found again by the
+    wrapper's render memo.
+    """
     out: list[list[dict[str, Any]]] = []
     msgs: list[dict[str, Any]] = [] if provider == "anthropic" else [
         {"role": "system", "content": SYSTEM}]
     for t in range(turns):
-        msgs = [*msgs, {"role": "user", "content": f"Turn {t}: my fern has brown tips. " * 6}]
+        msgs = [*msgs, {"role": "user",
+                        "content": f"Chat {chat}, turn {t}: my fern has brown tips. " * 6}]
         out.append(msgs)
-        msgs = [*msgs, {"role": "assistant", "content": "Check the humidity and water. " * 6}]
+        msgs = [*msgs, {"role": "assistant",
+                        "content": f"Chat {chat}: check the humidity and water. " * 6}]
     return out
+
+
+class _Chats:
+    """The conversations of the run, built before timing starts (chat -> its calls)."""
+
+    def __init__(self, turns: int, provider: str, chats: int) -> None:
+        self.calls = [_conversation(turns, provider, c) for c in range(chats)]
 
 
 def _measure(call: Callable[[int], Any], stamp: _Stamp, iterations: int, turns: int
@@ -99,7 +113,7 @@ def _measure(call: Callable[[int], Any], stamp: _Stamp, iterations: int, turns: 
 
 def _bench(provider: str, body: bytes, iterations: int, turns: int, *, auto_cache: bool = True,
            lint: str = "warn") -> dict[str, float]:
-    convo = _conversation(turns, provider)
+    chats = _Chats(turns, provider, (iterations + turns) // turns + 2)
     stamp = _Stamp(body)
     http = httpx2.Client(transport=httpx2.MockTransport(stamp))
     raw: Any
@@ -118,16 +132,17 @@ def _bench(provider: str, body: bytes, iterations: int, turns: int, *, auto_cach
         def call(_: int) -> Any:
             i = next(counter)
             # each session is one chat growing by a turn per call; a new chat every `turns`
-            extra = {"promptcache_session": f"chat-{i // turns}"} if session else {}
-            i %= turns
+            chat, i = divmod(i, turns)
+            extra = {"promptcache_session": f"chat-{chat}"} if session else {}
+            messages = chats.calls[chat][i]
             if provider == "anthropic":
                 return client.messages.create(model=A_MODEL, max_tokens=256, tools=TOOLS,
-                                              system=SYSTEM, messages=convo[i], **extra)
+                                              system=SYSTEM, messages=messages, **extra)
             tools = [{"type": "function", "function": {
                 "name": t["name"], "description": t["description"],
                 "parameters": t["input_schema"]}} for t in TOOLS]
             return client.chat.completions.create(model=O_MODEL, max_tokens=256, tools=tools,
-                                                  messages=convo[i], **extra)
+                                                  messages=messages, **extra)
         return call
 
     raw_call, wrapped_call = make(raw, False), make(wrapped, True)
@@ -155,15 +170,15 @@ def _pieces(iterations: int, turns: int) -> dict[str, float]:
     from promptcache.prefix import render
     from promptcache.sdk._observe import body_of, lint_views
 
-    convo = _conversation(turns, "anthropic")
+    chats = _Chats(turns, "anthropic", iterations // turns + 1)
     policy = get_policy(A_MODEL)
     steps: dict[str, list[float]] = {k: [] for k in (
         "body", "render", "plan", "apply_plan", "render (planned)", "lint", "digests")}
     prev: Any = None
     for it in range(iterations):
-        i = it % turns
+        chat, i = divmod(it, turns)
         kwargs = {"model": A_MODEL, "max_tokens": 256, "tools": TOOLS, "system": SYSTEM,
-                  "messages": convo[i]}
+                  "messages": chats.calls[chat][i]}
         marks = [time.perf_counter()]
         body = body_of(kwargs)
         marks.append(time.perf_counter())
@@ -171,7 +186,7 @@ def _pieces(iterations: int, turns: int) -> dict[str, float]:
         marks.append(time.perf_counter())
         plan = plan_breakpoints(view, policy, prev if i else None)
         marks.append(time.perf_counter())
-        planned = apply_plan(body, plan)
+        planned = apply_plan(body, plan, share_unchanged=True)
         marks.append(time.perf_counter())
         final = render(planned, "anthropic", model=A_MODEL)
         marks.append(time.perf_counter())
@@ -183,6 +198,46 @@ def _pieces(iterations: int, turns: int) -> dict[str, float]:
             steps[name].append(b - a)
         prev = plan
     return {k: statistics.median(v) for k, v in steps.items()}
+
+
+def _long_session(body: bytes, turns: int, words: int) -> dict[str, float]:
+    """Added ms per call over the last turns of one long Anthropic chat, with the renderer's
+    segment memo kept (as in use) and emptied before each call (every block rendered anew)."""
+    from promptcache.prefix import render_cache_clear
+
+    rng = __import__("random").Random(3)
+    vocab = "fern soil light water root leaf pot humidity tip brown shade feed repot".split()
+    msgs: list[dict[str, Any]] = []
+    calls: list[list[dict[str, Any]]] = []
+    for t in range(turns):
+        msgs = [*msgs, {"role": "user", "content": f"Turn {t}: " + " ".join(
+            rng.choice(vocab) for _ in range(words))}]
+        calls.append(msgs)
+        msgs = [*msgs, {"role": "assistant", "content": " ".join(
+            rng.choice(vocab) for _ in range(words))}]
+    stamp = _Stamp(body)
+    http = httpx2.Client(transport=httpx2.MockTransport(stamp))
+    raw = anthropic.Anthropic(api_key="k", base_url="http://bench.test", http_client=http,
+                              max_retries=0)
+    wrapped = wrap(raw, tracker=UsageTracker(keep_records=False), auto_cache=True,
+                   lint="warn")  # type: ignore[arg-type]
+    out: dict[str, float] = {}
+    for label, clear in (("memo", False), ("cold", True)):
+        added: list[float] = []
+        for t, messages in enumerate(calls):
+            kw = {"model": A_MODEL, "max_tokens": 256, "tools": TOOLS, "system": SYSTEM,
+                  "messages": messages}
+            t0 = time.perf_counter()
+            raw.messages.create(**kw)
+            raw_s = time.perf_counter() - t0
+            if clear:
+                render_cache_clear()
+            t0 = time.perf_counter()
+            wrapped.messages.create(**kw, promptcache_session=f"long-{label}")
+            if t >= turns - 10:
+                added.append(time.perf_counter() - t0 - raw_s)
+        out[label] = statistics.median(added)
+    return out
 
 
 def main() -> None:
@@ -211,6 +266,12 @@ def main() -> None:
           f"{r['added'] * 1e3:>11.3f}{r['added_before_send'] * 1e3:>19.3f}"
           f"{r['added'] / r['sdk_build']:>19.2f}")
     print("goal: added / SDK build <= 1.0")
+    long_turns, words = 60, 600
+    r = _long_session(a_body, long_turns, words)
+    print(f"long Anthropic chat ({long_turns} turns of ~{words} words each way, the last 10 "
+          f"calls): added {r['memo'] * 1e3:.3f} ms per call with the segment memo, "
+          f"{r['cold'] * 1e3:.3f} ms with it emptied before each call "
+          f"({r['cold'] / r['memo']:.1f}x)")
     print("where the wrapper's time goes (Anthropic request, medians, ms):")
     pieces = _pieces(args.iterations, args.turns)
     print("  " + "  ".join(f"{k} {v * 1e3:.3f}" for k, v in pieces.items())
