@@ -606,16 +606,6 @@ class _Cand:
     reason: str
 
 
-def _max_prefix(view: PrefixView, indexes: Sequence[int], limit: int | None) -> int:
-    best = 0
-    if limit is None:
-        return 0
-    for i in indexes:
-        if i <= limit:
-            best = max(best, view.segments[i].end_token)
-    return best
-
-
 def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLike = None, *,
                      boundaries: Boundaries | None = None, reuse: ReuseModel | None = None,
                      ttl: str | None = None, stable_ttl: str | None = None,
@@ -743,21 +733,32 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     consider(bounds.history_end, "history-end", "end of the history")
     consider(bounds.turn_end, "turn-end", "end of the new turn")
 
+    # per-segment facts the search reads many times (plain lists: no property calls)
+    end_tok = [s.end_token for s in segs]
+    pos_of = [s.position for s in segs]
+    markable_memo: dict[int, bool] = {}
+
+    def markable(i: int) -> bool:
+        m = markable_memo.get(i)
+        if m is None:
+            m = markable_memo[i] = _markable(view, segs[i])
+        return m
+
     def latest_within(anchor_pos: int, after_index: int) -> int | None:
         assert lookback is not None
         best = None
-        for s in segs[after_index: limit + 1]:
-            if s.position > anchor_pos + lookback:
+        for i in range(after_index, limit + 1):
+            if pos_of[i] > anchor_pos + lookback:
                 break
-            if s.index >= after_index and _markable(view, s) and s.end_token >= min_tokens:
-                best = s.index
+            if end_tok[i] >= min_tokens and markable(i):
+                best = i
         return best
 
     def earliest_within(pos: int, before_index: int) -> int | None:
         assert lookback is not None
-        for s in segs[:before_index]:
-            if s.position >= pos - lookback and _markable(view, s) and s.end_token >= min_tokens:
-                return s.index
+        for i in range(before_index):
+            if pos_of[i] >= pos - lookback and end_tok[i] >= min_tokens and markable(i):
+                return i
         return None
 
     if lookback is not None and slots > 0:
@@ -810,10 +811,9 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         best, best_i = 0, None
         for e in prev_entries:
             for i in all_idx:
-                d = segs[i].index - e.segment_index
-                if d < 0:
+                if i < e.segment_index:
                     continue
-                if lookback is None or 0 <= segs[i].position - e.position <= lookback:
+                if lookback is None or 0 <= pos_of[i] - e.position <= lookback:
                     if e.prefix_tokens > best:
                         best, best_i = e.prefix_tokens, e.segment_index
                     break
@@ -822,12 +822,18 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     def chain_ok(planned: Sequence[int], all_idx: Sequence[int]) -> bool:
         if lookback is None:
             return True
-        first = min(all_idx)
+        first = all_idx[0]
         for b in planned:
             if b == first:
                 continue
-            pb = segs[b].position
-            ok = any(a < b and 0 <= pb - segs[a].position <= lookback for a in all_idx)
+            pb = pos_of[b]
+            ok = False
+            for a in all_idx:
+                if a >= b:
+                    break
+                if 0 <= pb - pos_of[a] <= lookback:
+                    ok = True
+                    break
             if not ok:
                 ok = any(e.segment_index <= b and 0 <= pb - e.position <= lookback
                          for e in prev_entries)
@@ -841,20 +847,20 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                ("branch", reuse.branch, bounds.history_end),
                ("tools_only", reuse.tools_only, bounds.tools_end))
 
+    active = [(w, lim) for _name, w, lim in weights if w and lim is not None]
+
     def score(planned: tuple[int, ...]) -> tuple[float, int, int, int] | None:
         all_idx = sorted(set(planned) | fixed_idx)
         if planned and not chain_ok(planned, all_idx):
             return None
         now, read_i = reads_now(all_idx)
-        written = [i for i in all_idx if segs[i].end_token >= min_tokens]
+        written = [i for i in all_idx if end_tok[i] >= min_tokens]
+        top = max((end_tok[i] for i in written), default=0)
         if read_i is not None:
             written.append(read_i)
         nxt = 0.0
-        for _name, w, lim in weights:
-            if w:
-                nxt += w * _max_prefix(view, written, lim)
-        top = max((segs[i].end_token for i in all_idx if segs[i].end_token >= min_tokens),
-                  default=0)
+        for w, lim in active:
+            nxt += w * max((end_tok[i] for i in written if i <= lim), default=0)
         return (now + nxt, -max(0, top - now), -len(planned), sum(planned))
 
     best: tuple[int, ...] = ()
