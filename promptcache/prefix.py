@@ -44,6 +44,7 @@ import itertools
 import json
 import re
 import struct
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -457,8 +458,12 @@ _NO_KEY = object()
 #: A conversation re-sends its whole history on every turn; with the memo, a request costs
 #: JSON encoding and token counting only for the blocks that are new since the last one.
 _SEGMENT_MEMO: dict[tuple[Any, ...], Segment] = {}
-#: Entries kept; beyond it the oldest quarter is dropped (insertion order).
+#: Bounds of the memo: entries, and bytes of the segments' JSON (their texts share the
+#: caller's strings). Beyond either, the oldest quarter of the entries is dropped.
 SEGMENT_MEMO_MAX = 16_384
+SEGMENT_MEMO_MAX_BYTES = 64 * 1024 * 1024
+_memo_bytes = 0
+_memo_lock = threading.Lock()
 
 
 def _node_key(node: Any) -> Any:
@@ -500,17 +505,27 @@ def _node_key(node: Any) -> Any:
 
 def render_cache_clear() -> None:
     """Forget every memoised segment (benchmarks measuring cold renders call this)."""
-    _SEGMENT_MEMO.clear()
+    global _memo_bytes
+    with _memo_lock:
+        _SEGMENT_MEMO.clear()
+        _memo_bytes = 0
 
 
 def _memo_put(key: tuple[Any, ...], seg: Segment) -> None:
-    if len(_SEGMENT_MEMO) >= SEGMENT_MEMO_MAX:
-        try:
-            for old in list(itertools.islice(_SEGMENT_MEMO, SEGMENT_MEMO_MAX // 4)):
-                _SEGMENT_MEMO.pop(old, None)
-        except RuntimeError:  # another thread changed it meanwhile: start afresh
-            _SEGMENT_MEMO.clear()
-    _SEGMENT_MEMO[key] = seg
+    global _memo_bytes
+    size = len(seg.data)
+    if size > SEGMENT_MEMO_MAX_BYTES // 16:
+        return  # one huge block would push everything else out
+    with _memo_lock:
+        if len(_SEGMENT_MEMO) >= SEGMENT_MEMO_MAX or _memo_bytes + size > SEGMENT_MEMO_MAX_BYTES:
+            drop = max(1, len(_SEGMENT_MEMO) // 4)
+            for old in list(itertools.islice(_SEGMENT_MEMO, drop)):
+                gone = _SEGMENT_MEMO.pop(old, None)
+                if gone is not None:
+                    _memo_bytes -= len(gone.data)
+        if key not in _SEGMENT_MEMO:
+            _SEGMENT_MEMO[key] = seg
+            _memo_bytes += size
 
 
 _SEGMENT_KEYS = {

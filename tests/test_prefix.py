@@ -339,3 +339,18 @@ def test_memo_sees_in_place_mutation_and_json_type_differences() -> None:
         vb = render({**_chat(0), "messages": [{"role": "user", "content": [
             {"type": "text", "text": "x", "extra": b}]}]})
         assert va.segments[-1].data != vb.segments[-1].data, (a, b)
+
+
+def test_memo_is_bounded_in_entries_and_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import promptcache.prefix as prefix
+
+    prefix.render_cache_clear()
+    monkeypatch.setattr(prefix, "SEGMENT_MEMO_MAX", 8)
+    monkeypatch.setattr(prefix, "SEGMENT_MEMO_MAX_BYTES", 16 * 2000)
+    for i in range(30):
+        render({"model": "gpt-4o", "messages": [{"role": "user", "content": f"{i} " * 400}]})
+        assert len(prefix._SEGMENT_MEMO) <= 8
+        assert prefix._memo_bytes == sum(len(s.data) for s in prefix._SEGMENT_MEMO.values())
+        assert prefix._memo_bytes <= 16 * 2000
+    prefix.render_cache_clear()
+    assert prefix._memo_bytes == 0 and not prefix._SEGMENT_MEMO
