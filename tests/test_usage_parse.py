@@ -356,3 +356,24 @@ def test_record_invariants() -> None:
     rec = UsageRecord(provider="anthropic", uncached_input=0, cache_read=0, cache_write=0)
     assert rec.total_input == 0 and rec.hit_rate is None  # 0/0 is unknown, not 0
     assert UsageRecord.model_validate_json(rec.model_dump_json()) == rec
+
+
+def test_sdk_objects_parse_like_their_dicts_without_dumping_the_content() -> None:
+    import anthropic.types as at
+    import openai.types.chat as oc
+
+    msg = at.Message.model_validate({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
+        "content": [{"type": "text", "text": "x" * 50_000}], "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 12, "output_tokens": 7, "cache_read_input_tokens": 2048,
+                  "cache_creation_input_tokens": 0}})
+    chat = oc.ChatCompletion.model_validate({
+        "id": "c1", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+        "service_tier": "default",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "y" * 50_000}}],
+        "usage": {"prompt_tokens": 2100, "completion_tokens": 5, "total_tokens": 2105,
+                  "prompt_tokens_details": {"cached_tokens": 1920}}})
+    for obj in (msg, chat):
+        assert parse_usage(obj) == parse_usage(obj.model_dump())

@@ -66,10 +66,27 @@ _META_KEYS = frozenset({"service_tier", "model", "request_id", "_split_ttls"})
 # ---------------------------------------------------------------------------- generic helpers
 
 
+#: Top-level fields of an SDK response that :func:`_locate` reads besides ``usage``.
+_RESPONSE_META_FIELDS = ("type", "object", "model", "id", "service_tier")
+
+
 def _to_dict(obj: Any) -> dict[str, Any]:
     """SDK object (pydantic) or mapping -> plain dict; anything else -> InvalidRequestError."""
     if isinstance(obj, Mapping):
         return dict(obj)
+    usage = getattr(obj, "usage", None)
+    if usage is not None and callable(getattr(usage, "model_dump", None)):
+        # An SDK response: only its usage and the few fields _locate reads are dumped (a long
+        # answer's content blocks would cost more to dump than everything else here).
+        out: dict[str, Any] = {}
+        for key in _RESPONSE_META_FIELDS:
+            value = getattr(obj, key, None)
+            if isinstance(value, str):
+                out[key] = value
+        dumped = usage.model_dump(warnings=False)
+        if isinstance(dumped, dict):
+            out["usage"] = dumped
+            return out
     dump = getattr(obj, "model_dump", None)
     if callable(dump):
         result = dump(warnings=False)
