@@ -96,6 +96,12 @@ _RANK = {s: i for i, s in enumerate(_ORDER)}
 _CACHED_VOLATILE_OK = frozenset({"turn", "tail"})
 OutputFormat = Literal["anthropic", "openai-chat", "openai-responses"]
 
+# Article + display name, for messages ("an Anthropic model", "an OpenAI Chat Completions request").
+_PROVIDER_NAMES: dict[str, str] = {"anthropic": "an Anthropic", "openai": "an OpenAI"}
+_FORMAT_NAMES: dict[str, str] = {"anthropic": "an Anthropic Messages",
+                                 "openai-chat": "an OpenAI Chat Completions",
+                                 "openai-responses": "an OpenAI Responses"}
+
 
 # ============================================================================ values
 class Volatile:
@@ -758,8 +764,8 @@ class PromptBuilder:
               ) -> tuple[dict[str, Any], PrefixView, BreakpointPlan, list[str]]:
         provider = str(getattr(self.policy, "provider", "anthropic"))
         if (fmt == "anthropic") != (provider == "anthropic"):
-            raise PlanError(f"{self.model} is a {provider} model; it cannot be sent as a {fmt} "
-                            "request")
+            raise PlanError(f"{self.model} is {_PROVIDER_NAMES.get(provider, provider)} model; "
+                            f"it cannot be sent as {_FORMAT_NAMES[fmt]} request")
         payload, sections, tail_paths = self._build(fmt)
         view = render(payload, fmt, model=self.model)
         bounds, sec_of = self._boundaries(view, sections, tail_paths)

@@ -188,10 +188,14 @@ def test_prompt_cache_key_is_the_stable_prefix_and_process_independent() -> None
 
 
 def test_provider_mismatch_is_a_plan_error() -> None:
-    with pytest.raises(PlanError):
+    with pytest.raises(PlanError, match=r"is an Anthropic model; it cannot be sent as an "
+                                        r"OpenAI Chat Completions request$"):
         agent_builder(CLAUDE).to_openai_chat()
-    with pytest.raises(PlanError):
+    with pytest.raises(PlanError, match=r"is an OpenAI model; it cannot be sent as an "
+                                        r"Anthropic Messages request$"):
         agent_builder(GPT_IMPLICIT).to_anthropic()
+    with pytest.raises(PlanError, match=r"as an OpenAI Responses request$"):
+        agent_builder(CLAUDE).to_openai_responses()
 
 
 # ------------------------------------------------------------------------ ordering
