@@ -151,6 +151,8 @@ def test_diff_cli_text_json_and_exit_codes(tmp_path: Path) -> None:
     ok = runner.invoke(main, ["diff", a, b])
     assert ok.exit_code == 0, ok.output
     assert "no miss" in ok.output
+    assert not any(line.startswith("fix") for line in ok.output.splitlines()), ok.output
+    assert "nothing to fix" not in ok.output
     changed = dict(reqs[2])
     changed["tools"] = list(reversed(TOOLS))
     c = _write(tmp_path, "c.json", changed)

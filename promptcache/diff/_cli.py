@@ -164,7 +164,7 @@ def _print_diff(r: DiffResult, a: str, b: str) -> None:
             f" ({r.extra_cost_base_tokens:,.2f} base-token units)"
         grid.add_row("lost", f"{_count(r.lost_tokens, 'token')} rewritten; "
                              f"{_usd(r.miss_cost_usd)} extra{base}")
-    if primary is not None:
+    if primary is not None and r.verdict != "no_miss":  # nothing missed: nothing to fix
         grid.add_row("fix", primary.fix_hint)
     if r.recommended_alternative:
         alt = r.recommended_alternative
