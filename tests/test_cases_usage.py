@@ -106,6 +106,21 @@ def test_br25_inclusive_total_subtracts_reads_and_writes() -> None:
     assert _micro(cost.total) != _usd(exp["buggy_cost_usd"])
 
 
+def test_br25_normalized_inclusive_usage_parsed_from_its_field_names() -> None:
+    v = case("BR-25")["input"]["variant_normalized_inclusive"]
+    exp = case("BR-25")["expected"]["variant_normalized_inclusive"]
+    u = v["usage"]
+    rec = parse_usage(u)  # the shape as a relay logs it, provider detected
+    assert rec.provider == "normalized" and rec.flags == ()
+    assert rec.uncached_input == exp["uncached_tokens"]
+    assert (rec.cache_read, rec.cache_write) == (u["cached_read_tokens"],
+                                                 u["cache_creation_tokens"])
+    assert rec.total_input == u["prompt_tokens"]
+    cost = price_record(rec, _prices(v["prices_usd_per_mtok"]))
+    assert _micro(cost.total) == _usd(exp["cost_usd"])
+    assert _micro(cost.total) != _usd(exp["buggy_cost_usd"])
+
+
 # ------------------------------------------------------------------------------------ BR-27
 
 

@@ -296,6 +296,29 @@ def test_bedrock_converse_and_stream_metadata() -> None:
     assert no_split.cache_write == 7 and no_split.cache_write_5m is None
 
 
+def test_normalized_relay_shape_subtracts_reads_and_writes() -> None:
+    # relays/gateways that convert Anthropic usage to prompt_tokens + split fields (BR-25)
+    usage = {"prompt_tokens": 2000, "cached_read_tokens": 500, "cache_creation_tokens": 300,
+             "completion_tokens": 7, "prompt_tokens_includes_cache": True}
+    assert detect_provider(usage) == "normalized"
+    rec = parse_usage({"model": "claude-sonnet-4-5", "usage": usage})
+    assert rec.provider == "normalized" and rec.model == "claude-sonnet-4-5"
+    assert (rec.uncached_input, rec.cache_read, rec.cache_write) == (1200, 500, 300)
+    assert (rec.cache_write_5m, rec.cache_write_1h) == (None, None)  # TTL not reported
+    assert (rec.total_input, rec.input_total, rec.output, rec.flags) == (2000, 2000, 7, ())
+    # the flag is usually absent: prompt_tokens is still the inclusive total
+    unflagged = {k: v for k, v in usage.items() if k != "prompt_tokens_includes_cache"}
+    assert parse_usage(unflagged).uncached_input == 1200
+    # an explicitly exclusive prompt_tokens is the uncached bucket
+    exclusive = parse_usage({**usage, "prompt_tokens_includes_cache": False})
+    assert (exclusive.uncached_input, exclusive.total_input) == (2000, 2800)
+    over = parse_usage({"prompt_tokens": 100, "cached_read_tokens": 90,
+                        "cache_creation_tokens": 20})
+    assert over.uncached_input == 0 and "input_parts_exceed_total" in over.flags
+    with pytest.raises(InvalidRequestError):
+        parse_usage({**usage, "prompt_tokens_includes_cache": "yes"})
+
+
 def test_gemini_snake_and_camel_case() -> None:
     snake = {"model_version": "gemini-2.5-flash", "response_id": "g1",
              "usage_metadata": {"prompt_token_count": 5000, "cached_content_token_count": 4096,

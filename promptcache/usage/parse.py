@@ -32,6 +32,12 @@ Provider semantics (sources: reference/hosted-api-rules.md sections 1.8, 2.4, 3)
   means unknown": the Gemini REST API serialises with proto3 JSON rules, which omit zero-valued
   fields, so when ``prompt_token_count`` is present an absent ``cached_content_token_count`` /
   ``candidates_token_count`` / ``thoughts_token_count`` is 0.
+* Normalized (relays and gateways that convert Anthropic usage to an OpenAI-like shape, case
+  BR-25, https://github.com/BerriAI/litellm/issues/9812): ``prompt_tokens`` plus
+  ``cached_read_tokens`` (read) and ``cache_creation_tokens`` (write, TTL not reported);
+  detected by those two field names (before OpenAI, whose ``prompt_tokens`` it shares).
+  ``prompt_tokens`` *includes* both unless ``prompt_tokens_includes_cache`` is ``false``, so
+  uncached = prompt - read - write (subtracting only the reads bills the writes twice).
 
 Errors: :class:`promptcache._errors.InvalidRequestError` (path ``"usage"``) for an object that
 carries no recognisable usage.
@@ -57,10 +63,11 @@ __all__ = [
 Raw = dict[str, Any]  # raw counters: provider field name -> int | None (plus a few strings)
 
 #: Wire formats :func:`parse_usage` understands (``provider=`` values).
-PROVIDERS = ("anthropic", "openai", "openai-responses", "vllm", "deepseek", "bedrock", "gemini")
+PROVIDERS = ("anthropic", "openai", "openai-responses", "vllm", "deepseek", "bedrock", "gemini",
+             "normalized")
 
 # Raw keys that are not counters (never max-merged, last non-None wins).
-_META_KEYS = frozenset({"service_tier", "model", "request_id", "_split_ttls"})
+_META_KEYS = frozenset({"service_tier", "model", "request_id", "_split_ttls", "_prompt_exclusive"})
 
 
 # ---------------------------------------------------------------------------- generic helpers
@@ -402,6 +409,53 @@ def _build_gemini(raw: Raw) -> dict[str, Any]:
     }
 
 
+# ---------------------------------------------------------------------------- normalized (relays)
+
+
+def _map_usage_normalized(u: Mapping[str, Any]) -> Raw:
+    includes = u.get("prompt_tokens_includes_cache")
+    if includes is not None and not isinstance(includes, bool):
+        raise InvalidRequestError(
+            "usage.prompt_tokens_includes_cache", f"expected true or false, got {includes!r}"
+        )
+    return {
+        "prompt_tokens": _int(u.get("prompt_tokens"), "prompt_tokens"),
+        "cached_read_tokens": _int(u.get("cached_read_tokens"), "cached_read_tokens"),
+        "cache_creation_tokens": _int(u.get("cache_creation_tokens"), "cache_creation_tokens"),
+        "completion_tokens": _int(u.get("completion_tokens"), "completion_tokens"),
+        "reasoning_tokens": _int(
+            _sub(u, "completion_tokens_details", "reasoning_tokens"),
+            "completion_tokens_details.reasoning_tokens",
+        ),
+        # a flag, not a counter: False (exclusive) must survive merging, so it is kept as text
+        "_prompt_exclusive": "yes" if includes is False else None,
+    }
+
+
+def _build_normalized(raw: Raw) -> dict[str, Any]:
+    flags: list[str] = []
+    prompt = raw.get("prompt_tokens")
+    read, write = raw.get("cached_read_tokens"), raw.get("cache_creation_tokens")
+    if raw.get("_prompt_exclusive") == "yes":
+        uncached = prompt
+        total = (
+            prompt + read + write
+            if prompt is not None and read is not None and write is not None else None
+        )
+    else:
+        uncached = _split_inclusive(prompt, read, write, flags)
+        total = prompt
+    return {
+        "uncached_input": uncached,
+        "cache_read": read,
+        "cache_write": write,
+        "input_total": total,
+        "output": raw.get("completion_tokens"),
+        "reasoning": raw.get("reasoning_tokens"),
+        "flags": flags,
+    }
+
+
 # ---------------------------------------------------------------------------- dispatch
 
 _Mapper = Callable[[Mapping[str, Any]], Raw]
@@ -415,6 +469,7 @@ _FORMATS: dict[str, tuple[_Mapper, _Builder]] = {
     "deepseek": (_map_usage_deepseek, _build_deepseek),
     "bedrock": (_map_usage_bedrock, _build_bedrock),
     "gemini": (_map_usage_gemini, _build_gemini),
+    "normalized": (_map_usage_normalized, _build_normalized),
 }
 
 
@@ -428,6 +483,8 @@ def _usage_kind(u: Mapping[str, Any]) -> str | None:
     if keys & {"prompt_token_count", "promptTokenCount", "cached_content_token_count",
                "cachedContentTokenCount", "candidates_token_count", "candidatesTokenCount"}:
         return "gemini"
+    if keys & {"cached_read_tokens", "cache_creation_tokens"}:
+        return "normalized"
     if "prompt_tokens" in keys or "prompt_tokens_details" in keys:
         return "openai"
     if "input_tokens_details" in keys or (
