@@ -193,9 +193,6 @@ def test_diff_cli_unknown_model_note_matches_what_was_passed(tmp_path: Path) -> 
 
     assert notes() == ["request B names no model: no prediction, no cost (pass --model)"]
     assert not any("model" in n for n in notes("--model", MODEL))
-    [typo] = notes("--model", "claude-sonet-4-5")
-    assert "(from --model)" in typo and "pass --model" not in typo
-    assert "closest known ids: claude-sonnet-4-5" in typo
     named = [{**r, "model": "claude-sonet-4-5"} for r in bare]
     a = _write(tmp_path, "a.json", named[0])
     b = _write(tmp_path, "b.json", named[1])
@@ -343,3 +340,57 @@ def test_explain_cli_counts_agree_in_number(tmp_path: Path) -> None:
     words = " ".join(out.output.split())  # rich wraps long lines
     assert "2 requests, 1 session, 1 miss, " in words
     assert " 1 sessions" not in words and " 1 misses" not in words
+
+
+def _on_openai_grid(tokens: int | None) -> bool:
+    """0, or 1,024 + n * 128 (OpenAI's cache steps; hosted-api-rules.md section 2)."""
+    return tokens == 0 or (tokens is not None and tokens >= 1024 and (tokens - 1024) % 128 == 0)
+
+
+def test_br24_openai_reads_stay_on_the_128_token_grid_with_usage() -> None:
+    """BR-24's no-key series with usage: scaling to the reported prompt tokens happens
+    before the 128-token grid, so predictions stay on it (not 12,377)."""
+    from tests.cases import case
+
+    series = case("BR-24")["input"]["series_no_key"]
+    req = {"model": "gpt-4o", "messages": [
+        {"role": "system", "content": filler(12300, "br24-grid")},
+        {"role": "user", "content": "what is the status?"}]}
+    lines = [{"request": req, "timestamp": 1000 + 40 * i,
+              "usage": {"prompt_tokens": series["prompt_tokens_each"], "completion_tokens": 10,
+                        "prompt_tokens_details": {"cached_tokens": cached}}}
+             for i, cached in enumerate(series["cached_tokens"])]
+    with_usage = explain(lines)
+    without = explain([{"request": req, "timestamp": 1000 + 40 * i} for i in range(16)])
+    grid = 1024 + ((series["prompt_tokens_each"] - 1024) // 128) * 128  # 12,288
+    for r in with_usage.requests[1:]:
+        assert _on_openai_grid(r.predicted_cache_read), r.predicted_cache_read
+        assert r.predicted_cache_read == grid
+    for r in without.requests[1:]:
+        assert _on_openai_grid(r.predicted_cache_read)
+    by_obs = {r.observed_cache_read: r for r in with_usage.requests[1:]}
+    assert by_obs[10112].lost_tokens == grid - 10112 == 2176
+    assert by_obs[0].lost_tokens == grid
+
+
+@pytest.mark.parametrize("command", ["diff", "explain"])
+def test_unknown_explicit_model_exits_2_with_suggestions(tmp_path: Path, command: str) -> None:
+    """--model the catalog does not know is bad input: exit 2, one line, close ids named."""
+    reqs = conversation("alpha", 3)
+    reqs[2]["system"][0]["text"] += " Now: 2026-11-29T20:00Z"
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(json.dumps({"request": r}) for r in reqs) + "\n")
+    a = _write(tmp_path, "a.json", reqs[1])
+    b = _write(tmp_path, "b.json", reqs[2])
+    args = [command, a, b] if command == "diff" else [command, str(log)]
+    assert CliRunner().invoke(main, [*args, "--model", MODEL]).exit_code == 1
+    for model, close in (("claude-sonet-4-5", "claude-sonnet-4-5"), ("nope", None)):
+        result = CliRunner().invoke(main, [*args, "--model", model])
+        assert result.exit_code == 2, result.output
+        lines = [x for x in result.output.splitlines() if x.strip()]
+        assert len(lines) == 1, result.output
+        assert f"--model {model}: unknown model" in lines[0]
+        if close is not None:
+            assert "closest catalog ids: " in lines[0] and close in lines[0]
+            assert len(lines[0].split("closest catalog ids: ")[1].split(", ")) <= 3
+        assert "Traceback" not in result.output

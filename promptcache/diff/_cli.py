@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -22,7 +22,7 @@ _PROVIDERS = click.Choice(["anthropic", "openai", "openai-chat", "openai-respons
 _REQUEST_KEYS = ("request", "body", "payload")
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     click.echo(f"promptcache: {message}", err=True)
     raise SystemExit(2)
 
@@ -75,8 +75,12 @@ def diff_command(a: str, b: str, fmt: str, redact: bool, model: str | None,
     "request" / "body" plus optional "usage", "response" and "timestamp". Exit status: 0 no
     miss, 1 miss, 2 bad input.
     """
+    from promptcache._cliutil import check_model
     from promptcache.diff._engine import diff
 
+    unknown = check_model(model)
+    if unknown is not None:
+        _fail(unknown)
     try:
         body_a, wrap_a = _load(a)
         body_b, wrap_b = _load(b)
@@ -227,8 +231,12 @@ def explain_command(log: str, fmt: str, model: str | None, provider: str | None,
     "usage" / "response", "timestamp", "session_id", "response_id" and provider
     diagnostics. Exit status: 0 no miss, 1 misses, 2 bad input.
     """
+    from promptcache._cliutil import check_model
     from promptcache.diff._explain import explain
 
+    unknown = check_model(model)
+    if unknown is not None:
+        _fail(unknown)
     try:
         report = explain(log, provider=provider, model=model)
     except PromptCacheError as exc:
