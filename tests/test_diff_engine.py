@@ -547,3 +547,18 @@ def test_unknown_model_still_names_the_cause_without_numbers() -> None:
     assert r.verdict == "miss_explained" and r.cause == "tools_reordered"
     assert r.predicted is None and r.lost_tokens is None and r.miss_cost_usd is None
     assert any("model 'my-private-model' is unknown to the catalog" in n for n in r.notes)
+
+
+@pytest.mark.parametrize("reported", [1100, 1300, 2047, 2049, 5000])
+def test_openai_scaled_prediction_stays_on_the_grid(reported: int) -> None:
+    """Usage scaling is applied before the 128-token grid (1,024 + n * 128, or 0)."""
+    body = {"model": "gpt-4o", "messages": [{"role": "system", "content": text(1500, "grid")},
+                                            {"role": "user", "content": "q"}]}
+    r = diff(body, copy.deepcopy(body), usage_a={"prompt_tokens": reported,
+                                                 "prompt_tokens_details": {"cached_tokens": 0}})
+    assert r.predicted is not None and r.ideal_cache_read is not None
+    for tokens in (r.predicted.cache_read, r.ideal_cache_read):
+        assert tokens == 0 or (tokens >= 1024 and (tokens - 1024) % 128 == 0), tokens
+        assert tokens <= reported
+    assert r.predicted.cache_read == 1024 + ((reported - 1024) // 128) * 128 \
+        or r.predicted.cache_read == 1024 + ((reported - 1024) // 128 - 1) * 128

@@ -34,7 +34,8 @@ https://developers.openai.com/api/docs/guides/prompt-caching (1,024 tokens, 128-
 Deviations: token counts of Anthropic requests are estimates (cl100k-based); when the
 previous request's usage is known (``usage_a``), predicted numbers are scaled by the ratio of
 its reported cached tokens to our estimate, so observed and predicted numbers compare on
-the same scale.
+the same scale. OpenAI counts are scaled *before* the 128-token grid is applied, so a
+predicted OpenAI read stays 0 or ``1,024 + n * 128``.
 """
 
 from __future__ import annotations
@@ -774,29 +775,34 @@ def _openai_explicit_only(p: Prepared) -> bool:
 
 
 def _predict_openai(pa: Prepared, pb: Prepared, identical: int, cut: int,
-                    gap: float | None) -> _Prediction:
+                    gap: float | None, scale: float = 1.0) -> _Prediction:
+    """OpenAI prediction in *reported* tokens: estimated counts are scaled by ``scale``
+    (A's reported / estimated prompt tokens) **before** the 128-token grid is applied, so an
+    implicit read is always ``0`` or ``min_cacheable_tokens + n * cache_step_tokens``."""
+    total_b = round(pb.total * scale)
     if gap is not None and gap > _openai_ttl(pa):
         read = 0
     else:
-        common = min(identical, pa.total)
+        common = round(min(identical, pa.total) * scale)
         # prompt_cache_options.mode == "explicit": only explicit breakpoints are written
         read = 0 if _openai_explicit_only(pa) else _openai_round(common, pb.policy)
         for j in pa.bps:  # explicit breakpoints (GPT-5.6+): boundaries are not rounded
-            if j < cut and pa.end(j) <= common and pa.end(j) >= int(
+            end_j = round(pa.end(j) * scale)
+            if j < cut and end_j <= common and end_j >= int(
                     getattr(pb.policy, "min_cacheable_tokens", 1024) or 1024):
-                read = max(read, pa.end(j))
+                read = max(read, end_j)
     writes_billed = bool(getattr(pb.policy, "write_multipliers", None))
     if not writes_billed:
         write = 0
     elif _openai_explicit_only(pb):
-        write = max((pb.end(k) for k in pb.bps), default=0)
+        write = round(max((pb.end(k) for k in pb.bps), default=0) * scale)
         write = max(0, write - read)
     else:
-        write = max(0, _openai_round(pb.total, pb.policy) - read)
+        write = max(0, _openai_round(total_b, pb.policy) - read)
     idx = None
     if read:
-        idx = next((s.index for s in pb.segments if s.end_token >= read), None)
-    return _Prediction(read, idx, write, max(0, pb.total - read - write))
+        idx = next((s.index for s in pb.segments if round(s.end_token * scale) >= read), None)
+    return _Prediction(read, idx, write, max(0, total_b - read - write))
 
 
 # ---------------------------------------------------------------------------- compare
@@ -865,6 +871,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
     pred_read: int | None = None
     scale = 1.0
     if policy is not None and pa.policy is not None:
+        scale = _calibration(pa, usage_a)
         if pb.family == "anthropic":
             p = _predict_anthropic(pa, pb, cut, gap)
             p_nottl = _predict_anthropic(pa, pb, cut, None)
@@ -886,10 +893,11 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
                                      _bp_detail(pa, pb, alive, p)))
             if not pa.bps and not pb.bps:
                 notes.append("neither request carries a cache breakpoint: nothing is cached")
-        else:
-            p = _predict_openai(pa, pb, identical, cut, gap)
-            p_nottl = _predict_openai(pa, pb, identical, cut, None)
-            ideal = min(_openai_round(pa.total, pa.policy), pb.total)
+        else:  # scaled before the 128-token grid: predictions stay on the grid
+            p = _predict_openai(pa, pb, identical, cut, gap, scale)
+            p_nottl = _predict_openai(pa, pb, identical, cut, None, scale)
+            ideal = min(_openai_round(round(pa.total * scale), pa.policy),
+                        round(pb.total * scale))
             ideal = _openai_round(ideal, pb.policy)
             if pa.total < int(getattr(pa.policy, "min_cacheable_tokens", 1024) or 1024):
                 raw.append(_RawCause("below_minimum", 0, 4, None, None, {
@@ -898,14 +906,18 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             if p_nottl.read > p.read:
                 raw.append(_RawCause("ttl_expired", 0, 4, "tools", None,
                                      {"gap_seconds": gap, "ttl_seconds": _openai_ttl(pa)}))
-        scale = _calibration(pa, usage_a)
         if scale != 1.0:
             notes.append(f"token counts scaled by {scale:.4f} to match request A's reported usage")
-        pred_read = round(p.read * scale)
+        if pb.family == "anthropic":
+            pred_read = round(p.read * scale)
+            pred_write = round(p.write * scale)
+            pred_plain = round(p.uncached * scale)
+            ideal = round(ideal * scale)
+        else:  # already in reported tokens, on the grid
+            pred_read, pred_write, pred_plain = p.read, p.write, p.uncached
         predicted = PredictedUsage.model_construct(cache_read=pred_read,
-                                                   cache_write=round(p.write * scale),
-                                                   uncached_input=round(p.uncached * scale))
-        ideal = round(ideal * scale)
+                                                   cache_write=pred_write,
+                                                   uncached_input=pred_plain)
     else:
         notes.append(_no_policy_note(pa, pb))
 
