@@ -340,3 +340,46 @@ def test_every_diff_case_has_a_test() -> None:
 
     ids = {c["id"] for c in load_cases("diff")}
     assert ids == {"BR-05", "BR-06", "BR-16", "BR-18", "BR-20", "BR-22"}
+
+
+@pytest.mark.parametrize("estimated", [1213, 1217, 1230])
+def test_br22_prediction_never_exceeds_what_a_wrote(estimated: int) -> None:
+    """Our estimate of A's cached prefix differs from A's reported write (1,215): the
+    prediction and the ideal read are A's reported read + write, never more."""
+    c = case("BR-22")
+    exp = c["expected"]
+    r1, r2 = c["input"]["requests"]
+
+    def build(n: int) -> dict[str, Any]:
+        return {"model": MODEL, "max_tokens": 100,
+                "system": [{"type": "text", "text": _text(n, "br22-est"),
+                            "cache_control": {"type": "ephemeral"}}],
+                "messages": [{"role": "user", "content": "hi"}]}
+
+    body = fit(build, lambda p: tokens_through(p, "system"), estimated, estimated)
+    usage_a = {"input_tokens": 3, "output_tokens": 5, **r1["usage"]}
+    usage_b = {"input_tokens": 3, "output_tokens": 5, **r2["usage"]}
+    r = diff(body, dict(body), usage_a=usage_a, usage_b=usage_b, timestamps=(0.0, 0.2))
+    written = r1["usage"]["cache_creation_input_tokens"] + r1["usage"]["cache_read_input_tokens"]
+    assert r.predicted is not None
+    assert r.predicted.cache_read == r.ideal_cache_read == written == 1215
+    assert r.lost_tokens == 1215
+    assert r.extra_cost_base_tokens == pytest.approx(1397.25)
+    assert round(r.extra_cost_base_tokens or 0) == exp["extra_cost_tokens_equivalent"]
+    assert r.verdict == exp["verdict"]
+
+
+def test_br22_openai_variant_whole_prefix_rewrite_is_not_applicable() -> None:
+    """OpenAI (gpt-4o) reports no cache writes: the whole-prefix rewrite check is n/a, not
+    failed; the predicted read is on the 128-token grid and within A's prompt tokens."""
+    body = {"model": "gpt-4o", "messages": [
+        {"role": "system", "content": _text(1300, "br22-openai")},
+        {"role": "user", "content": "hi"}]}
+    usage = {"prompt_tokens": 1320, "completion_tokens": 5,
+             "prompt_tokens_details": {"cached_tokens": 0}}
+    r = diff(body, dict(body), usage_a=usage, usage_b=usage, timestamps=(0.0, 0.2))
+    check = next(x for x in r.checks if x.name == "whole-prefix rewrite")
+    assert check.passed is None
+    assert "FAILED" not in check.detail and "no cache writes" in check.detail
+    assert r.predicted is not None and r.predicted.cache_read == 1280
+    assert r.verdict == "unexplained_miss" and r.classification == "provider_side"

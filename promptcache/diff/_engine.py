@@ -35,7 +35,8 @@ Deviations: token counts of Anthropic requests are estimates (cl100k-based); whe
 previous request's usage is known (``usage_a``), predicted numbers are scaled by the ratio of
 its reported cached tokens to our estimate, so observed and predicted numbers compare on
 the same scale. OpenAI counts are scaled *before* the 128-token grid is applied, so a
-predicted OpenAI read stays 0 or ``1,024 + n * 128``.
+predicted OpenAI read stays 0 or ``1,024 + n * 128``. With A's Anthropic usage known, the
+prediction (and the ideal read) never exceeds what A read plus wrote.
 """
 
 from __future__ import annotations
@@ -870,6 +871,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
     ideal: int | None = None
     pred_read: int | None = None
     scale = 1.0
+    top_a = 0  # Anthropic: A's largest written entry (estimated tokens)
     if policy is not None and pa.policy is not None:
         scale = _calibration(pa, usage_a)
         if pb.family == "anthropic":
@@ -878,7 +880,8 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             alive = _entries(pa, min(cut, n_b), gap)
             content_best = max((pb.end(j) for j in alive), default=0)
             all_entries = _entries(pa, n_a, None)
-            ideal = min(max((pa.end(j) for j in all_entries), default=0), pb.total)
+            top_a = max((pa.end(j) for j in all_entries), default=0)
+            ideal = min(top_a, pb.total)
             if not all_entries and pa.bps:
                 raw.append(_RawCause("below_minimum", 0, 4, None, None, {
                     "minimum_tokens": int(getattr(pa.policy, "min_cacheable_tokens", 0)),
@@ -915,6 +918,25 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             ideal = round(ideal * scale)
         else:  # already in reported tokens, on the grid
             pred_read, pred_write, pred_plain = p.read, p.write, p.uncached
+        cap = _written_by_a(pa, usage_a)
+        if cap is not None:  # B cannot read more than A actually left in the cache
+            if pb.family == "anthropic" and top_a and p.read == top_a:
+                # B reads A's top entry: its size is what A reported, not our estimate
+                delta = cap - pred_read
+                if pred_write:
+                    pred_write = max(0, pred_write - delta)
+                else:
+                    pred_plain = max(0, pred_plain - delta)
+                pred_read = cap
+            if pb.family == "anthropic" and top_a and top_a <= pb.total:
+                ideal = cap
+            if pred_read > cap:
+                if pred_write:
+                    pred_write += pred_read - cap
+                else:
+                    pred_plain += pred_read - cap
+                pred_read = cap
+            ideal = min(ideal, cap)
         predicted = PredictedUsage.model_construct(cache_read=pred_read,
                                                    cache_write=pred_write,
                                                    uncached_input=pred_plain)
@@ -989,7 +1011,11 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
         checks.insert(3, Check.model_construct(
             name="same workspace", passed=same_workspace,
             detail="" if same_workspace is not None else "not given"))
-        if usage_a is not None and usage_b is not None and usage_b.cache_read is not None \
+        if pb.family == "openai" and not getattr(pb.policy, "write_multipliers", None):
+            checks.append(Check.model_construct(
+                name="whole-prefix rewrite", passed=None,
+                detail="OpenAI reports no cache writes for this model"))
+        elif usage_a is not None and usage_b is not None and usage_b.cache_read is not None \
                 and usage_b.cache_write is not None and usage_a.cache_read is not None:
             before = usage_a.cache_read + (usage_a.cache_write or 0)
             rewrite = usage_b.cache_read == 0 and before > 0 \
@@ -1058,6 +1084,19 @@ def _calibration(pa: Prepared, usage_a: Usage | None) -> float:
         if tops:
             return cached / max(tops)
     return 1.0
+
+
+def _written_by_a(pa: Prepared, usage_a: Usage | None) -> int | None:
+    """Tokens A's reported usage shows in the cache after A (read + written), or None.
+
+    Anthropic only: its usage reports both the read and the write, so B can never read more
+    than their sum. OpenAI reports no write on most models; its prediction is already bounded
+    by A's reported prompt tokens (rounded down to the 128-token grid)."""
+    if usage_a is None or pa.family != "anthropic":
+        return None
+    if usage_a.cache_read is None or usage_a.cache_write is None:
+        return None
+    return usage_a.cache_read + usage_a.cache_write
 
 
 def _costs(pb: Prepared, lost: int | None, predicted: PredictedUsage | None,
