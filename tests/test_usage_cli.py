@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from promptcache.cli import main
 from promptcache.usage import JsonlSink, UsageRecord
+from promptcache.usage.sinks import iter_usage_log_lines
 
 
 @pytest.fixture
@@ -161,6 +162,19 @@ def test_report_reads_raw_api_usage_lines(tmp_path: Path) -> None:
     m = Decimal(10) ** 6
     assert Decimal(claude["cost_usd"]) == (10 * 3 + 2048 * Decimal("0.3") + 5 * 15) / m
     assert data["cost_unknown"] == []
+
+
+def test_report_keeps_label_and_session_of_wrapped_usage_lines(tmp_path: Path) -> None:
+    path = _lines(tmp_path,
+                  {"label": "search", "session": "s9", "model": "gpt-4o", "usage": OPENAI_USAGE},
+                  {"label": "chat", "model": "claude-sonnet-4-5", "usage": ANTHROPIC_USAGE})
+    records = [r for _, r in iter_usage_log_lines(path)]
+    assert [(r.label, r.session, r.model) for r in records] == [
+        ("search", "s9", "gpt-4o"), ("chat", None, "claude-sonnet-4-5")]
+    res = CliRunner().invoke(main, ["report", str(path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    groups = {(g["label"], g["model"]) for g in json.loads(res.output)["groups"]}
+    assert groups == {("search", "gpt-4o"), ("chat", "claude-sonnet-4-5")}
 
 
 def test_report_raw_usage_without_model_has_tokens_but_unknown_cost(tmp_path: Path) -> None:

@@ -172,7 +172,9 @@ def iter_usage_log(path: str | os.PathLike[str]) -> Iterator[UsageRecord]:
     response under ``"response"``. The provider is detected from the field names
     (:func:`promptcache.usage.parse.parse_usage`); a ``"model"`` key on the line (or in the
     response) becomes the record's model, otherwise the model is ``None`` (unpriced, never
-    guessed). Blank lines are skipped.
+    guessed). ``"label"`` and ``"session"`` keys on the line (e.g.
+    ``{"label": ..., "model": ..., "usage": {...}}``) become the record's label and session.
+    Blank lines are skipped.
 
     Raises:
         InputError: the file cannot be read (``file`` = path), or a line is not JSON or holds
@@ -200,8 +202,9 @@ def iter_usage_log_lines(
         if isinstance(data.get("response"), Mapping):
             target = data["response"]
         fields: dict[str, Any] = {}
-        if isinstance(data.get("model"), str):
-            fields["model"] = data["model"]
+        for key in ("model", "label", "session"):
+            if isinstance(data.get(key), str):
+                fields[key] = data[key]
         try:
             record = parse_usage(target, **fields)
         except ValidationError as exc:  # counts that break a record invariant
