@@ -413,3 +413,31 @@ def test_gpt56_explicit_mode(backend: LocalBackend) -> None:
             **payload, prompt_cache_options={"mode": "explicit"}
         ).usage
         assert _chat_cache(usage)[1:] == expected, f"turn {turn}"
+
+
+def test_a_cached_block_is_read_when_it_comes_back_as_a_whole_message(
+    backend: LocalBackend,
+) -> None:
+    # The builder's pattern: the stable question carries the breakpoint and a volatile tail
+    # follows in the same message; the next turn replays only the question as history. The
+    # hosted API caches block by block, so the prefix through the question is read.
+    client = backend.anthropic(api_key="tenant-whole-message")
+    system = [{"type": "text", "text": SYSTEM, "cache_control": EPH}]
+    question = "Which plants need repotting this spring? " * 20
+    first = client.messages.create(
+        model="claude-sonnet-4-6", max_tokens=1, system=system,
+        messages=[{"role": "user", "content": [
+            {"type": "text", "text": question, "cache_control": EPH},
+            {"type": "text", "text": "Now: 2026-11-29T23:10:00Z"}]}])
+    written = first.usage.cache_creation_input_tokens + first.usage.cache_read_input_tokens
+    second = client.messages.create(
+        model="claude-sonnet-4-6", max_tokens=1, system=system,
+        messages=[{"role": "user", "content": question},
+                  {"role": "assistant", "content": "The ferns."},
+                  {"role": "user", "content": [
+                      {"type": "text", "text": "And the palms?", "cache_control": EPH}]}])
+    prompt = apply_template({"model": "claude-sonnet-4-6", "max_tokens": 1, "system": system,
+                             "messages": [{"role": "user", "content": question}]}, "anthropic")
+    through_question = prompt.span_of("messages[0].content").end
+    assert written == through_question
+    assert second.usage.cache_read_input_tokens == through_question

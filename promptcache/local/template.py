@@ -6,9 +6,15 @@ The backend's model reads o200k_base token ids (identical to tiktoken's, obtaine
 rendered :class:`~promptcache.prefix.Segment` is encoded **independently** and framed with fixed
 marker strings::
 
-    <|start|>{role}<|message|>  seg 1 content  <|sep|>  seg 2 content  <|end|>      (one turn)
-    <|start|>{role}<|message|>  ...                                    <|end|>
-    <|start|>assistant<|message|>                                        (generation header)
+    <|start|>{role}<|message|> seg 1 content  <|sep|> seg 2 content           (one turn)
+    <|end|><|start|>{role}<|message|> ...                                 (the next turn)
+    <|end|><|start|>assistant<|message|>                                  (generation header)
+
+Every marker sits *before* the content it introduces, so a segment's span ends with its own
+last content token: the prefix "up to and including this block" does not depend on what
+follows it. A block cached with a breakpoint in one request (``[Q (cache_control), "Now: …"]``)
+is therefore read by a later request that sends ``Q`` as a whole message, as the hosted API
+caches block by block.
 
 Invariants (tested in tests/test_local_template.py):
 
@@ -103,11 +109,12 @@ class SegmentSpan:
 
     Attributes:
         segment: the rendered API content block.
-        start: index of its first token (its turn header if it opens a turn).
-        end: one past its last token (its turn end marker if it closes a turn); the prefix
-            "up to and including this block" is ``token_ids[:end]``.
+        start: index of its first token: the marker before its content (the previous turn's
+            end marker and its own turn header if it opens a turn, else the separator).
+        end: one past its last content token; the prefix "up to and including this block" is
+            ``token_ids[:end]`` and does not depend on the blocks after it.
         content_start: index of the first token of the block's own content.
-        content_end: one past the last content token (before the separator / turn end).
+        content_end: one past the last content token (equal to ``end``).
     """
 
     segment: Segment
@@ -130,7 +137,8 @@ class TemplatedPrompt:
         view: the rendered request (:func:`promptcache.prefix.render`).
         token_ids: the prompt, o200k_base ids (length ``total_tokens``).
         spans: one :class:`SegmentSpan` per segment, in render order, contiguous from 0.
-        generation_start: index of the generation header (== ``spans[-1].end``, or 0).
+        generation_start: index of the generation header (the last turn's end marker and the
+            assistant header; == ``spans[-1].end``, or 0).
     """
 
     view: PrefixView
@@ -275,20 +283,19 @@ def apply_template(
     settings = _messages_tier_settings(view)
     for i, segment in enumerate(segments):
         start = len(ids)
-        key = _turn_key(segment)
-        opens = i == 0 or _turn_key(segments[i - 1]) != key
-        closes = i == len(segments) - 1 or _turn_key(segments[i + 1]) != key
+        opens = i == 0 or _turn_key(segments[i - 1]) != _turn_key(segment)
+        if opens and i:
+            ids.extend(_marker(_TURN_END))  # closes the previous turn
         if settings and segment.tier == "messages":
             ids.extend(settings)  # once, before the first message
             settings = []
-        if opens:
-            ids.extend(_marker(_TURN_START.format(role=_role(segment))))
+        ids.extend(_marker(_TURN_START.format(role=_role(segment)) if opens else _SEP))
         content_start = len(ids)
         ids.extend(_content_ids(segment))
-        content_end = len(ids)
-        ids.extend(_marker(_TURN_END if closes else _SEP))
-        spans.append(SegmentSpan(segment, start, len(ids), content_start, content_end))
+        spans.append(SegmentSpan(segment, start, len(ids), content_start, len(ids)))
     generation_start = len(ids)
+    if segments:
+        ids.extend(_marker(_TURN_END))
     ids.extend(_marker(_TURN_START.format(role=_GENERATION_ROLE)))
     return TemplatedPrompt(view, tuple(ids), tuple(spans), generation_start)
 
