@@ -379,7 +379,7 @@ def test_br08_breakpoint_on_block_that_changes(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ BR-12 (builder case)
-def _br12(step_blocks: int, extra_breakpoint: int | None = None
+def _br12(step_blocks: int, extra_breakpoint: int | None = None, result_tokens: int = 370
           ) -> tuple[dict[str, Any], dict[str, Any]]:
     system = [{"type": "text", "text": filler(12000, "br12"), "cache_control": {"type": "ephemeral"}}]
     history: list[dict[str, Any]] = []
@@ -394,7 +394,7 @@ def _br12(step_blocks: int, extra_breakpoint: int | None = None
         cur_msgs.append({"role": "assistant", "content": [
             {"type": "tool_use", "id": f"toolu_{k:02d}", "name": "grep", "input": {"q": str(k)}}]})
         cur_msgs.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{k:02d}", "content": filler(370, f"r{k}")}]})
+            {"type": "tool_result", "tool_use_id": f"toolu_{k:02d}", "content": filler(result_tokens, f"r{k}")}]})
     cur_msgs[-1]["content"][0]["cache_control"] = {"type": "ephemeral"}
     if extra_breakpoint is not None:
         cur_msgs[extra_breakpoint]["content"][0]["cache_control"] = {"type": "ephemeral"}
@@ -408,6 +408,42 @@ def test_br12_new_tail_breakpoint_beyond_lookback() -> None:
     [f] = only(lint_request(cur, previous=prev), "PC302")
     assert f.severity.value == exp["severity"]
     assert (f.details["distance_blocks"], f.details["limit"]) == (exp["distance_blocks"], exp["limit"])
+
+
+def test_br12_message_states_what_is_read_and_written() -> None:
+    """The system breakpoint is still within reach: the naive request reads 12,000 (tools +
+    system) and writes 39,000 (blocks 0..33), re-writing the 30,000 the previous request
+    cached; the message says so instead of "reads nothing"."""
+    from promptcache.prefix import render
+
+    c = case("BR-12")
+    counts, naive = c["input"]["token_counts"], c["expected"]["naive_usage"]
+    # 12 tool_use + 12 tool_result blocks sized so blocks 10..33 hold 9,000 tokens
+    prev, cur = _br12(24, result_tokens=744)
+    view = render(cur)
+    assert view.total_tokens == sum(counts.values()) == 51000
+    [f] = only(lint_request(cur, previous=prev), "PC302")
+    assert f.details["read_through"] == "system[0]"
+    assert f.details["tokens_read"] == naive["cache_read_input_tokens"] == 12000
+    assert f.details["tokens_written"] == naive["cache_creation_input_tokens"] == 39000
+    assert f.details["tokens_rewritten"] == counts["messages_blocks_0_to_9"] == 30000
+    assert "reads nothing" not in f.message
+    assert "reads only about 12000 tokens" in f.message and "writes about 39000" in f.message
+
+
+def test_br12_explain_agrees_with_the_lint_message() -> None:
+    """``explain`` on the same pair: predicted read 12,000, 30,000 tokens lost."""
+    from promptcache.diff import explain
+
+    naive = case("BR-12")["expected"]["naive_usage"]
+    prev, cur = _br12(24, result_tokens=744)
+    report = explain([{"request": prev}, {"request": cur}])
+    second = report.requests[1]
+    assert second.cause == "breakpoint_moved"
+    assert second.predicted_cache_read == naive["cache_read_input_tokens"] == 12000
+    assert second.lost_tokens == 30000
+    [f] = only(lint_request(cur, previous=prev), "PC302")
+    assert second.lost_tokens == f.details["tokens_rewritten"]
 
 
 def test_br12_with_prerendered_views() -> None:

@@ -20,8 +20,12 @@ class Rule_PC302(Rule):
     positions from each breakpoint (a run of ``tool_use`` or of ``tool_result`` blocks counts
     as one position). This rule finds the last position ``w`` where the previous request wrote
     an entry that is still a prefix of this request; if no breakpoint of this request lies
-    within the window after ``w`` but one lies beyond it, the request re-writes the whole
-    conversation. Details: ``distance_blocks``, ``limit``, ``written_at`` (path).
+    within the window after ``w`` but one lies beyond it, the request re-writes everything
+    after the latest entry still within reach (often the system breakpoint). Details:
+    ``distance_blocks``, ``limit``, ``written_at`` (path), ``read_through`` (path of the entry
+    still read, or None), ``tokens_read``, ``tokens_written`` (cache write of this request)
+    and ``tokens_rewritten`` (tokens the previous request cached that are written again),
+    all in estimated tokens.
 
     ## Why is this bad?
     An agent step with a wide tool fan-out pushes the single moving breakpoint past the
@@ -76,8 +80,27 @@ class Rule_PC302(Rule):
             return
         first = bps[0]
         distance = first.position - w_pos
+        minimum = ctx.facts.min_cacheable_tokens or 0
+        # what is still read: the latest entry the previous request wrote that some breakpoint
+        # of this request reaches within the lookback (e.g. the system breakpoint)
+        read, read_at = 0, None
+        for e in reversed(written):
+            end = cur_segs[e.index].end_token
+            pos = cur_segs[e.index].position
+            if end >= minimum and any(b.index >= e.index and b.position - pos <= limit
+                                      for b in ctx.view.breakpoints()):
+                read, read_at = end, e.path
+                break
+        top = max((b.end_token for b in ctx.view.breakpoints() if b.end_token >= minimum),
+                  default=0)
+        written_tokens = max(0, top - read)
+        lost = max(0, cur_segs[w.index].end_token - read)
+        reads = (f"reads only about {read} tokens (through the breakpoint at {read_at}, "
+                 "within reach)" if read_at else "reads nothing")
         msg = (f"breakpoint at {first.path} is {distance} positions after the last entry the "
                f"previous request wrote ({w.path}); the lookback covers {limit}: this request "
-               f"reads nothing and writes about {first.end_token} tokens again")
+               f"{reads} and writes about {written_tokens} tokens, {lost} of them cached by "
+               "the previous request")
         yield ctx.finding(self, msg, path=first.path, distance_blocks=distance, limit=limit,
-                          written_at=w.path, tokens_rewritten=first.end_token)
+                          written_at=w.path, read_through=read_at, tokens_read=read,
+                          tokens_written=written_tokens, tokens_rewritten=lost)
