@@ -398,6 +398,22 @@ def test_auto_cache_places_markers_and_keeps_the_callers(api: Api,
     assert "cache_control" in sent["messages"][-1]["content"][-1]  # the planner's turn end
 
 
+def test_auto_cache_says_when_it_repairs_the_callers_marker(
+        api: Api, raw_anthropic: anthropic.Anthropic, caplog: pytest.LogCaptureFixture) -> None:
+    client = wrap(raw_anthropic, auto_cache=True, lint="warn")
+    req = a_request()
+    req["messages"] = [{"role": "user", "content": [
+        {"type": "text", "text": "Q " * 50},
+        {"type": "text", "text": "   ", "cache_control": {"type": "ephemeral"}}]}]
+    with caplog.at_level(logging.WARNING, logger="promptcache"), \
+            pytest.warns(PromptCacheWarning, match="cache marker at messages"):
+        client.messages.create(**req)
+    assert any("auto_cache" in r.getMessage() and "messages[0].content[1]" in r.getMessage()
+               for r in caplog.records)
+    sent = api.bodies[0]
+    assert all(b.get("text", "x").strip() for b in sent["messages"][0]["content"])
+
+
 def test_auto_cache_off_per_call(api: Api, raw_anthropic: anthropic.Anthropic) -> None:
     client = wrap(raw_anthropic, auto_cache=True, lint="off")
     req = a_request()

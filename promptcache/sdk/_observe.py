@@ -359,6 +359,12 @@ class Observer:
         if prev is not None:
             previous = prev.plan if prev.plan is not None else prev.view
         plan = plan_breakpoints(view, policy, previous)
+        for e in plan.marker_edits:
+            # lint runs on the repaired request, so say here what happened to the caller's marker
+            where = f" to {e.to_path}" if e.to_path else ""
+            self.warn_once(f"marker-edit:{e.action}:{e.path}",
+                           f"promptcache: auto_cache: {e.action.replace('_', ' ')} of your "
+                           f"cache marker at {e.path}{where}: {e.reason}")
         new = apply_plan(body, plan, share_unchanged=True)
         if new == body:
             return body, view, plan
