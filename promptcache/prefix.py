@@ -412,7 +412,10 @@ def render(payload: Mapping[str, Any], provider: str | None = None, *,
         model: overrides ``payload["model"]`` for token counting.
 
     Returns:
-        A :class:`PrefixView`.
+        A :class:`PrefixView`. Segments are memoised by content (bounded: entries and bytes;
+        :func:`render_cache_clear` empties the memo), so a conversation re-sent turn after turn
+        encodes and counts only its new blocks, and views of one conversation share their
+        unchanged :class:`Segment` objects (immutable).
 
     Raises:
         InvalidRequestError: the payload is malformed (the error names the path and the
