@@ -177,6 +177,43 @@ def test_report_keeps_label_and_session_of_wrapped_usage_lines(tmp_path: Path) -
     assert groups == {("search", "gpt-4o"), ("chat", "claude-sonnet-4-5")}
 
 
+def test_report_openai_usage_without_details_has_an_unknown_split(tmp_path: Path) -> None:
+    # no prompt_tokens_details: the cached count is unknown, so uncached/read are too (not 0)
+    plain = {"prompt_tokens": 2000, "completion_tokens": 10, "total_tokens": 2010}
+    path = _lines(tmp_path, {"label": "plain", "model": "gpt-4o", "usage": plain},
+                  {"label": "full", "model": "gpt-4o", "usage": OPENAI_USAGE})
+    res = CliRunner().invoke(main, ["report", str(path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    groups = {g["label"]: g for g in data["groups"]}
+    assert (groups["plain"]["uncached_input"], groups["plain"]["cache_read"]) == (None, None)
+    assert groups["plain"]["hit_rate"] is None and groups["plain"]["output"] == 10
+    assert (groups["full"]["uncached_input"], groups["full"]["cache_read"]) == (952, 2048)
+    assert (data["total"]["uncached_input"], data["total"]["cache_read"]) == (None, None)
+    text = CliRunner().invoke(main, ["report", str(path)]).output
+    row = next(line for line in text.splitlines() if " plain " in line)
+    cells = [c.strip() for c in row.split("│")[1:-1]]
+    assert cells[:7] == ["plain", "gpt-4o", "1 (1 unknown)", "?", "?", "?", "?"]
+    table = csv.DictReader(io.StringIO(
+        CliRunner().invoke(main, ["report", str(path), "--format", "csv"]).output))
+    by_label = {r["label"]: r for r in table}
+    assert (by_label["plain"]["uncached_input"], by_label["plain"]["cache_read"]) == ("", "")
+    assert by_label["TOTAL"]["uncached_input"] == ""
+
+
+def test_report_normalized_relay_usage_splits_the_prompt(tmp_path: Path) -> None:
+    # BR-25's normalized inclusive shape read from a log: 2000 = 1200 uncached + 500 + 300
+    usage = {"prompt_tokens": 2000, "cached_read_tokens": 500, "cache_creation_tokens": 300,
+             "completion_tokens": 0, "prompt_tokens_includes_cache": True}
+    path = _lines(tmp_path, {"model": "claude-sonnet-4-5", "usage": usage})
+    res = CliRunner().invoke(main, ["report", str(path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    total = json.loads(res.output)["total"]
+    assert (total["uncached_input"], total["cache_read"], total["cache_write"]) == (1200, 500,
+                                                                                   300)
+    assert total["hit_rate"] == pytest.approx(500 / 2000)
+
+
 def test_report_raw_usage_without_model_has_tokens_but_unknown_cost(tmp_path: Path) -> None:
     path = _lines(tmp_path, ANTHROPIC_USAGE, ANTHROPIC_USAGE)
     res = CliRunner().invoke(main, ["report", str(path), "--format", "json"])

@@ -56,9 +56,29 @@ _COLUMNS = ("label", "model", "requests", "hit_rate", "request_hit_rate", "uncac
             "cost_usd", "savings_usd")
 
 
-def _row(label: str | None, model: str | None, s: UsageSummary) -> dict[str, Any]:
+#: Token columns that are unknown (``None``) in a group when any of its records leaves the
+#: record field of the same name unknown: a sum of the known values would be a wrong number
+#: (e.g. OpenAI usage without ``prompt_tokens_details`` has no cached count, so no split).
+_SPLIT_FIELDS = ("uncached_input", "cache_read")
+
+
+def _row(label: str | None, model: str | None, s: UsageSummary,
+         unknown: frozenset[str] = frozenset()) -> dict[str, Any]:
     d = s.as_dict()
-    return {"label": label, "model": model, **{k: d[k] for k in _COLUMNS[2:]}}
+    return {"label": label, "model": model,
+            **{k: None if k in unknown else d[k] for k in _COLUMNS[2:]}}
+
+
+def _unknown_fields(records: list[UsageRecord]) -> tuple[
+        dict[tuple[str | None, str | None], frozenset[str]], frozenset[str]]:
+    """Per (label, model) group and for the total: the :data:`_SPLIT_FIELDS` some record of
+    the group does not report."""
+    by_group: dict[tuple[str | None, str | None], set[str]] = {}
+    for rec in records:
+        missing = by_group.setdefault((rec.label, rec.model), set())
+        missing.update(f for f in _SPLIT_FIELDS if getattr(rec, f) is None)
+    groups = {k: frozenset(v) for k, v in by_group.items()}
+    return groups, frozenset().union(*groups.values())
 
 
 @click.command("report")
@@ -102,11 +122,14 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
     groups = sorted(tracker.by_label_model().items(),
                     key=lambda kv: (str(kv[0][0]), str(kv[0][1])))
     total = tracker.summary()
-    rows = [_row(label, model, s) for (label, model), s in groups]
+    unknown, total_unknown = _unknown_fields(records)
+    rows = [_row(label, model, s, unknown.get((label, model), frozenset()))
+            for (label, model), s in groups]
     events: Counter[str] = Counter(str(e.kind) for e in tracker.events)
     if fmt == "json":
         click.echo(json.dumps({"file": usage_file, "groups": rows,
-                               "total": _row(None, None, total), "events": dict(events),
+                               "total": _row(None, None, total, total_unknown),
+                               "events": dict(events),
                                "messages": [e.message for e in tracker.events
                                             if e.kind not in ("unpriced", "usage_anomaly")],
                                "cost_unknown": _unpriced(records, tracker)},
@@ -115,11 +138,11 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=list(_COLUMNS), lineterminator="\n")
         writer.writeheader()
-        for row in [*rows, _row("TOTAL", None, total)]:
+        for row in [*rows, _row("TOTAL", None, total, total_unknown)]:
             writer.writerow({k: "" if v is None else v for k, v in row.items()})
         click.echo(buf.getvalue(), nl=False)
     else:
-        _print_table(usage_file, groups, total, events)
+        _print_table(usage_file, groups, total, events, unknown, total_unknown)
         for note in _unpriced(records, tracker):
             click.echo(f"  cost unknown: {note}")
         shown = [e for e in tracker.events if e.kind not in ("unpriced", "usage_anomaly")]
@@ -173,7 +196,9 @@ def _unpriced(records: list[UsageRecord], tracker: UsageTracker) -> list[str]:
 
 
 def _print_table(name: str, groups: list[tuple[tuple[str | None, str | None], UsageSummary]],
-                 total: UsageSummary, events: Counter[str]) -> None:
+                 total: UsageSummary, events: Counter[str],
+                 unknown: dict[tuple[str | None, str | None], frozenset[str]],
+                 total_unknown: frozenset[str]) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -185,18 +210,25 @@ def _print_table(name: str, groups: list[tuple[tuple[str | None, str | None], Us
                       ("savings", "right")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
 
-    def add(label: str, model: str, s: UsageSummary, *, end: bool = False) -> None:
+    def add(label: str, model: str, s: UsageSummary, missing: frozenset[str], *,
+            end: bool = False) -> None:
         other = s.cache_write - s.cache_write_5m - s.cache_write_1h
         unknown = f" ({s.requests_unknown} unknown)" if s.requests_unknown else ""
+
+        def tokens(field: str, n: int) -> str:
+            return "?" if field in missing else f"{n:,}"
+
         table.add_row(label, model, f"{s.requests}{unknown}", _pct(s.hit_rate),
-                      _pct(s.request_hit_rate), f"{s.uncached_input:,}", f"{s.cache_read:,}",
+                      _pct(s.request_hit_rate), tokens("uncached_input", s.uncached_input),
+                      tokens("cache_read", s.cache_read),
                       f"{s.cache_write_5m:,}", f"{s.cache_write_1h:,}", f"{other:,}",
                       f"{s.output:,}", _money(s.cost, "0.0001"), _money(s.savings, "0.0001"),
                       end_section=end)
 
     for i, ((label, model), s) in enumerate(groups):
-        add(label or "-", model or "-", s, end=i == len(groups) - 1)
-    add("TOTAL", "", total)
+        add(label or "-", model or "-", s, unknown.get((label, model), frozenset()),
+            end=i == len(groups) - 1)
+    add("TOTAL", "", total, total_unknown)
     console = Console(width=max(160, Console().width))
     console.print(table)
     if events:
