@@ -4,13 +4,17 @@ arithmetic inside BR-08, BR-12, BR-18, BR-21 and BR-24, asserted to the micro-do
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
 from anthropic.types import RawMessageDeltaEvent, RawMessageStartEvent
+from click.testing import CliRunner
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from promptcache.cli import main
 from promptcache.usage import (
     UsageRecord,
     UsageTracker,
@@ -75,6 +79,28 @@ def test_br15_openai_classification() -> None:
             assert round(rec.hit_rate, 4) == want["hit_rate"]
     long = c["input"]["responses"][1]
     assert classify_openai(parse_usage(_chat(long["usage"])), 1990).predicted == 1920
+
+
+def test_br15_report_surfaces_the_anomalous_response(tmp_path: Path) -> None:
+    c = case("BR-15")
+    log = tmp_path / "br15.jsonl"
+    lines = [{"label": r["label"], "model": "gpt-4o", "usage": r["usage"]}
+             for r in c["input"]["responses"]]
+    lines.append({"label": "bad", "usage": {"prompt_tokens": 100, "completion_tokens": 1,
+                                            "prompt_tokens_details": {"cached_tokens": 1024}}})
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    res = CliRunner().invoke(main, ["report", str(log), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    anomalies = json.loads(res.output)["anomalies"]
+    odd = [a for a in anomalies if a["kind"] == c["expected"]["odd"]["classification"]]
+    assert [(a["count"], a["labels"]) for a in odd] == [(1, ["odd"])]
+    assert "cached_tokens 1000" in odd[0]["message"]
+    flagged = [a for a in anomalies if a["kind"] == "usage_anomaly"]
+    assert [(a["count"], a["labels"]) for a in flagged] == [(1, ["bad"])]
+    assert "input_parts_exceed_total" in flagged[0]["message"]
+    text = CliRunner().invoke(main, ["report", str(log)]).output
+    assert f"  anomalous (1 record): {odd[0]['message']}" in text
+    assert f"  usage_anomaly (1 record): {flagged[0]['message']}" in text
 
 
 # ------------------------------------------------------------------------------------ BR-25

@@ -6,8 +6,13 @@ fields: :func:`~promptcache.usage.sinks.iter_usage_log`), prices every record (c
 ``--prices`` override file; the model is ``--model``, else the line's own ``model``; a record
 with neither is reported with its tokens and an unknown cost, never a guessed one) and prints,
 by label and model: requests, hit rate (ratio of sums) and request hit rate, tokens by kind,
-cost, savings, and the tracker's diagnostics. ``--format text|json|csv``; ``--plot out.png`` draws cumulative
-hit rate and cost over time (needs the ``plot`` extra: matplotlib).
+cost, savings, and the tracker's diagnostics. A token column that some record of a group does not
+report (OpenAI usage without ``prompt_tokens_details``: no cached count, so no uncached/read split)
+is unknown (``?`` / ``null``), never a partial sum. Anomalies (the tracker's ``usage_anomaly``
+events, and OpenAI ``cached_tokens`` off the catalog's caching grid, case BR-15) are listed once
+per distinct message with their count (json: ``anomalies``). ``--format text|json|csv``;
+``--plot out.png`` draws cumulative hit rate and cost over time (needs the ``plot`` extra:
+matplotlib).
 
 ``breakeven --model M --prefix-tokens N [--ttl 5m|1h] [--interval SECONDS]``: the number of
 requests within the TTL from which caching pays; with ``--interval`` also every TTL policy priced
@@ -81,6 +86,42 @@ def _unknown_fields(records: list[UsageRecord]) -> tuple[
     return groups, frozenset().union(*groups.values())
 
 
+def _anomalies(tracker: UsageTracker) -> list[dict[str, Any]]:
+    """Distinct anomalies with their counts: the tracker's ``usage_anomaly`` events (parse
+    flags) and OpenAI responses whose ``cached_tokens`` is off the catalog's caching grid
+    (:func:`~promptcache.usage.classify.classify_openai` says ``anomalous``, case BR-15).
+
+    OpenAI-format records of a model the catalog does not list as OpenAI's are not classified
+    (compatible servers use other granularities); records without a model use
+    :func:`classify_openai`'s defaults (OpenAI's 1,024 minimum and 128-token step).
+    """
+    from promptcache.catalog import get_policy
+    from promptcache.usage.classify import classify_openai
+
+    found: dict[tuple[str, str], list[UsageRecord]] = {}
+    for event in tracker.events:
+        if event.kind == "usage_anomaly":
+            found.setdefault(("usage_anomaly", event.message), []).append(event.record)
+    for rec in tracker.records:
+        if rec.provider not in ("openai", "openai-responses"):
+            continue
+        grid: dict[str, int] = {}
+        if rec.model is not None:
+            try:
+                pol = get_policy(rec.model)
+            except (UnknownModelError, CatalogError):
+                continue
+            if pol.provider != "openai" or pol.cache_step_tokens is None:
+                continue
+            grid = {"minimum": pol.min_cacheable_tokens, "step": pol.cache_step_tokens}
+        hit = classify_openai(rec, **grid)
+        if hit.classification == "anomalous":
+            found.setdefault(("anomalous", hit.detail), []).append(rec)
+    return [{"kind": kind, "message": message, "count": len(recs),
+             "labels": sorted({r.label for r in recs if r.label is not None})}
+            for (kind, message), recs in found.items()]
+
+
 @click.command("report")
 @click.argument("usage_file", metavar="USAGE.jsonl")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
@@ -126,12 +167,14 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
     rows = [_row(label, model, s, unknown.get((label, model), frozenset()))
             for (label, model), s in groups]
     events: Counter[str] = Counter(str(e.kind) for e in tracker.events)
+    anomalies = _anomalies(tracker)
     if fmt == "json":
         click.echo(json.dumps({"file": usage_file, "groups": rows,
                                "total": _row(None, None, total, total_unknown),
                                "events": dict(events),
                                "messages": [e.message for e in tracker.events
                                             if e.kind not in ("unpriced", "usage_anomaly")],
+                               "anomalies": anomalies,
                                "cost_unknown": _unpriced(records, tracker)},
                               indent=2))
     elif fmt == "csv":
@@ -145,6 +188,10 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
         _print_table(usage_file, groups, total, events, unknown, total_unknown)
         for note in _unpriced(records, tracker):
             click.echo(f"  cost unknown: {note}")
+        for anomaly in anomalies:
+            n = anomaly["count"]
+            click.echo(f"  {anomaly['kind']} ({n} {'record' if n == 1 else 'records'}): "
+                       f"{anomaly['message']}")
         shown = [e for e in tracker.events if e.kind not in ("unpriced", "usage_anomaly")]
         for event in shown[:_MAX_EVENTS]:
             click.echo(f"  {event.kind}: {event.message}")
