@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from promptcache.lint import LintConfig, lint_paths
-from promptcache.lint.cli import main, rule_command
+from promptcache.lint.cli import lint_command, main, rule_command
 from promptcache.lint.engine import DOC_SECTIONS
 from promptcache.lint.rules import RULE_CODES, all_rules
 from tests.cases import filler
@@ -146,6 +146,60 @@ def test_file_over_size_limit(tmp_path: Path) -> None:
         fh.truncate(50 * 1024 * 1024)  # 50 MB (sparse)
     code, _, err = run([str(big)])
     assert code == 2 and "file too large" in err and str(big) in err
+
+
+# ------------------------------------------------------------------ unknown models
+SHORT_PREFIX: dict[str, Any] = {
+    "model": "claude-foo-9",
+    "system": [{"type": "text", "text": filler(300, "short"),
+                "cache_control": {"type": "ephemeral"}}],
+    "messages": [{"role": "user", "content": "hi"}],
+}
+
+
+def test_unknown_explicit_model_exits_2_with_suggestions(tmp_path: Path) -> None:
+    path = tmp_path / "short.json"
+    path.write_text(json.dumps(SHORT_PREFIX), encoding="utf-8")
+    code, out, _ = run([str(path), "--model", "claude-sonnet-4-5"])
+    assert code == 1 and "PC303" in out
+    code, out, err = run([str(path), "--model", "claude-foo-9"])
+    assert code == 2, (out, err)
+    assert "All checks passed" not in out
+    [line] = err.splitlines()
+    assert "--model claude-foo-9: unknown model; closest catalog ids: " in line
+    assert 1 <= len(line.split("closest catalog ids: ")[1].split(", ")) <= 3
+    result = CliRunner().invoke(lint_command, [str(path), "--model", "nope"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_unknown_model_in_request_names_the_skipped_rules(tmp_path: Path) -> None:
+    """A request's own unknown model: linting goes on, and the output says what was skipped."""
+    path = tmp_path / "short.json"
+    path.write_text(json.dumps(SHORT_PREFIX), encoding="utf-8")
+    code, out, err = run([str(path)])
+    assert code == 0 and "All checks passed" in out
+    [note] = err.splitlines()
+    assert note.startswith(f"{path}: note: model 'claude-foo-9' is unknown to the catalog")
+    assert "skipped: PC303 (breakpoint.below-minimum)" in note
+    code, out, err = run([str(path), "--format", "json"])
+    assert code == 0 and err == ""
+    [entry] = json.loads(out)["unknown_models"]
+    assert entry["file"] == str(path) and entry["models"] == ["claude-foo-9"]
+    assert entry["skipped_rules"] == ["PC303"]
+    vllm = tmp_path / "vllm.json"
+    vllm.write_text(json.dumps({"model": "meta-llama/Llama-3.1-8B",
+                                "messages": [{"role": "user", "content": "hi"}]}))
+    code, out, err = run([str(vllm)])
+    assert code == 1 and "PC401" in out  # the OpenAI-wide minimum still applies
+    assert "'meta-llama/Llama-3.1-8B' is unknown" in err and "skipped: none" in err
+    code, _, err = run([str(files_clean(tmp_path))])
+    assert code == 0 and err == ""
+
+
+def files_clean(tmp_path: Path) -> Path:
+    clean = tmp_path / "known.json"
+    clean.write_text(json.dumps(CLEAN_REQUEST), encoding="utf-8")
+    return clean
 
 
 # ------------------------------------------------------------------ config and suppression

@@ -16,18 +16,77 @@ from typing import Any
 
 from promptcache._errors import InputError, InvalidRequestError
 from promptcache.lint.config import LintConfig, matches
-from promptcache.lint.engine import RequestContext, Rule, run_rules
-from promptcache.lint.facts import facts_for
+from promptcache.lint.engine import LogContext, RequestContext, Rule, run_rules
+from promptcache.lint.facts import MODEL_RULES, facts_for, model_rules_skipped
 from promptcache.lint.finding import Finding
 from promptcache.lint.rules import all_rules
 from promptcache.lint.sources import LoadOptions, source_for, source_for_content, suffixes
 from promptcache.lint.sources.base import Document
 from promptcache.prefix import PrefixView, render
 
-__all__ = ["LintResult", "lint_paths", "lint_request", "lint_text"]
+__all__ = ["LintResult", "UnknownModelNote", "lint_paths", "lint_request", "lint_text"]
 
 _SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
 _DEFAULT_RULES: list[Rule] | None = None
+
+
+@dataclass(frozen=True)
+class UnknownModelNote:
+    """Requests of one file name a model the catalog does not know (a vLLM model, a typo).
+
+    Attributes:
+        models: the unknown model ids, in order of first use.
+        skipped_rules: codes of the selected model-specific rules that could not check them
+            (the fact they need differs between the provider's models).
+        provider_wide_rules: codes of the selected model-specific rules that ran on facts
+            every catalog model of the provider shares.
+    """
+
+    models: tuple[str, ...]
+    skipped_rules: tuple[str, ...]
+    provider_wide_rules: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, list[str]]:
+        """JSON-ready form."""
+        return {"models": list(self.models), "skipped_rules": list(self.skipped_rules),
+                "provider_wide_rules": list(self.provider_wide_rules)}
+
+    def message(self) -> str:
+        """One line: which model is unknown and what that changed."""
+        from promptcache.lint.rules import get_rule
+
+        names = ", ".join(repr(m) for m in self.models)
+        what = "model" if len(self.models) == 1 else "models"
+        verb = "is" if len(self.models) == 1 else "are"
+        skipped = ", ".join(f"{c} ({get_rule(c).name})" for c in self.skipped_rules) or "none"
+        out = (f"{what} {names} {verb} unknown to the catalog; model-specific rules skipped: "
+               f"{skipped}")
+        if self.provider_wide_rules:
+            out += (f"; {', '.join(self.provider_wide_rules)} used the facts shared by every "
+                    "catalog model of the provider")
+        return out + " (pass --model with a catalog id to check them)"
+
+
+def _unknown_models(contexts: Sequence[Any], codes: Sequence[str]) -> UnknownModelNote | None:
+    models: dict[str, None] = {}
+    skipped: dict[str, None] = {}
+    wide: dict[str, None] = {}
+    for ctx in contexts:
+        entries = [ctx] if isinstance(ctx, RequestContext) else \
+            list(ctx.entries) if isinstance(ctx, LogContext) else []
+        for entry in entries:
+            facts = entry.facts
+            if facts.known_model or not facts.model:
+                continue
+            models[facts.model] = None
+            miss = model_rules_skipped(facts, codes)
+            skipped.update(dict.fromkeys(miss))
+            wide.update(dict.fromkeys(c for c in codes if c in MODEL_RULES
+                                      and MODEL_RULES[c][0] == facts.provider and c not in miss))
+    if not models:
+        return None
+    return UnknownModelNote(tuple(models), tuple(skipped),
+                            tuple(c for c in wide if c not in skipped))
 
 
 @dataclass
@@ -40,12 +99,16 @@ class LintResult:
         errors: one :class:`InputError` per file that could not be linted.
         files: the files linted (in order).
         skipped: file -> why it held nothing to lint (a JSON file that is not a request).
+        unknown_models: file -> the model ids its requests name that the catalog does not
+            know, and the model-specific rules that were skipped for it (see
+            :class:`UnknownModelNote`).
     """
 
     findings: list[Finding] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    unknown_models: dict[str, UnknownModelNote] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -268,6 +331,9 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
         result.files.append(file)
         if doc.skipped:
             result.skipped[file] = doc.skipped
+        note = _unknown_models(doc.contexts, [r.code for r in rules])
+        if note is not None:
+            result.unknown_models[file] = note
         ignored = config.ignored_in(file)
         for f in findings:
             if file == "-" and f.file != "-":

@@ -16,6 +16,7 @@ from typing import IO, Any
 
 import click
 
+from promptcache._cliutil import check_model
 from promptcache.lint.api import LintResult, lint_paths
 from promptcache.lint.config import LintConfig, find_pyproject
 from promptcache.lint.finding import Severity
@@ -90,6 +91,9 @@ def _report(result: LintResult, fmt: str, out: IO[str], err: IO[str]) -> None:
     if fmt != "github":
         for e in result.errors:
             err.write(f"{e.file}: error: {e.reason}\n")
+    if fmt != "json":  # json output carries it as "unknown_models"
+        for file, note in result.unknown_models.items():
+            err.write(f"{file}: note: {note.message()}\n")
 
 
 @click.command("lint")
@@ -142,6 +146,12 @@ def _run(paths: list[str], *, fmt: str, select: tuple[str, ...], extend_select: 
                                min_severity, baseline)
     except click.UsageError as exc:
         err.write(f"promptcache lint: error: {exc.message}\n")
+        return 2
+    # A model the user names (--model or [tool.promptcache] model) must be a catalog id:
+    # an unknown one would silently skip the model-specific rules.
+    unknown = check_model(config.model, "--model" if model else "[tool.promptcache] model")
+    if unknown is not None:
+        err.write(f"promptcache lint: error: {unknown}\n")
         return 2
     data = stdin
     if "-" in paths and data is None:

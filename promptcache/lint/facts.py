@@ -14,11 +14,12 @@ requests per minute per prefix + prompt_cache_key" overflow point
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["CacheFacts", "facts_for", "provider_family"]
+__all__ = ["MODEL_RULES", "CacheFacts", "facts_for", "model_rules_skipped", "provider_family"]
 
 _LOCK = threading.Lock()
 
@@ -61,10 +62,19 @@ def _get(policy: Any, name: str) -> Any:
 def _provider_wide(family: str) -> dict[str, Any]:
     """Facts on which every catalog model of ``family`` agrees."""
     out: dict[str, Any] = {}
+    for name, seen in _family_values(family).items():
+        if len(seen) == 1:
+            out[name] = next(iter(seen))
+    return out
+
+
+@lru_cache(maxsize=8)
+def _family_values(family: str) -> dict[str, set[Any]]:
+    """fact name -> the values the catalog models of ``family`` have for it."""
     try:
         from promptcache.catalog import get_policy, known_models
     except ImportError:  # pragma: no cover - the catalog is part of the package
-        return out
+        return {}
     values: dict[str, set[Any]] = {}
     for model in known_models():
         try:
@@ -80,9 +90,41 @@ def _provider_wide(family: str) -> dict[str, Any]:
             "longer_ttl_first",
         ):
             values.setdefault(name, set()).add(_get(policy, name))
-    for name, seen in values.items():
-        if len(seen) == 1:
-            out[name] = next(iter(seen))
+    return values
+
+
+#: The rules that read a model-specific catalog fact: code -> (provider family the rule
+#: checks, the fact). ``"known_model"``: the rule runs only for a model the catalog knows.
+MODEL_RULES: dict[str, tuple[str, str]] = {
+    "PC301": ("anthropic", "max_breakpoints"),
+    "PC302": ("anthropic", "lookback_positions"),
+    "PC303": ("anthropic", "known_model"),
+    "PC401": ("openai", "min_cacheable_tokens"),
+    "PC402": ("openai", "min_cacheable_tokens"),
+}
+
+
+def model_rules_skipped(facts: CacheFacts, codes: Iterable[str]) -> list[str]:
+    """Which of the rule ``codes`` cannot check a request with these ``facts``.
+
+    A rule is skipped when the request's model is unknown to the catalog and the fact it needs
+    differs between the catalog's models of the provider (so it stays unknown), or when the
+    rule runs only for known models. Empty for a known model. Never raises.
+    """
+    if facts.known_model:
+        return []
+    out = []
+    with _LOCK:
+        values = _family_values(facts.provider)
+    for code in codes:
+        need = MODEL_RULES.get(code)
+        if need is None or need[0] != facts.provider:
+            continue
+        fact = need[1]
+        if fact == "known_model" or (
+            getattr(facts, fact) is None and any(v is not None for v in values.get(fact, ()))
+        ):
+            out.append(code)
     return out
 
 

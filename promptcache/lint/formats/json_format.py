@@ -1,4 +1,5 @@
-"""JSON output: ``{"version", "findings": [...], "errors": [{"file", "reason"}], "files"}``.
+"""JSON output: ``{"version", "findings": [...], "errors": [{"file", "reason"}], "files",
+"unknown_models": [{"file", "models", "skipped_rules", "provider_wide_rules"}]}``.
 
 The same document is accepted back as a ``--baseline`` file.
 """
@@ -23,6 +24,8 @@ def emit(result: LintResult, stream: IO[str]) -> None:
         "findings": [f.to_dict() for f in result.findings],
         "errors": [{"file": e.file, "reason": e.reason} for e in result.errors],
         "files": result.files,
+        "unknown_models": [{"file": file, **note.to_dict()}
+                           for file, note in result.unknown_models.items()],
     }
     json.dump(doc, stream, indent=2, ensure_ascii=False, default=str)
     stream.write("\n")
