@@ -50,8 +50,9 @@ class UsageRecord(BaseModel):
 
     Attributes:
         provider: wire format it was parsed from: ``"anthropic"``, ``"openai"`` (chat),
-            ``"openai-responses"``, ``"vllm"``, ``"deepseek"``, ``"bedrock"``, ``"gemini"``
-            or any other string for hand-made records.
+            ``"openai-responses"``, ``"vllm"``, ``"deepseek"``, ``"bedrock"``, ``"gemini"``,
+            ``"normalized"`` (relay shape: ``prompt_tokens`` + ``cached_read_tokens`` +
+            ``cache_creation_tokens``) or any other string for hand-made records.
         model: model id as reported by the response (``None`` when absent).
         uncached_input: input tokens billed at the base input rate (tokens).
         cache_read: input tokens served from the cache (tokens).
