@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
 from promptcache._errors import InputError, UnknownModelError
 
-__all__ = ["check_model", "fail", "read_text", "unknown_model_message"]
+__all__ = ["check_model", "fail", "read_json_object", "read_text", "unknown_model_message"]
 
 
 def fail(message: str) -> NoReturn:
@@ -31,7 +31,7 @@ def unknown_model_message(exc: UnknownModelError, option: str = "--model") -> st
     if exc.suggestions:
         hint = f"closest catalog ids: {', '.join(exc.suggestions[:3])}"
     else:
-        hint = "no close catalog id (list them with promptcache.catalog.known_models())"
+        hint = "no close catalog id"
     return f"{option} {model}: unknown model; {hint}"
 
 
@@ -71,3 +71,25 @@ def read_text(name: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(name, f"not UTF-8 text (byte {exc.start})") from None
+
+
+def read_json_object(name: str, *, hint: str = "") -> dict[str, Any]:
+    """The JSON object (a request) in file ``name``; on bad input, :func:`fail` (exit 2).
+
+    ``hint`` is appended to the invalid-JSON reason (``"; use --text for text"``).
+    """
+    import json
+
+    try:
+        text = read_text(name)
+    except InputError as exc:
+        fail(str(exc))
+    if not text.strip():
+        fail(f"{name}: empty file")
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        fail(f"{name}: invalid JSON ({exc}){hint}")
+    if not isinstance(obj, dict):
+        fail(f"{name}: expected a JSON object (a request), got {type(obj).__name__}")
+    return obj

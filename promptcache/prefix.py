@@ -987,22 +987,22 @@ def _openai_breakpoint(part: Mapping[str, Any], path: str, ttl: str | None) -> B
 
 # ---------------------------------------------------------------------- CLI
 @click.command("render")
-@click.argument("source", type=click.File("rb"), default="-")
+@click.argument("source", default="-")
 @click.option("--provider", type=click.Choice(["anthropic", "openai-chat", "openai-responses"]),
               default=None, help="Request shape (default: detected).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-def render_command(source: Any, provider: str | None, fmt: str) -> None:
-    """Show SOURCE (a request JSON; '-' is stdin) as the ordered segments its provider caches."""
-    name = getattr(source, "name", "-")
+def render_command(source: str, provider: str | None, fmt: str) -> None:
+    """Show SOURCE (a request JSON; '-' is stdin) as the ordered segments its provider caches.
+
+    Exit status: 0 shown, 2 bad input (one line on stderr: ``promptcache: FILE: reason``).
+    """
+    from promptcache._cliutil import fail, read_json_object
+
+    payload = read_json_object(source)
     try:
-        payload = json.loads(source.read().decode("utf-8"))
         view = render(payload, provider)
-    except UnicodeDecodeError as exc:
-        click.echo(f"{name}: not UTF-8 text (byte {exc.start})", err=True)
-        raise SystemExit(2) from None
     except ValueError as exc:  # InvalidRequestError is a ValueError too
-        click.echo(f"{name}: {exc}", err=True)
-        raise SystemExit(2) from None
+        fail(f"{source}: {exc}")
     rows = [
         {"index": s.index, "path": s.path, "tier": s.tier, "kind": s.kind, "tokens": s.tokens,
          "start_token": s.start_token, "position": s.position,

@@ -21,7 +21,6 @@ https://platform.claude.com/docs/en/build-with-claude/token-counting (see
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tempfile
 import threading
@@ -317,32 +316,42 @@ def _count_with_client(client: Any, payload: Mapping[str, Any], *,
 
 
 @click.command("count")
-@click.argument("source", type=click.File("rb"), default="-")
+@click.argument("source", default="-")
 @click.option("--model", "-m", default=None, help="Model id (default: the payload's model).")
 @click.option("--text", "as_text", is_flag=True, help="Treat the input as plain text.")
-def count_command(source: Any, model: str | None, as_text: bool) -> None:
-    """Count the tokens of SOURCE (a request JSON, or text with --text; '-' is stdin)."""
-    from promptcache._errors import PromptCacheError
+@click.option("--estimate", is_flag=True,
+              help="Accept a --model the catalog does not know: count with o200k_base "
+                   "(an estimate).")
+def count_command(source: str, model: str | None, as_text: bool, estimate: bool) -> None:
+    """Count the tokens of SOURCE (a request JSON, or text with --text; '-' is stdin).
 
-    name = getattr(source, "name", "-")
-    try:
-        raw = source.read().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        click.echo(f"{name}: not UTF-8 text (byte {exc.start})", err=True)
-        raise SystemExit(2) from None
-    target: str | Mapping[str, Any] = raw
-    if not as_text:
+    A --model the catalog does not know is an error (exit 2, closest catalog ids named)
+    unless --estimate is given. A count for a model the catalog does not know (a payload's
+    own model, or --model with --estimate) is an o200k_base estimate, and a note on stderr
+    says so. Exit status: 0 counted, 2 bad input (one line: ``promptcache: FILE: reason``).
+    """
+    from promptcache._cliutil import check_model, fail, read_json_object, read_text
+    from promptcache._errors import InputError, PromptCacheError
+
+    if not estimate:
+        unknown = check_model(model)
+        if unknown is not None:
+            fail(f"{unknown} (or pass --estimate to count with o200k_base anyway)")
+    target: str | Mapping[str, Any]
+    if as_text:
         try:
-            loaded = json.loads(raw)
-        except ValueError as exc:
-            raise click.UsageError(f"{name}: not JSON ({exc}); use --text for text") from None
-        if not isinstance(loaded, Mapping):
-            raise click.UsageError(f"{name}: expected a JSON object (a request)")
-        target = loaded
+            target = read_text(source)
+        except InputError as exc:
+            fail(str(exc))
+    else:
+        target = read_json_object(source, hint="; use --text for text")
     try:
         result = count_tokens(target, model)
     except PromptCacheError as exc:
-        click.echo(f"{name}: {exc}", err=True)
-        raise SystemExit(2) from None
+        fail(f"{source}: {exc}")
+    if result.method.startswith("unknown-model-estimate"):
+        named = model or (target.get("model") if isinstance(target, Mapping) else None)
+        click.echo(f"promptcache: note: {source}: the count is an estimate ({result.method}): "
+                   f"model {named!r} is unknown to the catalog", err=True)
     kind = "exact" if result.exact else f"estimate (+-{result.error_bound:.0%})"
     click.echo(f"{result.tokens} tokens, {kind}, {result.method}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from promptcache.cli import main
@@ -74,8 +75,45 @@ def test_binary_input_is_one_line_exit_2(tmp_path: Path) -> None:
         assert "not UTF-8 text" in out.output
 
 
-def test_unknown_model_count_is_an_estimate(tmp_path: Path) -> None:
+def test_unknown_model_count_is_an_estimate_only_when_asked(tmp_path: Path) -> None:
     out = CliRunner().invoke(main, ["count", "--text", "--model", "nosuch-model", "-"],
                              input="hello world")
+    assert out.exit_code == 2
+    [line] = out.output.splitlines()
+    assert line.startswith("promptcache: --model nosuch-model: unknown model") and "--estimate" in line
+    typo = CliRunner().invoke(main, ["count", "--text", "-m", "claude-sonet-4-5", "-"],
+                              input="hello world")
+    assert typo.exit_code == 2 and "closest catalog ids: claude-sonnet-4-5" in typo.output
+    out = CliRunner().invoke(main, ["count", "--text", "--estimate", "--model", "nosuch-model",
+                                    "-"], input="hello world")
     assert out.exit_code == 0
-    assert "estimate" in out.output and "unknown-model" in out.output
+    assert "estimate" in out.stdout and "unknown-model" in out.stdout
+    [note] = out.stderr.splitlines()
+    assert "the count is an estimate" in note and "'nosuch-model' is unknown" in note
+    path = tmp_path / "vllm.json"  # a payload's own unknown model: counted, with the note
+    path.write_text(json.dumps({"model": "meta-llama/Llama-3.1-8B",
+                                "messages": [{"role": "user", "content": "hello"}]}))
+    out = CliRunner().invoke(main, ["count", str(path)])
+    assert out.exit_code == 0 and "unknown-model" in out.stdout
+    assert "'meta-llama/Llama-3.1-8B' is unknown" in out.stderr
+    known = CliRunner().invoke(main, ["count", "--text", "-m", "gpt-4o", "-"], input="hi")
+    assert known.exit_code == 0 and known.stderr == ""
+
+
+@pytest.mark.parametrize("command", ["render", "count"])
+@pytest.mark.parametrize(("content", "reason"), [
+    (None, "No such file or directory"),
+    ("", "empty file"),
+    ("{not json", "invalid JSON (Expecting property name"),
+    ("[1, 2]", "expected a JSON object"),
+])
+def test_bad_file_is_one_line_exit_2(tmp_path: Path, command: str, content: str | None,
+                                     reason: str) -> None:
+    path = tmp_path / "in.json"
+    if content is not None:
+        path.write_text(content)
+    out = CliRunner().invoke(main, [command, str(path)])
+    assert out.exit_code == 2, out.output
+    [line] = out.output.splitlines()
+    assert line.startswith(f"promptcache: {path}: {reason}"), line
+    assert "Usage:" not in out.output and "Traceback" not in out.output
