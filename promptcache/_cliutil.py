@@ -16,7 +16,8 @@ import click
 
 from promptcache._errors import InputError, UnknownModelError
 
-__all__ = ["check_model", "fail", "read_json_object", "read_text", "unknown_model_message"]
+__all__ = ["check_model", "fail", "is_blank_file", "read_json_object", "read_text",
+           "unknown_model_message"]
 
 
 def fail(message: str) -> NoReturn:
@@ -93,3 +94,20 @@ def read_json_object(name: str, *, hint: str = "") -> dict[str, Any]:
     if not isinstance(obj, dict):
         fail(f"{name}: expected a JSON object (a request), got {type(obj).__name__}")
     return obj
+
+
+def is_blank_file(name: str) -> bool:
+    """Whether file ``name`` holds nothing but whitespace (False for ``"-"`` or unreadable).
+
+    Reads in 64 KiB chunks and stops at the first non-whitespace byte.
+    """
+    if name == "-":
+        return False
+    try:
+        with open(name, "rb") as fh:
+            while chunk := fh.read(65536):
+                if chunk.strip():
+                    return False
+    except OSError:
+        return False
+    return True

@@ -394,3 +394,19 @@ def test_unknown_explicit_model_exits_2_with_suggestions(tmp_path: Path, command
             assert "closest catalog ids: " in lines[0] and close in lines[0]
             assert len(lines[0].split("closest catalog ids: ")[1].split(", ")) <= 3
         assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("content", ["", "\n \n"])
+def test_empty_files_exit_2_saying_empty(tmp_path: Path, content: str) -> None:
+    """explain / diff on an empty file: one line "FILE: empty file", never "0 requests"."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(content, encoding="utf-8")
+    for fmt in ("text", "json"):
+        result = CliRunner().invoke(main, ["explain", str(empty), "--format", fmt])
+        assert result.exit_code == 2, result.output
+        assert result.output.splitlines() == [f"promptcache: {empty}: empty file"]
+    good = _write(tmp_path, "a.json", conversation("alpha", 1)[0])
+    for args in ([good, str(empty)], [str(empty), good]):
+        result = CliRunner().invoke(main, ["diff", *args])
+        assert result.exit_code == 2, result.output
+        assert result.output.splitlines() == [f"promptcache: {empty}: empty file"]

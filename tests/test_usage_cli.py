@@ -85,6 +85,17 @@ def test_report_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     assert res.stderr.startswith(f"{prices}: ")
 
 
+@pytest.mark.parametrize("content", ["", "\n  \n"])
+@pytest.mark.parametrize("fmt", ["text", "json", "csv"])
+def test_report_empty_file_exits_2(tmp_path: Path, content: str, fmt: str) -> None:
+    """An empty log is bad input, not an empty table that reads as "nothing was spent"."""
+    path = tmp_path / "empty.jsonl"
+    path.write_text(content, encoding="utf-8")
+    result = CliRunner().invoke(main, ["report", str(path), "--format", fmt])
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines() == [f"{path}: empty file"]
+
+
 def test_breakeven_text_and_json() -> None:
     res = CliRunner().invoke(main, ["breakeven", "--model", "claude-sonnet-4-5",
                                     "--prefix-tokens", "5000", "--ttl", "1h"])

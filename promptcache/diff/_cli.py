@@ -36,6 +36,8 @@ def _load(path: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
         raise InputError(path, exc.strerror or str(exc)) from None
     except UnicodeDecodeError as exc:
         raise InputError(path, f"not UTF-8 text ({exc.reason})") from None
+    if not text.strip():
+        raise InputError(path, "empty file")
     try:
         obj = json.loads(text)
     except ValueError as exc:
@@ -231,7 +233,7 @@ def explain_command(log: str, fmt: str, model: str | None, provider: str | None,
     "usage" / "response", "timestamp", "session_id", "response_id" and provider
     diagnostics. Exit status: 0 no miss, 1 misses, 2 bad input.
     """
-    from promptcache._cliutil import check_model
+    from promptcache._cliutil import check_model, is_blank_file
     from promptcache.diff._explain import explain
 
     unknown = check_model(model)
@@ -242,6 +244,8 @@ def explain_command(log: str, fmt: str, model: str | None, provider: str | None,
     except PromptCacheError as exc:
         _fail(str(exc))
         return
+    if not report.requests:  # "0 requests, 0 misses" would read as a clean log
+        _fail(f"{log}: {'empty file' if is_blank_file(log) else 'no requests in the log'}")
     if fmt == "json":
         click.echo(report.model_dump_json(indent=2))
     else:

@@ -146,6 +146,10 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
         located = list(iter_usage_log_lines(usage_file))
     except InputError as exc:
         _fail(exc.file, exc.reason)
+    if not located:  # an empty table would read as "nothing was spent"
+        from promptcache._cliutil import is_blank_file
+
+        _fail(usage_file, "empty file" if is_blank_file(usage_file) else "no usage records")
     records = [r for _, r in located]
     if prices_file is not None:
         from promptcache.catalog import load_overrides
