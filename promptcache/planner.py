@@ -75,6 +75,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -807,37 +808,41 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                            key=lambda c: c.index)
 
     # ---- scoring
+    # Reachability among the indexes a plan can hold (candidates and fixed markers), computed
+    # once: the search below scores every combination of candidates.
+    pool = sorted({c.index for c in cand_list} | fixed_idx)
+    reach: dict[int, frozenset[int]] = {}
+    prev_reaches: dict[int, bool] = {}
+    entry_hits: list[tuple[WrittenEntry, frozenset[int]]] = []
+    if lookback is not None:
+        for b in pool:
+            pb = pos_of[b]
+            reach[b] = frozenset(a for a in pool if a < b and 0 <= pb - pos_of[a] <= lookback)
+            prev_reaches[b] = any(e.segment_index <= b and 0 <= pb - e.position <= lookback
+                                  for e in prev_entries)
+    for e in prev_entries:
+        entry_hits.append((e, frozenset(
+            i for i in pool if i >= e.segment_index
+            and (lookback is None or 0 <= pos_of[i] - e.position <= lookback))))
+
     def reads_now(all_idx: Sequence[int]) -> tuple[int, int | None]:
+        """The longest entry of the previous request some index of ``all_idx`` reads."""
         best, best_i = 0, None
-        for e in prev_entries:
-            for i in all_idx:
-                if i < e.segment_index:
-                    continue
-                if lookback is None or 0 <= pos_of[i] - e.position <= lookback:
-                    if e.prefix_tokens > best:
-                        best, best_i = e.prefix_tokens, e.segment_index
-                    break
+        for e, hits in entry_hits:
+            if e.prefix_tokens > best and not hits.isdisjoint(all_idx):
+                best, best_i = e.prefix_tokens, e.segment_index
         return best, best_i
 
     def chain_ok(planned: Sequence[int], all_idx: Sequence[int]) -> bool:
+        """Every planned marker but the first reads an earlier one (or an entry) within the
+        lookback, so the markers' entries chain."""
         if lookback is None:
             return True
         first = all_idx[0]
         for b in planned:
-            if b == first:
+            if b == first or prev_reaches[b]:
                 continue
-            pb = pos_of[b]
-            ok = False
-            for a in all_idx:
-                if a >= b:
-                    break
-                if 0 <= pb - pos_of[a] <= lookback:
-                    ok = True
-                    break
-            if not ok:
-                ok = any(e.segment_index <= b and 0 <= pb - e.position <= lookback
-                         for e in prev_entries)
-            if not ok:
+            if reach[b].isdisjoint(all_idx):
                 return False
         return True
 
@@ -848,19 +853,24 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                ("tools_only", reuse.tools_only, bounds.tools_end))
 
     active = [(w, lim) for _name, w, lim in weights if w and lim is not None]
+    # end_tok never decreases with the index (token offsets are cumulative), so the largest
+    # prefix among sorted indexes up to a limit is the one of the last index within it.
 
     def score(planned: tuple[int, ...]) -> tuple[float, int, int, int] | None:
-        all_idx = sorted(set(planned) | fixed_idx)
+        # combinations() of the index-sorted candidates yields sorted tuples
+        all_idx = sorted(set(planned) | fixed_idx) if fixed_idx else list(planned)
         if planned and not chain_ok(planned, all_idx):
             return None
         now, read_i = reads_now(all_idx)
         written = [i for i in all_idx if end_tok[i] >= min_tokens]
-        top = max((end_tok[i] for i in written), default=0)
-        if read_i is not None:
-            written.append(read_i)
+        top = end_tok[written[-1]] if written else 0
         nxt = 0.0
         for w, lim in active:
-            nxt += w * max((end_tok[i] for i in written if i <= lim), default=0)
+            k = bisect_right(written, lim)
+            best = end_tok[written[k - 1]] if k else 0
+            if read_i is not None and read_i <= lim and end_tok[read_i] > best:
+                best = end_tok[read_i]
+            nxt += w * best
         return (now + nxt, -max(0, top - now), -len(planned), sum(planned))
 
     best: tuple[int, ...] = ()
