@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
+from promptcache._cliutil import fail
 from promptcache._errors import InputError, PromptCacheError
 from promptcache.diff._model import DiffResult, ExplainReport
 
@@ -20,11 +21,6 @@ __all__ = ["diff_command", "explain_command"]
 
 _PROVIDERS = click.Choice(["anthropic", "openai", "openai-chat", "openai-responses"])
 _REQUEST_KEYS = ("request", "body", "payload")
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"promptcache: {message}", err=True)
-    raise SystemExit(2)
 
 
 def _load(path: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
@@ -82,7 +78,7 @@ def diff_command(a: str, b: str, fmt: str, redact: bool, model: str | None,
 
     unknown = check_model(model)
     if unknown is not None:
-        _fail(unknown)
+        fail(unknown)
     try:
         body_a, wrap_a = _load(a)
         body_b, wrap_b = _load(b)
@@ -97,13 +93,13 @@ def diff_command(a: str, b: str, fmt: str, redact: bool, model: str | None,
                       usage_a=usage_a, usage_b=usage_b, diagnostics_b=wrap_b or None,
                       redact=redact)
     except InputError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     except PromptCacheError as exc:
-        _fail(f"{a} / {b}: {exc}")
+        fail(f"{a} / {b}: {exc}")
         return
     except ValueError as exc:
-        _fail(f"{a} / {b}: {exc}")
+        fail(f"{a} / {b}: {exc}")
         return
     if fmt == "json":
         click.echo(result.model_dump_json(indent=2))
@@ -238,14 +234,14 @@ def explain_command(log: str, fmt: str, model: str | None, provider: str | None,
 
     unknown = check_model(model)
     if unknown is not None:
-        _fail(unknown)
+        fail(unknown)
     try:
         report = explain(log, provider=provider, model=model)
     except PromptCacheError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     if not report.requests:  # "0 requests, 0 misses" would read as a clean log
-        _fail(f"{log}: {'empty file' if is_blank_file(log) else 'no requests in the log'}")
+        fail(f"{log}: {'empty file' if is_blank_file(log) else 'no requests in the log'}")
     if fmt == "json":
         click.echo(report.model_dump_json(indent=2))
     else:

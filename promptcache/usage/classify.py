@@ -200,6 +200,13 @@ def classify_anthropic(
             the whole prompt (``record.total_input``) bounds it.
         minimum: ``CachePolicy.min_cacheable_tokens`` of the model (e.g. 2,048 for
             claude-3-5-haiku, 4,096 for claude-haiku-4-5, 1,024 for claude-sonnet-4-5).
+
+    Returns:
+        An :class:`AnthropicHit` (counts in tokens). Raises nothing: a count the response
+        does not report gives ``unknown``.
+
+    Source of the rule (a prefix under the model's minimum is neither read nor written, and
+    the response reports no error): https://platform.claude.com/docs/en/build-with-claude/prompt-caching
     """
     read, write, rate = record.cache_read, record.writes, record.hit_rate
     total = record.total_input
@@ -272,6 +279,16 @@ def diagnose_hit_pattern(
         high: a request whose hit rate is at least this read "(nearly) everything" (OpenAI
             rounds reads down to 128-token steps, so a full hit can be below 1.0).
         min_requests: fewer requests with known counts give ``unknown``.
+
+    Returns:
+        A :class:`HitPattern` (counts in requests and tokens; rates are ratios of sums).
+        Raises nothing: too few known counts give ``unknown``.
+
+    Why bimodal means routing: OpenAI routes a request by a hash of its prefix (plus
+    ``prompt_cache_key``) to a machine that may hold the cache, and overflows to other
+    machines above about 15 requests/min per prefix + key, so identical prefixes that read
+    all or nothing landed on different machines
+    (https://developers.openai.com/api/docs/guides/prompt-caching).
     """
     known = [r for r in records if r.hit_rate is not None and r.cache_read is not None]
     n = len(known)
