@@ -120,8 +120,8 @@ def _orjson_safe(node: Any) -> bool:
 def _dumps(node: Any) -> bytes:
     """The node's JSON bytes as the SDKs send them (see the module docstring).
 
-    orjson (about 10x faster on long strings, the bulk of a prompt) where it is byte-identical,
-    the standard library's encoder otherwise.
+    orjson (faster on long strings, the bulk of a prompt) where it is byte-identical, the
+    standard library's encoder otherwise.
     """
     if _orjson_safe(node):
         try:
