@@ -123,6 +123,8 @@ def test_stdin_and_folders_and_globs(files: dict[str, Path], tmp_path: Path) -> 
     ("a.json", b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
     ("a.jsonl", b"{\"messages\": []}\n{oops\n", "line 2"),
     ("a.yaml", b"system: [unclosed\n", "invalid YAML"),
+    ("a.yaml", b"system: \x1f\n", "invalid YAML"),  # a ReaderError: multi-line str
+    ("a.prompty", b"---\n\x1f\n---\nHello\n", "invalid front matter YAML"),
     ("a.toml", b"prompt = \"\"\"unterminated\n", "invalid TOML"),
     ("a.j2", b"Hello {% if x %} never closed", "Jinja syntax error"),
     ("a.py", b"def f(:\n", "Python syntax error"),

@@ -89,6 +89,12 @@ def _yaml_position(node: yaml.ScalarNode, lines: list[str], base_line: int) -> P
     return inline
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's reason on one line (a ReaderError has no ``problem`` and a multi-line str)."""
+    problem = getattr(exc, "problem", None) or str(exc)
+    return " ".join(str(problem).split())
+
+
 def _yaml_templates(file: str, text: str, base_line: int = 1,
                     model: str | None = None) -> list[TemplateContext]:
     try:
@@ -96,8 +102,7 @@ def _yaml_templates(file: str, text: str, base_line: int = 1,
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + base_line}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(file, f"invalid YAML{where}: {problem}") from None
+        raise InputError(file, f"invalid YAML{where}: {_yaml_problem(exc)}") from None
     except RecursionError:
         raise InputError(file, "YAML nested too deeply") from None
     lines = text.split("\n")
@@ -186,7 +191,7 @@ def _prompty(file: str, text: str, options: LoadOptions) -> list[TemplateContext
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 2}" if mark is not None else ""
             raise InputError(file, f"invalid front matter YAML{where}: "
-                                   f"{getattr(exc, 'problem', None) or exc}") from None
+                                   f"{_yaml_problem(exc)}") from None
         except RecursionError:
             raise InputError(file, "front matter nested too deeply") from None
         if model is None and isinstance(meta, dict):
