@@ -267,3 +267,31 @@ def test_log_interleaved_agents_are_not_compared(tmp_path: Path) -> None:
                         {"type": "text", "text": filler(300, "t"), "cache_control": {"type": "ephemeral"}}],
                        [{"role": "user", "content": "q"}]) for n in (1, 2)]
     assert [c for c, _, _ in _log(tmp_path, body)] == ["PC105"]
+
+
+# ------------------------------------------------------------------ volatile scan windows
+def test_next_digit_matches_a_regex_search() -> None:
+    """The memchr-based digit finder answers what ``re.search("[0-9]")`` would."""
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from promptcache.lint.volatile import _next_digit
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.text(alphabet="ab 0123456789é٣\n", max_size=80), st.integers(0, 90))
+    def check(text: str, pos: int) -> None:
+        m = re.compile(r"[0-9]").search(text, pos)
+        assert _next_digit(text, pos, len(text)) == (m.start() if m else -1)
+
+    check()
+
+
+def test_scan_finds_a_timestamp_deep_in_prose() -> None:
+    from promptcache.lint.volatile import scan_text
+
+    text = "plain words without any number " * 2000 + "Now: 2026-01-02 03:04:05. " + "x " * 99
+    [match] = scan_text(text)
+    assert match.granularity == "second" and text[match.start:match.end] == match.match
+    assert match.match == "2026-01-02 03:04:05"

@@ -110,12 +110,28 @@ def _has_letters_and_digits(s: str) -> bool:
     return any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
 
 
-_DIGIT = re.compile(r"[0-9]")  # one-character class: sre's fast search path
+_DIGITS = "0123456789"
 _WORDISH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
-_ASCII_DIGITS = frozenset("0123456789")
+_ASCII_DIGITS = frozenset(_DIGITS)
 #: Characters of context kept on each side of a digit run (longer than any pattern's
 #: non-digit stretch: month names, weekday, "GMT").
 _PAD = 40
+
+
+def _next_digit(text: str, pos: int, n: int) -> int:
+    """Index of the first ASCII digit at or after ``pos``, or -1.
+
+    Ten ``str.find`` calls (memchr) instead of one ``re`` search for ``[0-9]``: sre tests a
+    character class one character at a time (about 10 ns a character here), memchr runs at
+    memory speed, and each later digit's search stops at the nearest digit found so far.
+    """
+    best = n
+    find = text.find
+    for d in _DIGITS:
+        i = find(d, pos, best)
+        if i >= 0:
+            best = i
+    return best if best < n else -1
 
 
 def _windows(text: str) -> list[tuple[int, int]]:
@@ -124,15 +140,14 @@ def _windows(text: str) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     n = len(text)
     pos = 0
-    search = _DIGIT.search
     while True:
-        m = search(text, pos)
-        if m is None:
+        start = _next_digit(text, pos, n)
+        if start < 0:
             return out
-        run_end = m.end()
+        run_end = start + 1
         while run_end < n and text[run_end] in _ASCII_DIGITS:
             run_end += 1
-        s = max(0, m.start() - _PAD)
+        s = max(0, start - _PAD)
         e = min(n, run_end + _PAD)
         for _ in range(80):
             if s > 0 and text[s - 1] in _WORDISH:
