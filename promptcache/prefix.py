@@ -206,20 +206,42 @@ class Segment:
         return self.start_token + self.tokens
 
 
-@dataclass(frozen=True, slots=True)
-class _Draft:
-    path: str
-    tier: Tier
-    kind: str
-    role: str | None
-    message_index: int | None
-    node: Any
-    text: str | None
-    token_text: str | None
-    extra_tokens: int
-    breakpoint: Breakpoint | None
-    cacheable: bool
-    count_data: bool = False
+#: Slot setters of :class:`Segment`, in field order (see :func:`_new_segment`).
+_SEGMENT_SET = tuple(Segment.__dict__[name].__set__ for name in Segment.__slots__)  # type: ignore[attr-defined]
+
+
+def _new_segment(index: int, path: str, tier: Tier, kind: str, role: str | None,
+                 message_index: int | None, data: bytes, text: str | None, tokens: int,
+                 start_token: int, position: int, breakpoint: Breakpoint | None,
+                 cacheable: bool, _new: Any = object.__new__, _set: tuple[Any, ...] = _SEGMENT_SET
+                 ) -> Segment:
+    """``Segment(...)`` without the frozen dataclass's ``__init__``, which calls
+    ``object.__setattr__`` once per field (about 3x the cost of these slot stores; the renderer
+    makes one Segment per block of every new request). The result is the same frozen object."""
+    seg: Segment = _new(Segment)
+    _set[0](seg, index)
+    _set[1](seg, path)
+    _set[2](seg, tier)
+    _set[3](seg, kind)
+    _set[4](seg, role)
+    _set[5](seg, message_index)
+    _set[6](seg, data)
+    _set[7](seg, text)
+    _set[8](seg, tokens)
+    _set[9](seg, start_token)
+    _set[10](seg, position)
+    _set[11](seg, breakpoint)
+    _set[12](seg, cacheable)
+    _set[13](seg, None)
+    _set[14](seg, None)
+    return seg
+
+
+#: A queued segment: its node, and everything else that determines it (hashable; part of the
+#: memo key): (path, tier, kind, role, message_index, text, token_text, extra_tokens,
+#: breakpoint, cacheable, count_data). A plain tuple: a frozen dataclass per block cost more
+#: than rendering a short block.
+_Draft = tuple[Any, tuple[Any, ...]]
 
 
 @dataclass(frozen=True)
@@ -514,21 +536,24 @@ def render_cache_clear() -> None:
         _memo_bytes = 0
 
 
-def _memo_put(key: tuple[Any, ...], seg: Segment) -> None:
+def _memo_put(entries: list[tuple[tuple[Any, ...], Segment]]) -> None:
+    """Memoise one render's new segments (one lock for all of them)."""
     global _memo_bytes
-    size = len(seg.data)
-    if size > SEGMENT_MEMO_MAX_BYTES // 16:
-        return  # one huge block would push everything else out
     with _memo_lock:
-        if len(_SEGMENT_MEMO) >= SEGMENT_MEMO_MAX or _memo_bytes + size > SEGMENT_MEMO_MAX_BYTES:
-            drop = max(1, len(_SEGMENT_MEMO) // 4)
-            for old in list(itertools.islice(_SEGMENT_MEMO, drop)):
-                gone = _SEGMENT_MEMO.pop(old, None)
-                if gone is not None:
-                    _memo_bytes -= len(gone.data)
-        if key not in _SEGMENT_MEMO:
-            _SEGMENT_MEMO[key] = seg
-            _memo_bytes += size
+        for key, seg in entries:
+            size = len(seg.data)
+            if size > SEGMENT_MEMO_MAX_BYTES // 16:
+                continue  # one huge block would push everything else out
+            if (len(_SEGMENT_MEMO) >= SEGMENT_MEMO_MAX
+                    or _memo_bytes + size > SEGMENT_MEMO_MAX_BYTES):
+                drop = max(1, len(_SEGMENT_MEMO) // 4)
+                for old in list(itertools.islice(_SEGMENT_MEMO, drop)):
+                    gone = _SEGMENT_MEMO.pop(old, None)
+                    if gone is not None:
+                        _memo_bytes -= len(gone.data)
+            if key not in _SEGMENT_MEMO:
+                _SEGMENT_MEMO[key] = seg
+                _memo_bytes += size
 
 
 _SEGMENT_KEYS = {
@@ -555,9 +580,9 @@ class _Renderer:
             count_data: bool = False) -> None:
         """Queue a segment; ``count_data`` counts the tokens of its JSON bytes (tool
         definitions, schemas, unknown blocks) instead of ``token_text`` / ``text``."""
-        self.drafts.append(_Draft(path, tier, kind, role, message_index, node, text,
-                                  token_text if token_text is not None else text, extra_tokens,
-                                  breakpoint, cacheable, count_data))
+        self.drafts.append((node, (path, tier, kind, role, message_index, text,
+                                   token_text if token_text is not None else text,
+                                   extra_tokens, breakpoint, cacheable, count_data)))
 
     def _list(self, payload: Mapping[str, Any], key: str, path: str) -> list[Any]:
         value = payload.get(key)
@@ -577,33 +602,36 @@ class _Renderer:
         counter = self.counter
         count = counter.count
         memo = _SEGMENT_MEMO
-        for i, d in enumerate(self.drafts):
-            if not (d.kind in _TOOL_RUN_KINDS and d.kind == prev_kind):
+        fresh: list[tuple[tuple[Any, ...], Segment]] = []
+        for i, (node, rest) in enumerate(self.drafts):
+            kind = rest[2]
+            if not (kind in _TOOL_RUN_KINDS and kind == prev_kind):
                 position += 1
-            prev_kind = d.kind
+            prev_kind = kind
             # Everything a Segment is made of; the draft's text / token_text / extra_tokens
             # derive from its node, so the key pins them too.
-            node_key = _node_key(d.node)
-            key = None if node_key is _NO_KEY else (
-                counter, i, start, position, d.path, d.tier, d.kind, d.role, d.message_index,
-                node_key, d.text, d.token_text, d.extra_tokens, d.breakpoint, d.cacheable,
-                d.count_data)
+            node_key = node if type(node) is str else _node_key(node)
+            key = None if node_key is _NO_KEY else (counter, i, start, position, node_key, rest)
             seg = memo.get(key) if key is not None else None
             if seg is None:
-                data = _dumps(d.node)
-                if d.count_data:
-                    tokens = count(data.decode("utf-8", "replace")) + d.extra_tokens
-                elif d.token_text is not None:
-                    tokens = count(d.token_text) + d.extra_tokens
+                (path, tier, kind, role, message_index, text, token_text, extra_tokens,
+                 breakpoint, cacheable, count_data) = rest
+                data = _dumps(node)
+                if count_data:
+                    tokens = count(data.decode("utf-8", "replace")) + extra_tokens
+                elif token_text is not None:
+                    tokens = count(token_text) + extra_tokens
                 else:
-                    tokens = d.extra_tokens
-                seg = Segment(i, d.path, d.tier, d.kind, d.role, d.message_index, data, d.text,
-                              tokens, start, position, d.breakpoint, d.cacheable)
+                    tokens = extra_tokens
+                seg = _new_segment(i, path, tier, kind, role, message_index, data, text, tokens,
+                                   start, position, breakpoint, cacheable)
                 if key is not None:
-                    _memo_put(key, seg)
+                    fresh.append((key, seg))
             segments.append(seg)
-            by_path.setdefault(d.path, i)
+            by_path.setdefault(seg.path, i)
             start += seg.tokens
+        if fresh:
+            _memo_put(fresh)
         automatic_index: int | None = None
         if self.automatic is not None:
             for seg in reversed(segments):
