@@ -23,15 +23,18 @@ What each peer can take, and what is skipped:
   OpenAI client; no file, template or source input.
 
 Prints one table; the ratio column is promptcache's speed divided by the peer's. Every rate is
-the median time of one pass over the input (101 passes over the corpus bodies, 31 over the
-100k-token request), for promptcache and the peers alike. No number is hard-coded: every figure
-is measured on this machine in this run.
+the median time of one pass over the input (about 101 passes over the corpus bodies, 31 over
+the 100k-token request), for promptcache and the peers alike. The passes are taken in 10
+interleaved rounds (promptcache's, then each peer's, in turn), each peer kept running in its
+own interpreter between rounds, so that drift in this shared machine's speed reaches every tool
+alike. No number is hard-coded: every figure is measured on this machine in this run.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,6 +49,8 @@ from promptcache.lint import lint_paths, lint_request  # noqa: E402
 from promptcache.lint.sources.request_json import find_request  # noqa: E402
 from promptcache.prefix import render  # noqa: E402
 
+#: Rounds per input: promptcache's passes, then each peer's, repeated (see :class:`Peer`).
+ROUNDS = 10
 CORPUS = ROOT.parent / "shared" / "corpus"
 PEERS = Path(os.environ.get("PROMPTCACHE_BENCH_PEERS", "/work/benchenv"))
 WORDS = ("cache prefix token model request system message tool result value order stable "
@@ -94,17 +99,15 @@ def corpus_bodies() -> list[dict[str, Any]]:
     return out
 
 
-def timed(fn: Any, repeat: int) -> float:
-    """Median seconds per call of ``fn`` over ``repeat`` calls, cold: the per-text scan memo
-    and the renderer's segment memo are emptied before each call, so repeating the same inputs
-    measures the work a new request costs. The median (the peers are timed the same way) keeps
-    one stall of this shared machine from deciding the figure."""
-    import statistics
-
+def timed(fn: Any, repeat: int, warm: bool = True) -> list[float]:
+    """Seconds of each of ``repeat`` calls of ``fn``, cold: the per-text scan memo and the
+    renderer's segment memo are emptied before each call, so repeating the same inputs measures
+    the work a new request costs."""
     from promptcache.lint.volatile import scan_cache_clear
     from promptcache.prefix import render_cache_clear
 
-    fn()  # warm-up (encoders, imports)
+    if warm:
+        fn()  # warm-up (encoders, imports)
     times: list[float] = []
     for _ in range(repeat):
         scan_cache_clear()
@@ -112,12 +115,12 @@ def timed(fn: Any, repeat: int) -> float:
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return times
 
 
 _PEER_SCRIPT = r'''
 import json, sys, time
-tool, path, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
+tool, path = sys.argv[1], sys.argv[2]
 bodies = json.load(open(path))
 def provider_of(b):
     return "anthropic" if ("system" in b or "claude" in str(b.get("model", ""))) else "openai"
@@ -140,30 +143,72 @@ elif tool == "cacheguardian":
             kw.setdefault("max_tokens", 16)
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 cacheguardian.dry_run(clients[provider_of(b)], **kw)
-run()
-times = []
-for _ in range(repeat):
-    t = time.perf_counter()
-    run()
-    times.append(time.perf_counter() - t)
-times.sort()
-print(json.dumps({"seconds": times[len(times) // 2]}))
+run()  # warm-up
+print("ready", flush=True)
+for line in sys.stdin:  # "N": time N passes and print their seconds; "quit": stop
+    if line.strip() == "quit":
+        break
+    times = []
+    for _ in range(int(line)):
+        t = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t)
+    print(json.dumps(times), flush=True)
 '''
 
 
-def peer(tool: str, bodies: list[dict[str, Any]], repeat: int) -> tuple[float | None, str]:
-    python = PEERS / "bin" / "python"
-    if not python.exists():
-        return None, f"no peer venv at {PEERS} (see the module docstring)"
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "bodies.json"
+class Peer:
+    """One peer in its own interpreter (its venv), kept running so that its passes can be
+    interleaved with promptcache's: this machine's speed drifts by up to 2x within a minute,
+    and rounds taken side by side expose both tools to the same drift."""
+
+    def __init__(self, tool: str, bodies: list[dict[str, Any]], tmp: Path) -> None:
+        self.tool = tool
+        self.proc: subprocess.Popen[str] | None = None
+        self.why = ""
+        self.times: list[float] = []
+        python = PEERS / "bin" / "python"
+        if not python.exists():
+            self.why = f"no peer venv at {PEERS} (see the module docstring)"
+            return
+        path = tmp / f"bodies-{tool}.json"
         path.write_text(json.dumps(bodies), encoding="utf-8")
-        proc = subprocess.run([str(python), "-c", _PEER_SCRIPT, tool, str(path), str(repeat)],
-                              capture_output=True, text=True, timeout=900)
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["failed"])[-1]
-        return None, f"{tool} failed: {last[:120]}"
-    return float(json.loads(proc.stdout.strip().splitlines()[-1])["seconds"]), ""
+        self.proc = subprocess.Popen([str(python), "-c", _PEER_SCRIPT, tool, str(path)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        if self._readline() != "ready":
+            self._fail()
+
+    def _readline(self) -> str:
+        assert self.proc is not None and self.proc.stdout is not None
+        return self.proc.stdout.readline().strip()
+
+    def _fail(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        _, err = self.proc.communicate(timeout=60)
+        last = (err.strip().splitlines() or ["failed"])[-1]
+        self.why = f"{self.tool} failed: {last[:120]}"
+        self.proc = None
+
+    def run(self, passes: int) -> None:
+        """Time ``passes`` passes over the bodies (seconds kept in :attr:`times`)."""
+        if self.proc is None:
+            return
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{passes}\n")
+        self.proc.stdin.flush()
+        line = self._readline()
+        if not line.startswith("["):
+            self._fail()
+            return
+        self.times += json.loads(line)
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.stdin is not None:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.flush()
+            self.proc.wait(timeout=60)
 
 
 def main() -> int:
@@ -173,34 +218,56 @@ def main() -> int:
     # 1. whole corpus, promptcache only (peers take no templates / Python source)
     files = [p for p in CORPUS.rglob("*") if p.is_file()]
     total = sum(p.stat().st_size for p in files)
-    secs = timed(lambda: lint_paths([str(CORPUS)]), 3)
+    secs = statistics.median(timed(lambda: lint_paths([str(CORPUS)]), 3))
     rows.append(("promptcache", f"corpus, all {len(files)} files", f"{total / secs / 1e6:.2f}",
                  f"{len(files) / secs:.0f} files/s", "-"))
     notes.append("corpus templates / Python source: promptcachelint and cacheguardian have no "
                  "input for them (request bodies only): skipped for the peers")
 
-    # 2. corpus request bodies and 3. the 100k-token request: every tool
+    # 2. corpus request bodies and 3. the 100k-token request: every tool, in interleaved rounds
+    med = statistics.median
     for label, bodies, repeat in (("corpus request bodies", corpus_bodies(), 101),
                                   ("one 100k-token request", [big_request()], 31)):
         nbytes = sum(len(json.dumps(b)) for b in bodies)
-        ours = timed(lambda b=bodies: [lint_request(x) for x in b], repeat)
-        rows.append(("promptcache", f"{label} ({len(bodies)})", f"{nbytes / ours / 1e6:.2f}",
-                     f"{len(bodies) / ours:.1f}", "1.00"))
         views = [render(b) for b in bodies]
-        rules_only = timed(lambda b=bodies, v=views: [lint_request(x, view=w)
-                                                      for x, w in zip(b, v, strict=True)],
-                           repeat)
+
+        def full(b: list[dict[str, Any]] = bodies) -> None:
+            for x in b:
+                lint_request(x)
+
+        def rules(b: list[dict[str, Any]] = bodies, v: list[Any] = views) -> None:
+            for x, w in zip(b, v, strict=True):
+                lint_request(x, view=w)
+
+        full()
+        rules()
+        ours: list[float] = []
+        rules_only: list[float] = []
+        with tempfile.TemporaryDirectory() as tmp:
+            peers = [Peer(tool, bodies, Path(tmp)) for tool in ("promptcachelint",
+                                                                 "cacheguardian")]
+            per_round = -(-repeat // ROUNDS)
+            for _ in range(ROUNDS):
+                ours += timed(full, per_round, warm=False)
+                rules_only += timed(rules, per_round, warm=False)
+                for p in peers:
+                    p.run(per_round)
+            for p in peers:
+                p.close()
+        mine = med(ours)
+        rows.append(("promptcache", f"{label} ({len(bodies)})", f"{nbytes / mine / 1e6:.2f}",
+                     f"{len(bodies) / mine:.1f}", "1.00"))
+        r = med(rules_only)
         rows.append(("promptcache rules only*", f"{label} ({len(bodies)})",
-                     f"{nbytes / rules_only / 1e6:.2f}", f"{len(bodies) / rules_only:.1f}",
-                     f"{ours / rules_only:.2f}"))
-        for tool in ("promptcachelint", "cacheguardian"):
-            secs_peer, why = peer(tool, bodies, repeat)
-            if secs_peer is None:
-                rows.append((tool, label, "-", "-", "skipped"))
-                notes.append(f"{tool} on {label}: {why}")
+                     f"{nbytes / r / 1e6:.2f}", f"{len(bodies) / r:.1f}", f"{mine / r:.2f}"))
+        for p in peers:
+            if not p.times:
+                rows.append((p.tool, label, "-", "-", "skipped"))
+                notes.append(f"{p.tool} on {label}: {p.why}")
                 continue
-            rows.append((tool, f"{label} ({len(bodies)})", f"{nbytes / secs_peer / 1e6:.2f}",
-                         f"{len(bodies) / secs_peer:.1f}", f"{secs_peer / ours:.2f}"))
+            secs_peer = med(p.times)
+            rows.append((p.tool, f"{label} ({len(bodies)})", f"{nbytes / secs_peer / 1e6:.2f}",
+                         f"{len(bodies) / secs_peer:.1f}", f"{secs_peer / mine:.2f}"))
 
     widths = [max(len(r[i]) for r in [("tool", "input", "MB/s", "req/s", "promptcache x"), *rows])
               for i in range(5)]
