@@ -103,6 +103,7 @@ __all__ = [
     "infer_boundaries",
     "plan_breakpoints",
     "prefix_digests",
+    "segment_digest",
     "prompt_cache_key",
     "should_warm_first",
 ]
@@ -303,20 +304,22 @@ def _dumps(node: Any) -> bytes:
                                                                              "surrogatepass")
 
 
-def _segment_digest(seg: Segment) -> bytes:
-    """Content digest of a segment: markers ignored, string content == one text block.
+def segment_digest(seg: Segment) -> bytes:
+    """Content digest of a segment (32-byte sha256 over tier, role, kind and content), with
+    ``cache_control`` / ``prompt_cache_breakpoint`` ignored and a string content equal to a
+    one-text-block list.
 
     Computed once per segment (kept in the segment's ``_content_digest`` slot; segments are
     immutable and shared between the views of one conversation through the render memo).
     """
     digest = seg._content_digest
     if digest is None:
-        digest = _compute_segment_digest(seg)
+        digest = _computesegment_digest(seg)
         object.__setattr__(seg, "_content_digest", digest)
     return digest
 
 
-def _compute_segment_digest(seg: Segment) -> bytes:
+def _computesegment_digest(seg: Segment) -> bytes:
     data = seg.data
     node: Any = None
     parsed = False
@@ -357,7 +360,7 @@ def prefix_digests(view: PrefixView) -> list[str]:
     out: list[str] = []
     for seg in view.segments:
         h = h.copy()
-        h.update(_segment_digest(seg))
+        h.update(segment_digest(seg))
         out.append(h.hexdigest())
     object.__setattr__(view, "_prefix_digests", out)  # views are immutable: computed once
     return list(out)
@@ -387,7 +390,7 @@ def prompt_cache_key(view: PrefixView, stable_end: int | None = None) -> str | N
         return None
     h = hashlib.sha256(b"promptcache-key-v1\x00" + view.provider.encode())
     for seg in stable:
-        h.update(_segment_digest(seg))
+        h.update(segment_digest(seg))
     return "pc-" + h.hexdigest()[:32]
 
 

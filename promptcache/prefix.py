@@ -39,6 +39,7 @@ name the part that changed in the same words for both providers.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import itertools
 import json
@@ -295,13 +296,18 @@ class PrefixView:
 
     def breakpoints(self) -> list[Segment]:
         """Segments that carry a breakpoint, explicit or automatic, in render order."""
+        return list(self._breakpoints)
+
+    @functools.cached_property
+    def _breakpoints(self) -> tuple[Segment, ...]:
+        # computed once per view (views are immutable; lint rules ask several times)
         out = [s for s in self.segments if s.breakpoint is not None]
         if self.automatic_index is not None:
             auto = self.segments[self.automatic_index]
             if auto.breakpoint is None:
                 out.append(auto)
                 out.sort(key=lambda s: s.index)
-        return out
+        return tuple(out)
 
     def breakpoint_of(self, segment: Segment | int) -> Breakpoint | None:
         """The breakpoint on a segment, counting the automatic one."""

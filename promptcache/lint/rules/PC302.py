@@ -65,7 +65,7 @@ class Rule_PC302(Rule):
         cur_segs = ctx.view.segments
         shared = 0
         for a, b in zip(prev.view.segments, cur_segs, strict=False):
-            if a.fingerprint != b.fingerprint and content_key(a) != content_key(b):
+            if a is not b and content_key(a) != content_key(b):
                 break
             shared += 1
         written = [b for b in prev.view.breakpoints() if b.index < shared]

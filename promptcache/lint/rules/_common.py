@@ -25,22 +25,14 @@ __all__ = ["Divergence", "VolatileHit", "content_key", "divergence", "key_order_
            "volatile_hits"]
 
 
-def content_key(seg: Segment) -> str:
-    """The segment's fingerprint without its cache marker: a marker is not prompt content, so a
-    breakpoint that moved does not make the same block "different"."""
-    if seg.breakpoint is None or b"cache_control" not in seg.data:
-        return seg.fingerprint
-    import hashlib
+def content_key(seg: Segment) -> bytes:
+    """The segment's content digest without its cache marker: a marker is not prompt content,
+    so a breakpoint that moved does not make the same block "different"; a string content and
+    a one-text-block list are the same content, as the planner and the live diff count them
+    (:func:`promptcache.planner.prefix_digests`). Computed once per segment (cached on it)."""
+    from promptcache.planner import segment_digest
 
-    try:
-        node = json.loads(seg.data)
-    except ValueError:
-        return seg.fingerprint
-    if isinstance(node, dict):
-        node.pop("cache_control", None)
-    data = json.dumps(node, ensure_ascii=False, separators=(",", ":")).encode()
-    return hashlib.sha256(b"\x00".join((seg.tier.encode(), (seg.role or "").encode(),
-                                         seg.kind.encode(), data))).hexdigest()
+    return segment_digest(seg)
 
 
 #: A block with more volatile values than this is reported by its first ones.
@@ -117,7 +109,7 @@ def divergence(ctx: RequestContext) -> Divergence | None:
     prev = ctx.previous
     if prev is not None and prev.view.provider == ctx.view.provider:
         for a, b in zip(prev.view.segments, ctx.view.segments, strict=False):
-            if a.fingerprint != b.fingerprint and content_key(a) != content_key(b):
+            if a is not b and content_key(a) != content_key(b):
                 offset: int | None = None
                 common = 0
                 if a.text is not None and b.text is not None:
