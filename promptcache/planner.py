@@ -314,12 +314,12 @@ def segment_digest(seg: Segment) -> bytes:
     """
     digest = seg._content_digest
     if digest is None:
-        digest = _computesegment_digest(seg)
+        digest = _compute_segment_digest(seg)
         object.__setattr__(seg, "_content_digest", digest)
     return digest
 
 
-def _computesegment_digest(seg: Segment) -> bytes:
+def _compute_segment_digest(seg: Segment) -> bytes:
     data = seg.data
     node: Any = None
     parsed = False
