@@ -354,6 +354,11 @@ def _index_keys(model_id: str, aliases: tuple[str, ...]) -> set[str]:
     return keys
 
 
+#: resolve_model_id's answers, per loaded catalog (the wrapper and the tracker resolve the same
+#: model id on every call)
+_RESOLVED: list[Any] = [None, {}]
+
+
 @cache
 def _catalog() -> _Catalog:
     """The shipped catalog, loaded and validated once per process."""
@@ -460,11 +465,20 @@ def resolve_model_id(model: str) -> str | None:
     Bedrock ``us.anthropic.…-v1:0``, Vertex ``…@20250929``), dotted Claude versions
     (``claude-sonnet-4.5``) and case differences.
     """
-    index = _catalog().index
-    for key in _candidates(model):
-        if key in index:
-            return index[key]
-    return None
+    catalog = _catalog()
+    owner, memo = _RESOLVED
+    memo = memo if owner is catalog else None
+    if memo is None:  # a new catalog (first use, or the cache was cleared): a new memo
+        memo = {}
+        _RESOLVED[:] = [catalog, memo]
+    if model in memo:
+        known: str | None = memo[model]
+        return known
+    index = catalog.index
+    found = next((index[key] for key in _candidates(model) if key in index), None)
+    if len(memo) < 4096:  # spellings seen in one process are few; the bound guards odd input
+        memo[model] = found
+    return found
 
 
 def _suggest(model: str, limit: int = 3) -> list[str]:
