@@ -84,10 +84,15 @@ def _to_dict(obj: Any) -> dict[str, Any]:
     usage = getattr(obj, "usage", None)
     if usage is not None and callable(getattr(usage, "model_dump", None)):
         # An SDK response: only its usage and the few fields _locate reads are dumped (a long
-        # answer's content blocks would cost more to dump than everything else here).
+        # answer's content blocks would cost more to dump than everything else here). The
+        # fields are read from the instance dict: a pydantic getattr of a field the model lacks
+        # raises and catches an AttributeError inside pydantic's __getattr__.
+        fields = getattr(obj, "__dict__", None)
+        if not isinstance(fields, dict):
+            fields = {key: getattr(obj, key, None) for key in _RESPONSE_META_FIELDS}
         out: dict[str, Any] = {}
         for key in _RESPONSE_META_FIELDS:
-            value = getattr(obj, key, None)
+            value = fields.get(key)
             if isinstance(value, str):
                 out[key] = value
         dumped = usage.model_dump(warnings=False)

@@ -192,31 +192,30 @@ class _Acc:
         self.first_start: float | None = None
         self.last_end: float | None = None
 
-    def add(self, rec: UsageRecord, cost: _Priced) -> None:
+    def add(self, c: _Counts) -> None:
         self.requests += 1
-        total = rec.total_input
-        if total is None or rec.cache_read is None:
-            self.requests_unknown += 1
-        else:
-            self.total_input += total
-            if rec.cache_read > 0:
+        if c.known:
+            self.total_input += c.total_input
+            if c.cache_read:
                 self.requests_with_read += 1
-        self.uncached_input += rec.uncached_input or 0
-        self.cache_read += rec.cache_read or 0
-        self.cache_write += rec.writes or 0
-        self.cache_write_5m += rec.cache_write_5m or 0
-        self.cache_write_1h += rec.cache_write_1h or 0
-        self.output += rec.output or 0
-        self.reasoning += rec.reasoning or 0
-        self.cost = _plus(self.cost, cost.total)
-        self.input_cost = _plus(self.input_cost, cost.input)
-        self.uncached_input_cost = _plus(self.uncached_input_cost, cost.uncached_input_cost)
-        if rec.start is not None:
-            self.first_start = rec.start if self.first_start is None else min(self.first_start,
-                                                                              rec.start)
-        end = rec.end if rec.end is not None else rec.start
-        if end is not None:
-            self.last_end = end if self.last_end is None else max(self.last_end, end)
+        else:
+            self.requests_unknown += 1
+        self.uncached_input += c.uncached_input
+        self.cache_read += c.cache_read
+        self.cache_write += c.writes
+        self.cache_write_5m += c.cache_write_5m
+        self.cache_write_1h += c.cache_write_1h
+        self.output += c.output
+        self.reasoning += c.reasoning
+        self.cost = _plus(self.cost, c.cost)
+        self.input_cost = _plus(self.input_cost, c.input_cost)
+        self.uncached_input_cost = _plus(self.uncached_input_cost, c.uncached_input_cost)
+        if c.start is not None:
+            first = self.first_start
+            self.first_start = c.start if first is None or c.start < first else first
+        if c.end is not None:
+            last = self.last_end
+            self.last_end = c.end if last is None or c.end > last else last
 
     def snapshot(self, key: tuple[str | None, ...]) -> UsageSummary:
         return UsageSummary(
@@ -231,19 +230,32 @@ class _Acc:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _Priced:
-    """The three cost numbers every accumulator adds, computed once per record."""
+class _Counts:
+    """One record's numbers as every accumulator adds them, computed once per record (the
+    record's derived fields are properties; five accumulators would compute them five times).
+    Unknown counts are 0 here; ``known`` says whether the prompt split is known."""
 
-    total: Decimal | None
-    input: Decimal | None
-    uncached_input_cost: Decimal | None
+    __slots__ = ("cache_read", "cache_write_1h", "cache_write_5m", "cost", "end", "input_cost",
+                 "known", "output", "reasoning", "start", "total_input", "uncached_input",
+                 "uncached_input_cost", "writes")
 
-    @classmethod
-    def of(cls, cost: Cost | None) -> _Priced:
-        if cost is None:
-            return cls(None, None, None)
-        return cls(cost.total, cost.input, cost.uncached_input_cost)
+    def __init__(self, rec: UsageRecord, cost: Cost | None) -> None:
+        total = rec.total_input
+        read = rec.cache_read
+        self.known = total is not None and read is not None
+        self.total_input = total or 0
+        self.cache_read = read or 0
+        self.uncached_input = rec.uncached_input or 0
+        self.writes = rec.writes or 0
+        self.cache_write_5m = rec.cache_write_5m or 0
+        self.cache_write_1h = rec.cache_write_1h or 0
+        self.output = rec.output or 0
+        self.reasoning = rec.reasoning or 0
+        self.cost = None if cost is None else cost.total
+        self.input_cost = None if cost is None else cost.input
+        self.uncached_input_cost = None if cost is None else cost.uncached_input_cost
+        self.start = rec.start
+        self.end = rec.end if rec.end is not None else rec.start
 
 
 def _plus(a: Decimal | None, b: Decimal | None) -> Decimal | None:
@@ -364,7 +376,7 @@ class UsageTracker:
         self._warm: dict[tuple[str | None, str | None], list[int]] = {}
         self._alarmed: set[tuple[str | None, str | None]] = set()
         self._cold: dict[tuple[str | None, str], list[ColdWriteGroup]] = {}
-        self._price_cache: dict[tuple[str, str], PriceTable | None] = {}
+        self._price_cache: dict[tuple[str, int], PriceTable | None] = {}
 
     # ------------------------------------------------------------------ pricing
 
@@ -381,16 +393,19 @@ class UsageTracker:
             return self._default_prices
         if model is None:
             return None
-        when = utc(record.start)
-        key = (model, "" if when is None else when.date().isoformat())
-        if key not in self._price_cache:
+        start = record.start
+        # prices change by date: one lookup per model and UTC day (day number: no datetime
+        # built per record)
+        key = (model, -1 if start is None else int(start // 86400))
+        cache = self._price_cache
+        if key not in cache:
             try:
                 from promptcache.catalog import get_prices
 
-                self._price_cache[key] = get_prices(model, at=when)
+                cache[key] = get_prices(model, at=utc(start))
             except (ImportError, PromptCacheError):
-                self._price_cache[key] = None
-        return self._price_cache[key]
+                cache[key] = None
+        return cache[key]
 
     def cost_of(self, record: UsageRecord) -> Cost | None:
         """Price one record (without adding it); ``None`` when no price table is known."""
@@ -439,14 +454,14 @@ class UsageTracker:
             if self._keep:
                 self._records.append(record)
                 self._costs.append(cost)
-            priced = _Priced.of(cost)
-            self._total.add(record, priced)
+            counts = _Counts(record, cost)
+            self._total.add(counts)
             g = self._groups
-            g["label"][(record.label,)].add(record, priced)
-            g["model"][(record.model,)].add(record, priced)
-            g["label_model"][(record.label, record.model)].add(record, priced)
+            g["label"][(record.label,)].add(counts)
+            g["model"][(record.model,)].add(counts)
+            g["label_model"][(record.label, record.model)].add(counts)
             if record.session is not None:
-                g["session"][(record.session,)].add(record, priced)
+                g["session"][(record.session,)].add(counts)
             if cost is None:
                 events.append(UsageEvent("unpriced", f"no prices for model {record.model!r}",
                                          record))
