@@ -188,6 +188,9 @@ class _Shared:
     history: deque[SentRequest] = field(default_factory=lambda: deque(maxlen=256))
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _dump(value: Any, depth: int = 4) -> Any:
     """JSON-like copy of ``value`` where it holds pydantic models (as the SDKs dump them:
     ``exclude_unset``, ``mode="json"``, ``by_alias``); the same object when it holds none.
@@ -197,18 +200,12 @@ def _dump(value: Any, depth: int = 4) -> Any:
     items) sit there, and tool schemas below are plain JSON.
     """
     t = type(value)
-    if t is str or t is int or t is float or t is bool or value is None:
-        return value
-    if t is not dict and t is not list:  # plain JSON containers have no model_dump
-        dump = getattr(value, "model_dump", None)
-        if callable(dump):
-            return dump(exclude_unset=True, mode="json", by_alias=True)
-    if depth == 0:
-        return value
-    if isinstance(value, Mapping):
+    if t is dict:
+        if depth == 0:
+            return value
         out: dict[str, Any] | None = None
         for k, v in value.items():
-            if isinstance(v, str | int | float | bool) or v is None:
+            if type(v) in _SCALARS:
                 if out is not None:
                     out[k] = v
                 continue
@@ -218,11 +215,27 @@ def _dump(value: Any, depth: int = 4) -> Any:
             if out is not None:
                 out[k] = d
         return value if out is None else out
-    if isinstance(value, list | tuple):
-        items = [v if isinstance(v, str) else _dump(v, depth - 1) for v in value]
-        if isinstance(value, list) and all(a is b for a, b in zip(items, value, strict=True)):
+    if t is list:
+        if depth == 0:
             return value
-        return items
+        changed = False
+        items = []
+        for v in value:
+            d = v if type(v) in _SCALARS else _dump(v, depth - 1)
+            changed = changed or d is not v
+            items.append(d)
+        return items if changed else value
+    if t in _SCALARS:
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(exclude_unset=True, mode="json", by_alias=True)
+    if depth == 0:
+        return value
+    if isinstance(value, Mapping):
+        return _dump(dict(value), depth)
+    if isinstance(value, list | tuple):
+        return [_dump(v, depth - 1) for v in value]
     return value
 
 
