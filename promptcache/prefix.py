@@ -675,7 +675,7 @@ class _Renderer:
         system = payload.get("system")
         if isinstance(system, str):
             self.add("system", "system", "text", system, text=system,
-                     cacheable=bool(system.strip()))
+                     cacheable=_has_text(system))
         elif isinstance(system, list):
             self.lengths["system"] = len(system)
             for i, block in enumerate(system):
@@ -692,7 +692,7 @@ class _Renderer:
             content = msg.get("content")
             if isinstance(content, str):
                 self.add(f"{mpath}.content", "messages", "text", content, role=role,
-                         message_index=m, text=content, cacheable=bool(content.strip()))
+                         message_index=m, text=content, cacheable=_has_text(content))
             elif isinstance(content, list):
                 self.lengths[f"{mpath}.content"] = len(content)
                 for j, block in enumerate(content):
@@ -722,7 +722,7 @@ class _Renderer:
             if not isinstance(value, str):
                 raise InvalidRequestError(f"{path}.text", "must be a string")
             text = value
-            cacheable = bool(value.strip())
+            cacheable = _has_text(value)
         elif btype in ("thinking", "redacted_thinking"):
             value = block.get("thinking", block.get("data", ""))
             text = value if isinstance(value, str) else None
@@ -788,7 +788,7 @@ class _Renderer:
             if isinstance(content, str):
                 self.add(f"{mpath}.content", tier, kind_default, content, role=role,
                          message_index=m, text=content, extra_tokens=overhead,
-                         cacheable=bool(content.strip()))
+                         cacheable=_has_text(content))
             elif isinstance(content, list):
                 self._openai_parts(content, f"{mpath}.content", tier, role, m, ttl,
                                    overhead if len(self.drafts) == before else 0, kind_default)
@@ -839,7 +839,7 @@ class _Renderer:
                     raise InvalidRequestError(f"{ppath}.text", "must be a string")
                 self.add(ppath, tier, kind_text, part, role=role, message_index=m, text=value,
                          extra_tokens=extra, breakpoint=bp,
-                         cacheable=bool(value.strip()) and ptype != "output_text")
+                         cacheable=_has_text(value) and ptype != "output_text")
             elif ptype in ("image_url", "input_image"):
                 self.add(ppath, tier, "image", part, role=role, message_index=m, token_text="",
                          extra_tokens=extra + _openai_image_tokens(part), breakpoint=bp)
@@ -860,7 +860,7 @@ class _Renderer:
         instructions = payload.get("instructions")
         if isinstance(instructions, str):
             self.add("instructions", "system", "text", instructions, role="developer",
-                     text=instructions, cacheable=bool(instructions.strip()))
+                     text=instructions, cacheable=_has_text(instructions))
         elif instructions is not None:
             raise InvalidRequestError("instructions", "must be a string")
         text_cfg = payload.get("text")
@@ -874,7 +874,7 @@ class _Renderer:
         if isinstance(items, str):
             self.add("input", "messages", "text", items, role="user", message_index=0,
                      text=items, extra_tokens=_OPENAI_MESSAGE_OVERHEAD,
-                     cacheable=bool(items.strip()))
+                     cacheable=_has_text(items))
             return
         if items is None:
             return
@@ -905,7 +905,7 @@ class _Renderer:
             if isinstance(content, str):
                 self.add(f"{ipath}.content", tier, "text", content, role=role, message_index=m,
                          text=content, extra_tokens=_OPENAI_MESSAGE_OVERHEAD,
-                         cacheable=bool(content.strip()))
+                         cacheable=_has_text(content))
             elif isinstance(content, list):
                 self._openai_parts(content, f"{ipath}.content", tier, role, m, ttl,
                                    _OPENAI_MESSAGE_OVERHEAD, "text")
@@ -914,6 +914,12 @@ class _Renderer:
 
 
 # ---------------------------------------------------------------------- small helpers
+def _has_text(s: str) -> bool:
+    """``bool(s.strip())`` without copying ``s`` (``str.strip`` strips exactly the characters
+    ``str.isspace`` accepts)."""
+    return bool(s) and not s.isspace()
+
+
 def _jtype(value: Any) -> str:
     if isinstance(value, bool):
         return "a boolean"

@@ -354,3 +354,12 @@ def test_memo_is_bounded_in_entries_and_bytes(monkeypatch: pytest.MonkeyPatch) -
         assert prefix._memo_bytes <= 16 * 2000
     prefix.render_cache_clear()
     assert prefix._memo_bytes == 0 and not prefix._SEGMENT_MEMO
+
+
+def test_has_text_agrees_with_strip_on_every_code_point() -> None:
+    from promptcache.prefix import _has_text
+
+    for cp in range(0x110000):
+        c = chr(cp)
+        assert _has_text(c) == bool(c.strip()), hex(cp)
+        assert _has_text(f" {c} ") == bool(f" {c} ".strip()), hex(cp)
