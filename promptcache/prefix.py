@@ -621,7 +621,8 @@ class _Renderer:
                  breakpoint, cacheable, count_data) = rest
                 data = _dumps(node)
                 if count_data:
-                    tokens = count(data.decode("utf-8", "replace")) + extra_tokens
+                    counted = data if not _has_marker(node) else _dumps(_unmarked(node))
+                    tokens = count(counted.decode("utf-8", "replace")) + extra_tokens
                 elif token_text is not None:
                     tokens = count(token_text) + extra_tokens
                 else:
@@ -747,7 +748,7 @@ class _Renderer:
         else:
             raw_text = block.get("text")
             text = raw_text if isinstance(raw_text, str) else _flatten_text(block.get("content"))
-            token_text = _dumps(block).decode("utf-8", "replace") if not text else None
+            token_text = _dumps(_unmarked(block)).decode("utf-8", "replace") if not text else None
         kind = btype if btype != "server_tool_use" else "tool_use"
         self.add(path, tier, kind, block, role=role, message_index=m, text=text,
                  token_text=token_text, extra_tokens=extra, breakpoint=bp, cacheable=cacheable)
@@ -914,6 +915,22 @@ class _Renderer:
 
 
 # ---------------------------------------------------------------------- small helpers
+#: Keys of a cache marker on a block: request metadata, not prompt text, so a block's token
+#: count is the same with and without one (a marker placed or moved shifts no token offsets).
+_MARKER_KEYS = ("cache_control", "prompt_cache_breakpoint")
+
+
+def _has_marker(node: Any) -> bool:
+    return isinstance(node, Mapping) and any(k in node for k in _MARKER_KEYS)
+
+
+def _unmarked(node: Any) -> Any:
+    """``node`` without its cache marker keys (the same object when it has none)."""
+    if not _has_marker(node):
+        return node
+    return {k: v for k, v in node.items() if k not in _MARKER_KEYS}
+
+
 def _has_text(s: str) -> bool:
     """``bool(s.strip())`` without copying ``s`` (``str.strip`` strips exactly the characters
     ``str.isspace`` accepts)."""

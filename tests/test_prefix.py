@@ -363,3 +363,21 @@ def test_has_text_agrees_with_strip_on_every_code_point() -> None:
         c = chr(cp)
         assert _has_text(c) == bool(c.strip()), hex(cp)
         assert _has_text(f" {c} ") == bool(f" {c} ".strip()), hex(cp)
+
+
+def test_a_cache_marker_is_not_counted_as_prompt_tokens() -> None:
+    """cache_control is request metadata: placing or moving a marker shifts no token offset."""
+    tool = {"name": "lookup", "description": "Find a care sheet. " * 20,
+            "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}}}
+    block = {"type": "search_result", "source": "s", "title": "t", "content": []}
+
+    def body(marked: bool) -> dict[str, Any]:
+        cc = {"cache_control": {"type": "ephemeral", "ttl": "1h"}} if marked else {}
+        return {"model": "claude-sonnet-4-6", "max_tokens": 8, "tools": [{**tool, **cc}],
+                "messages": [{"role": "user", "content": [{**block, **cc},
+                                                          {"type": "text", "text": "hi"}]}]}
+
+    plain, marked = render(body(False)), render(body(True))
+    assert [s.tokens for s in plain] == [s.tokens for s in marked]
+    assert [s.start_token for s in plain] == [s.start_token for s in marked]
+    assert marked.segments[0].breakpoint is not None and b"cache_control" in marked.segments[0].data
