@@ -47,7 +47,7 @@ import marshal
 import re
 import struct
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -64,6 +64,7 @@ __all__ = [
     "Segment",
     "Tier",
     "detect_provider",
+    "remark",
     "render",
     "render_cache_clear",
     "render_command",
@@ -492,6 +493,88 @@ def render(payload: Mapping[str, Any], provider: str | None = None, *,
         raise InvalidRequestError("", f"cannot serialise the request: {exc}") from None
 
 
+def remark(view: PrefixView, payload: Mapping[str, Any], paths: Iterable[str]
+           ) -> PrefixView | None:
+    """The view of ``payload`` without rendering it again, when ``payload`` is ``view``'s
+    Anthropic request with only the cache markers at ``paths`` changed (what
+    ``promptcache.planner.apply_plan`` makes: markers added, dropped, moved or re-timed, a
+    string ``system`` / message ``content`` turned into a one-text-block list to carry one).
+
+    Only the segments at ``paths`` are rebuilt, from their new nodes (their JSON bytes, marker
+    and path); every other segment is shared with ``view``. A marker is not counted as prompt
+    tokens, so token counts, offsets and lookback positions carry over unchanged. The result
+    equals ``render(payload)`` (tests/test_prefix.py checks it on generated requests and plans).
+
+    Args:
+        view: ``render`` of the request before the marker edits.
+        payload: the edited request.
+        paths: segment paths of ``view`` whose markers may have changed.
+
+    Returns:
+        The new view, or None when it cannot be derived this way (not an Anthropic request, a
+        path that is not one segment of ``view``, or a rebuilt segment that differs in more than
+        its marker): render ``payload`` instead.
+
+    Raises:
+        InvalidRequestError: a rebuilt node is malformed (as ``render`` would raise).
+    """
+    if view.provider != "anthropic":
+        return None
+    segments = list(view.segments)
+    by_path = dict(view._by_path)
+    lengths = dict(view._lengths)
+    scratch = _Renderer("anthropic", view.model)
+    for path in paths:
+        index = view._by_path.get(path)
+        if index is None:
+            return None
+        old = segments[index]
+        if old.path != path:
+            return None
+        try:
+            node: Any = payload
+            for key in _path_keys(path):
+                node = node[key]
+        except (KeyError, IndexError, TypeError):
+            return None
+        new_path = path
+        if type(node) is list:  # a string system / content became a one-block list
+            if len(node) != 1 or type(old.text) is not str or old.kind != "text":
+                return None
+            node = node[0]
+            new_path = f"{path}[0]"
+            lengths[path] = 1
+        scratch.drafts.clear()
+        if old.tier == "tools":
+            scratch._anthropic_tool(node, new_path)
+        else:
+            scratch._anthropic_block(node, new_path, old.tier, old.role, old.message_index)
+        [(_, rest)] = scratch.drafts
+        (_, tier, kind, role, message_index, text, _, _, breakpoint, cacheable, _) = rest
+        if (tier, kind, role, message_index, text, cacheable) != (
+                old.tier, old.kind, old.role, old.message_index, old.text, old.cacheable):
+            return None
+        seg = _new_segment(index, new_path, tier, kind, role, message_index, _dumps(node),
+                           text, old.tokens, old.start_token, old.position, breakpoint,
+                           cacheable)
+        # the content digest ignores markers and treats a string as a one-text-block list
+        _SEGMENT_SET[14](seg, old._content_digest)
+        segments[index] = seg
+        if new_path != path:
+            del by_path[path]
+            by_path[new_path] = index
+    return PrefixView(view.provider, view.model, tuple(segments), view.params, view.automatic,
+                      view.automatic_index, view.counter_exact, lengths, by_path)
+
+
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _path_keys(path: str) -> list[str | int]:
+    """``"messages[3].content[0]"`` -> ``["messages", 3, "content", 0]``."""
+    return [int(idx) if idx else name for name, idx in _PATH_PART.findall(path)]
+
+
 # ---------------------------------------------------------------- segment memo
 #: :func:`_node_key`'s answer for a node it cannot key (a type outside marshal's core types).
 _NO_KEY = object()
@@ -663,16 +746,7 @@ class _Renderer:
 
     def anthropic(self, payload: Mapping[str, Any]) -> None:
         for i, tool in enumerate(self._list(payload, "tools", "tools")):
-            path = f"tools[{i}]"
-            if type(tool) is not dict and not isinstance(tool, Mapping):
-                raise InvalidRequestError(path, "a tool must be an object")
-            name = tool.get("name")
-            if not isinstance(name, str):
-                raise InvalidRequestError(f"{path}.name", "must be a string")
-            desc = tool.get("description")
-            self.add(path, "tools", "tool", tool, text=desc if isinstance(desc, str) else name,
-                     count_data=True,
-                     breakpoint=self._cache_control(tool, path))
+            self._anthropic_tool(tool, f"tools[{i}]")
         system = payload.get("system")
         if isinstance(system, str):
             self.add("system", "system", "text", system, text=system,
@@ -705,6 +779,16 @@ class _Renderer:
         if auto is not None:
             bp = self._cache_control(payload, "")
             self.automatic = Breakpoint(bp.ttl if bp else "5m", "automatic")
+
+    def _anthropic_tool(self, tool: Any, path: str) -> None:
+        if type(tool) is not dict and not isinstance(tool, Mapping):
+            raise InvalidRequestError(path, "a tool must be an object")
+        name = tool.get("name")
+        if not isinstance(name, str):
+            raise InvalidRequestError(f"{path}.name", "must be a string")
+        desc = tool.get("description")
+        self.add(path, "tools", "tool", tool, text=desc if isinstance(desc, str) else name,
+                 count_data=True, breakpoint=self._cache_control(tool, path))
 
     def _anthropic_block(self, block: Any, path: str, tier: Tier, role: str | None,
                          m: int | None) -> None:

@@ -381,3 +381,71 @@ def test_a_cache_marker_is_not_counted_as_prompt_tokens() -> None:
     assert [s.tokens for s in plain] == [s.tokens for s in marked]
     assert [s.start_token for s in plain] == [s.start_token for s in marked]
     assert marked.segments[0].breakpoint is not None and b"cache_control" in marked.segments[0].data
+
+
+# ---------------------------------------------------------------- remark (derived views)
+_words = st.text(alphabet="ab cd\n", min_size=0, max_size=40).map(lambda s: s * 30)
+_cc = st.one_of(st.none(), st.just({"type": "ephemeral"}),
+                st.just({"type": "ephemeral", "ttl": "1h"}))
+
+
+@st.composite
+def _anthropic_requests(draw: Any) -> dict[str, Any]:
+    def marked(node: dict[str, Any]) -> dict[str, Any]:
+        cc = draw(_cc)
+        return {**node, "cache_control": cc} if cc else node
+
+    tools = [marked({"name": f"t{i}", "description": draw(_words),
+                     "input_schema": {"type": "object"}}) for i in range(draw(st.integers(0, 3)))]
+    system: Any = draw(st.one_of(
+        _words, st.lists(st.builds(lambda t: {"type": "text", "text": t}, _words), max_size=3)))
+    if isinstance(system, list):
+        system = [marked(b) for b in system]
+    messages: list[dict[str, Any]] = []
+    for m in range(draw(st.integers(1, 12))):
+        role = "user" if m % 2 == 0 else "assistant"
+        kind = draw(st.sampled_from(["str", "blocks", "tool"]))
+        if kind == "str":
+            content: Any = draw(_words) or "x"
+        elif kind == "blocks":
+            content = [marked({"type": "text", "text": draw(_words)})
+                       for _ in range(draw(st.integers(1, 3)))]
+        elif role == "assistant":
+            content = [marked({"type": "tool_use", "id": f"c{m}", "name": "t0",
+                               "input": {"q": draw(_words)[:20]}})]
+        else:
+            content = [marked({"type": "tool_result", "tool_use_id": f"c{m - 1}",
+                               "content": draw(_words)})]
+        messages.append({"role": role, "content": content})
+    body: dict[str, Any] = {"model": draw(st.sampled_from(["claude-sonnet-4-6",
+                                                           "claude-haiku-4-5"])),
+                            "max_tokens": 8, "messages": messages, "system": system}
+    if tools:
+        body["tools"] = tools
+    return body
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=_anthropic_requests())
+def test_remark_equals_a_full_render_of_the_planned_request(body: dict[str, Any]) -> None:
+    from promptcache.catalog import get_policy
+    from promptcache.planner import apply_plan, plan_breakpoints, prefix_digests
+    from promptcache.prefix import remark
+    from promptcache.sdk._observe import marker_paths
+
+    view = render(body)
+    plan = plan_breakpoints(view, get_policy(body["model"]))
+    planned = apply_plan(body, plan, share_unchanged=True)
+    paths = marker_paths(plan)
+    derived = remark(view, planned, paths) if paths is not None else None
+    full = render(planned)
+    if paths is not None:  # only remove_block edits (an empty block deleted) fall back
+        assert derived is not None
+    if derived is not None:
+        assert derived == full
+        assert derived._by_path == full._by_path and derived._lengths == full._lengths
+        assert prefix_digests(derived) == prefix_digests(full) == prefix_digests(view)
+        from promptcache.planner import _compute_segment_digest
+
+        for seg in derived.segments:  # digests carried over from view are the real ones
+            assert seg._content_digest in (None, _compute_segment_digest(seg))

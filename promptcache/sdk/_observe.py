@@ -356,7 +356,7 @@ class Observer:
                     ) -> tuple[dict[str, Any], PrefixView, BreakpointPlan | None]:
         from promptcache.catalog import get_policy
         from promptcache.planner import apply_plan, plan_breakpoints
-        from promptcache.prefix import render
+        from promptcache.prefix import remark, render
 
         if call.model is None:
             return body, view, None
@@ -393,7 +393,14 @@ class Observer:
                 call.kwargs[key] = value
         if new_extra is not None:
             call.kwargs["extra_body"] = new_extra
-        return new, render(new, call.shape, model=call.model), plan
+        paths = marker_paths(plan)
+        final = remark(view, new, paths) if paths is not None else None
+        if final is None:
+            return new, render(new, call.shape, model=call.model), plan
+        digests = getattr(view, "_prefix_digests", None)
+        if digests is not None:  # markers are not content: the planner's digests still hold
+            object.__setattr__(final, "_prefix_digests", digests)
+        return new, final, plan
 
     def _lint(self, call: Call, body: Mapping[str, Any], view: PrefixView,
               prev: _SessionState | None, lint: LintMode) -> list[Any]:
@@ -540,6 +547,18 @@ class Observer:
             if ev.kind == "usage_anomaly" and set(ev.record.flags) <= _OWN_FLAGS:
                 continue  # already reported when the record was made
             logger.warning("promptcache: %s: %s", ev.kind, ev.message)
+
+
+def marker_paths(plan: BreakpointPlan) -> set[str] | None:
+    """Segment paths whose cache marker ``apply_plan(payload, plan)`` may change (markers set,
+    dropped, moved or re-timed); None when the plan also deletes a block (an empty one the
+    caller marked), which shifts the paths after it."""
+    paths = {b.path for b in plan.breakpoints if b.source in ("planner", "user")}
+    for e in plan.marker_edits:
+        if e.action == "remove_block":
+            return None
+        paths.add(e.path)
+    return paths
 
 
 _RULES: list[Any] | None = None
