@@ -75,11 +75,12 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import combinations
+from operator import add, attrgetter
 from typing import TYPE_CHECKING, Any, Literal
 
 from promptcache._errors import InvalidRequestError, PlanError
@@ -103,8 +104,8 @@ __all__ = [
     "infer_boundaries",
     "plan_breakpoints",
     "prefix_digests",
-    "segment_digest",
     "prompt_cache_key",
+    "segment_digest",
     "should_warm_first",
 ]
 
@@ -403,29 +404,127 @@ def infer_boundaries(view: PrefixView) -> Boundaries:
     for OpenAI chat), so history end = the segment before it; turn end = the last segment.
     """
     segs = view.segments
-    tools_end = system_end = history_end = turn_end = None
-    for s in segs:
-        if s.tier == "tools":
-            tools_end = s.index
-        elif s.tier == "system":
-            system_end = s.index
-    if segs:
-        turn_end = segs[-1].index
-        last_turn_msg: int | None = None
-        for s in reversed(segs):
-            if s.tier == "messages" and s.role in ("user", "tool"):
-                last_turn_msg = s.message_index
-                break
-        if last_turn_msg is not None:
-            first = next(s.index for s in segs
-                         if s.tier == "messages" and s.message_index == last_turn_msg)
-            history_end = first - 1 if first > 0 else None
-            if history_end is not None and segs[history_end].tier != "messages":
-                history_end = None
+    if not segs:
+        return Boundaries(None, None, None, None, None, None)
+    tiers = list(map(_TIER, segs))
+    last_tool = _last_index(tiers, "tools")
+    last_system = _last_index(tiers, "system")
+    tools_end = segs[last_tool].index if last_tool is not None else None
+    system_end = segs[last_system].index if last_system is not None else None
+    history_end: int | None = None
+    turn_end = segs[-1].index
+    last_turn_msg: int | None = None
+    for s in reversed(segs):
+        if s.tier == "messages" and s.role in ("user", "tool"):
+            last_turn_msg = s.message_index
+            break
+    if last_turn_msg is not None:
+        # the first segment of that message (a segment outside the messages tier may carry
+        # the same message_index: OpenAI Responses input items)
+        message_of = list(map(_MESSAGE_INDEX, segs))
+        k = message_of.index(last_turn_msg)
+        while tiers[k] != "messages":
+            k = message_of.index(last_turn_msg, k + 1)
+        first = segs[k].index
+        history_end = first - 1 if first > 0 else None
+        if history_end is not None and segs[history_end].tier != "messages":
+            history_end = None
     return Boundaries(tools_end, system_end, system_end, history_end, turn_end, None)
 
 
+def _last_index(values: list[Any], value: Any) -> int | None:
+    """Index of the last item of ``values`` equal to ``value`` (None: there is none)."""
+    if value not in values:
+        return None
+    return len(values) - 1 - values[::-1].index(value)
+
+
 # ============================================================================ helpers
+_TIER = attrgetter("tier")
+_MESSAGE_INDEX = attrgetter("message_index")
+_POSITION = attrgetter("position")
+_START_TOKEN = attrgetter("start_token")
+_TOKENS = attrgetter("tokens")
+_BREAKPOINT = attrgetter("breakpoint")
+#: The TTL of each rank of :data:`_TTL_RANK`.
+_RANK_TTL = {rank: name for name, rank in _TTL_RANK.items()}
+#: The reuse model of a plan that names none (immutable, so one instance serves every plan).
+_DEFAULT_REUSE = ReuseModel()
+
+
+def _slot_setters(cls: type) -> tuple[Any, ...]:
+    """The slot setters of a ``slots=True`` dataclass, in field order."""
+    return tuple(cls.__dict__[name].__set__ for name in cls.__dict__["__slots__"])
+
+
+_DECISION_SET = _slot_setters(Decision)
+_BREAKPOINT_SET = _slot_setters(PlannedBreakpoint)
+_ENTRY_SET = _slot_setters(WrittenEntry)
+
+
+# The planner makes a few Decision / PlannedBreakpoint / WrittenEntry objects and one
+# BreakpointPlan per request. A frozen dataclass's ``__init__`` calls ``object.__setattr__`` once
+# per field; these constructors store the fields directly and return the same frozen objects
+# (tests/test_planner.py compares them with the ``__init__`` results).
+def _new_decision(segment_index: int, path: str, role: str, placed: bool, reason: str,
+                  _new: Any = object.__new__, _set: tuple[Any, ...] = _DECISION_SET
+                  ) -> Decision:
+    """``Decision(segment_index, path, role, placed, reason)``."""
+    d: Decision = _new(Decision)
+    _set[0](d, segment_index)
+    _set[1](d, path)
+    _set[2](d, role)
+    _set[3](d, placed)
+    _set[4](d, reason)
+    return d
+
+
+def _new_breakpoint(segment_index: int, path: str, position: int, prefix_tokens: int,
+                    ttl: str | None, source: str, role: str, reason: str, prefix_digest: str,
+                    _new: Any = object.__new__, _set: tuple[Any, ...] = _BREAKPOINT_SET
+                    ) -> PlannedBreakpoint:
+    """``PlannedBreakpoint(...)`` with the fields in declaration order."""
+    b: PlannedBreakpoint = _new(PlannedBreakpoint)
+    _set[0](b, segment_index)
+    _set[1](b, path)
+    _set[2](b, position)
+    _set[3](b, prefix_tokens)
+    _set[4](b, ttl)
+    _set[5](b, source)
+    _set[6](b, role)
+    _set[7](b, reason)
+    _set[8](b, prefix_digest)
+    return b
+
+
+def _new_entry(segment_index: int, position: int, prefix_tokens: int, prefix_digest: str | None,
+               _new: Any = object.__new__, _set: tuple[Any, ...] = _ENTRY_SET) -> WrittenEntry:
+    """``WrittenEntry(segment_index, position, prefix_tokens, prefix_digest)``."""
+    e: WrittenEntry = _new(WrittenEntry)
+    _set[0](e, segment_index)
+    _set[1](e, position)
+    _set[2](e, prefix_tokens)
+    _set[3](e, prefix_digest)
+    return e
+
+
+def _new_plan(provider: str, model: str, breakpoints: tuple[PlannedBreakpoint, ...],
+              decisions: tuple[Decision, ...], marker_edits: tuple[MarkerEdit, ...],
+              read_tokens: int | None, write_tokens: int | None, total_tokens: int,
+              expected_next_read: float, prompt_cache_key: str | None,
+              prompt_cache_options: Mapping[str, Any] | None, lookback: int | None,
+              reuse: ReuseModel) -> BreakpointPlan:
+    """``BreakpointPlan(...)`` with every field given, in declaration order."""
+    plan: BreakpointPlan = object.__new__(BreakpointPlan)
+    plan.__dict__.update(
+        provider=provider, model=model, breakpoints=breakpoints, decisions=decisions,
+        marker_edits=marker_edits, read_tokens=read_tokens, write_tokens=write_tokens,
+        total_tokens=total_tokens, expected_next_read=expected_next_read,
+        prompt_cache_key=prompt_cache_key, prompt_cache_options=prompt_cache_options,
+        lookback=lookback, reuse=reuse)
+    return plan
+
+
 def _policy_provider(policy: CachePolicy) -> str:
     return str(getattr(policy, "provider", "anthropic"))
 
@@ -476,47 +575,47 @@ def _previous_entries(view: PrefixView, previous: PreviousLike, digests: list[st
     notes: list[Decision] = []
     if previous is None:
         return [], notes
-    raw: list[WrittenEntry] = []
+    segs = view.segments
+    # what the previous request wrote: (segment index, prefix tokens, prefix digest)
+    raw: list[tuple[int, int, str | None]] = []
     if isinstance(previous, BreakpointPlan):
-        raw = list(previous.written())
+        raw = [(b.segment_index, b.prefix_tokens, b.prefix_digest) for b in previous.breakpoints]
     elif isinstance(previous, PrefixView):
         pdig = prefix_digests(previous)
-        for seg in previous.breakpoints():
-            raw.append(WrittenEntry(seg.index, seg.position, seg.end_token, pdig[seg.index]))
+        raw = [(seg.index, seg.end_token, pdig[seg.index]) for seg in previous.breakpoints()]
     else:
         for item in previous:
             if isinstance(item, WrittenEntry):
-                raw.append(item)
+                raw.append((item.segment_index, item.prefix_tokens, item.prefix_digest))
             elif isinstance(item, int) and not isinstance(item, bool):
-                segs = [s for s in view.segments if s.position == item]
-                if not segs:
-                    notes.append(Decision(-1, f"position {item}", "previous", False,
-                                          "previous breakpoint position is past this request"))
+                at = [s for s in segs if s.position == item]
+                if not at:
+                    notes.append(_new_decision(-1, f"position {item}", "previous", False,
+                                               "previous breakpoint position is past this "
+                                               "request"))
                     continue
-                last = segs[-1]
-                raw.append(WrittenEntry(last.index, last.position, last.end_token, None))
+                last = at[-1]
+                raw.append((last.index, last.end_token, None))
             else:
                 raise TypeError("previous must be a BreakpointPlan, a PrefixView, WrittenEntry "
                                 f"items or int positions, not {type(item).__name__}")
-    out: list[WrittenEntry] = []
-    for e in raw:
-        if e.segment_index >= len(view.segments) or e.segment_index < 0:
-            notes.append(Decision(e.segment_index, f"#{e.segment_index}", "previous", False,
-                                  "previous entry lies past the end of this request"))
+    kept: dict[int, WrittenEntry] = {}
+    for index, tokens, digest in raw:
+        if index >= len(segs) or index < 0:
+            notes.append(_new_decision(index, f"#{index}", "previous", False,
+                                       "previous entry lies past the end of this request"))
             continue
-        if e.prefix_digest is not None and digests[e.segment_index] != e.prefix_digest:
-            notes.append(Decision(e.segment_index, view.segments[e.segment_index].path,
-                                  "previous", False,
-                                  "previous entry is no longer a prefix of this request "
-                                  "(content before it changed)"))
+        if digest is not None and digests[index] != digest:
+            notes.append(_new_decision(index, segs[index].path, "previous", False,
+                                       "previous entry is no longer a prefix of this request "
+                                       "(content before it changed)"))
             continue
-        if e.prefix_tokens < min_tokens:
+        if tokens < min_tokens or index in kept:
             continue
-        seg = view.segments[e.segment_index]
-        out.append(WrittenEntry(seg.index, seg.position, seg.end_token, digests[seg.index]))
-    # one entry per segment, longest first irrelevant: keep order by index
-    uniq = {e.segment_index: e for e in out}
-    return [uniq[k] for k in sorted(uniq)], notes
+        seg = segs[index]
+        kept[index] = _new_entry(seg.index, seg.position, seg.end_token, digests[seg.index])
+    # one entry per segment, in index order
+    return [kept[k] for k in sorted(kept)], notes
 
 
 # ============================================================================ marker fixes
@@ -532,6 +631,8 @@ def _fix_user_markers(view: PrefixView, policy: CachePolicy,
     """Repair the caller's markers so the API accepts them (BR-09, BR-10, TTL order)."""
     edits: list[MarkerEdit] = []
     segs = view.segments
+    if view.automatic is None and list(map(_BREAKPOINT, segs)).count(None) == len(segs):
+        return [], edits  # no marker in the request
     fixed: dict[int, _Fixed] = {}
     anthropic = view.provider == "anthropic"
     for seg in segs:
@@ -603,7 +704,7 @@ def _fix_user_markers(view: PrefixView, policy: CachePolicy,
 
 
 # ============================================================================ search
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Cand:
     index: int
     role: str
@@ -639,9 +740,10 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         PlanError: ``ttl`` / ``stable_ttl`` is not a TTL the model supports, or the provider
             of ``view`` does not match the policy.
     """
-    reuse = reuse or ReuseModel()
+    reuse = reuse or _DEFAULT_REUSE
+    anthropic = view.provider == "anthropic"
     prov = _policy_provider(policy)
-    if (prov == "anthropic") != (view.provider == "anthropic"):
+    if (prov == "anthropic") != anthropic:
         raise PlanError(f"a {view.provider} request cannot be planned with the {prov} policy of "
                         f"{policy.model_id}")
     ttls = tuple(getattr(policy, "ttls", ()) or ())
@@ -660,7 +762,7 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
 
     key: str | None = None
     options: dict[str, Any] | None = None
-    if view.provider != "anthropic":
+    if not anthropic:
         if "prompt_cache_key" not in view.params:
             key = prompt_cache_key(view, stable_key_end if stable_key_end is not None
                                    else bounds.static_end)
@@ -671,29 +773,50 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     total = view.total_tokens
     if not segs or not explicit_ok or max_markers <= 0:
         reason = ("the model caches automatically; it takes no breakpoints"
-                  if view.provider != "anthropic" else "nothing to cache")
+                  if not anthropic else "nothing to cache")
         if segs:
-            decisions.append(Decision(segs[-1].index, segs[-1].path, "turn-end", False, reason))
-        return BreakpointPlan(view.provider, policy.model_id, (), tuple(decisions), (), None,
-                              None, total, 0.0, key, options, lookback, reuse)
+            decisions.append(_new_decision(segs[-1].index, segs[-1].path, "turn-end", False,
+                                           reason))
+        return _new_plan(view.provider, policy.model_id, (), tuple(decisions), (), None, None,
+                         total, 0.0, key, options, lookback, reuse)
+
+    # per-segment facts the search reads many times (plain lists: no property calls). The
+    # renderer counts both cumulatively, so neither decreases with the index: the largest
+    # prefix among indexes up to a limit is the one of the last index, and the segments within
+    # a position range are a slice found by bisection.
+    end_tok = list(map(add, map(_START_TOKEN, segs), map(_TOKENS, segs)))
+    pos_of = list(map(_POSITION, segs))
+    markable_memo: dict[int, bool] = {}
+
+    def markable(i: int) -> bool:
+        m = markable_memo.get(i)
+        if m is None:
+            m = markable_memo[i] = _markable(view, segs[i])
+        return m
+
+    def walk_back(index: int) -> int | None:
+        """The last segment at or before ``index`` that can carry a marker."""
+        for i in range(index, -1, -1):
+            if markable(i):
+                return i
+        return None
 
     # ---- the caller's markers (repaired) and the fixed automatic / implicit breakpoints
     fixed, edits = _fix_user_markers(view, policy, max_markers)
     mode = "implicit"
-    if view.provider != "anthropic":
+    if not anthropic:
         opts = view.params.get("prompt_cache_options")
         if isinstance(opts, Mapping) and opts.get("mode") == "explicit":
             mode = "explicit"
         if mode == "implicit":
-            last = _walk_back(view, len(segs) - 1)
+            last = walk_back(len(segs) - 1)
             implicit_idx = last if last is not None else len(segs) - 1
             if all(f.index != implicit_idx for f in fixed):
                 fixed.append(_Fixed(implicit_idx, None, "implicit"))
                 fixed.sort(key=lambda f: f.index)
     n_markers = sum(1 for f in fixed if f.source != "implicit")
-    explicit_budget = max_markers - (1 if (view.provider != "anthropic" and mode == "implicit")
-                                     else 0)
-    slots = max(0, explicit_budget - n_markers) if view.provider != "anthropic" else \
+    explicit_budget = max_markers - (1 if (not anthropic and mode == "implicit") else 0)
+    slots = max(0, explicit_budget - n_markers) if not anthropic else \
         max(0, max_markers - n_markers)
     fixed_idx = {f.index for f in fixed}
 
@@ -707,25 +830,23 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     def consider(idx: int | None, role: str, reason: str) -> None:
         if idx is None or idx < 0:
             return
-        start = min(idx, limit)
-        target = _walk_back(view, start)
+        target = walk_back(min(idx, limit))
         if target is None:
-            decisions.append(Decision(idx, segs[min(idx, len(segs) - 1)].path, role, False,
-                                      "no block at or before it can carry a marker"))
+            decisions.append(_new_decision(idx, segs[min(idx, len(segs) - 1)].path, role,
+                                           False, "no block at or before it can carry a marker"))
             return
-        seg = segs[target]
         if target != idx:
             reason += f" (moved back from {segs[min(idx, len(segs) - 1)].path}: that block " \
                       "cannot carry a marker)"
-        if seg.end_token < min_tokens:
-            decisions.append(Decision(target, seg.path, role, False,
-                                      f"prefix {seg.end_token} tokens < the minimum "
-                                      f"{min_tokens} for {policy.model_id}: nothing would be "
-                                      "cached"))
+        if end_tok[target] < min_tokens:
+            decisions.append(_new_decision(target, segs[target].path, role, False,
+                                           f"prefix {end_tok[target]} tokens < the minimum "
+                                           f"{min_tokens} for {policy.model_id}: nothing would "
+                                           "be cached"))
             return
         if target in fixed_idx:
-            decisions.append(Decision(target, seg.path, role, False,
-                                      "already carries a marker (kept)"))
+            decisions.append(_new_decision(target, segs[target].path, role, False,
+                                           "already carries a marker (kept)"))
             return
         if target not in cands:
             cands[target] = _Cand(target, role, reason)
@@ -737,31 +858,22 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     consider(bounds.history_end, "history-end", "end of the history")
     consider(bounds.turn_end, "turn-end", "end of the new turn")
 
-    # per-segment facts the search reads many times (plain lists: no property calls)
-    end_tok = [s.end_token for s in segs]
-    pos_of = [s.position for s in segs]
-    markable_memo: dict[int, bool] = {}
-
-    def markable(i: int) -> bool:
-        m = markable_memo.get(i)
-        if m is None:
-            m = markable_memo[i] = _markable(view, segs[i])
-        return m
-
     def latest_within(anchor_pos: int, after_index: int) -> int | None:
+        """The last segment from ``after_index`` on (up to ``limit``) within the lookback of
+        ``anchor_pos`` that can hold an entry (at least ``min_tokens``, markable)."""
         assert lookback is not None
-        best = None
-        for i in range(after_index, limit + 1):
-            if pos_of[i] > anchor_pos + lookback:
-                break
+        last = min(bisect_right(pos_of, anchor_pos + lookback) - 1, limit)
+        for i in range(last, after_index - 1, -1):
             if end_tok[i] >= min_tokens and markable(i):
-                best = i
-        return best
+                return i
+        return None
 
     def earliest_within(pos: int, before_index: int) -> int | None:
+        """The first segment before ``before_index`` whose lookback reaches ``pos`` and that
+        can hold an entry."""
         assert lookback is not None
-        for i in range(before_index):
-            if pos_of[i] >= pos - lookback and end_tok[i] >= min_tokens and markable(i):
+        for i in range(bisect_left(pos_of, pos - lookback), before_index):
+            if end_tok[i] >= min_tokens and markable(i):
                 return i
         return None
 
@@ -779,7 +891,7 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         for a in anchors:
             cur = a
             for _ in range(slots):
-                nxt = latest_within(segs[cur].position, cur + 1)
+                nxt = latest_within(pos_of[cur], cur + 1)
                 if nxt is None or nxt <= cur:
                     break
                 if nxt not in fixed_idx and nxt not in cands:
@@ -787,12 +899,11 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                                        f"{segs[cur].path}")
                 cur = nxt
         end = bounds.turn_end if bounds.turn_end is not None else limit
-        end_t = _walk_back(view, min(end, limit))
-        cur_b = end_t
+        cur_b = walk_back(min(end, limit))
         for _ in range(slots):
             if cur_b is None:
                 break
-            prv = earliest_within(segs[cur_b].position, cur_b)
+            prv = earliest_within(pos_of[cur_b], cur_b)
             if prv is None or prv >= cur_b:
                 break
             if prv not in fixed_idx and prv not in cands:
@@ -811,41 +922,55 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                            key=lambda c: c.index)
 
     # ---- scoring
-    # Reachability among the indexes a plan can hold (candidates and fixed markers), computed
-    # once: the search below scores every combination of candidates.
-    pool = sorted({c.index for c in cand_list} | fixed_idx)
-    reach: dict[int, frozenset[int]] = {}
-    prev_reaches: dict[int, bool] = {}
-    entry_hits: list[tuple[WrittenEntry, frozenset[int]]] = []
-    if lookback is not None:
-        for b in pool:
-            pb = pos_of[b]
-            reach[b] = frozenset(a for a in pool if a < b and 0 <= pb - pos_of[a] <= lookback)
-            prev_reaches[b] = any(e.segment_index <= b and 0 <= pb - e.position <= lookback
-                                  for e in prev_entries)
-    for e in prev_entries:
-        entry_hits.append((e, frozenset(
-            i for i in pool if i >= e.segment_index
-            and (lookback is None or 0 <= pos_of[i] - e.position <= lookback))))
+    # A plan is a set of indexes from the pool (candidates and fixed markers); the search
+    # scores every combination of candidates, so sets are bit masks over the pool, bit k for
+    # pool[k]. The pool is in index order, so a mask's highest bit is its last index, and
+    # (positions never decreasing) the pool indexes within a position range are a run of bits.
+    pool = sorted(fixed_idx.union([c.index for c in cand_list]))
+    bit_of = {i: 1 << k for k, i in enumerate(pool)}
+    pool_pos = [pos_of[i] for i in pool]
+    pool_tok = [end_tok[i] for i in pool]
+    fixed_mask = 0
+    for i in fixed_idx:
+        fixed_mask |= bit_of[i]
+    written_mask = 0  # the pool indexes whose prefix is long enough to be written
+    for k, tokens in enumerate(pool_tok):
+        if tokens >= min_tokens:
+            written_mask |= 1 << k
 
-    def reads_now(all_idx: Sequence[int]) -> tuple[int, int | None]:
-        """The longest entry of the previous request some index of ``all_idx`` reads."""
+    # chain_limits[b] for a candidate b whose lookback reaches no entry of the previous request:
+    # (the bits before b, the lowest bit within b's lookback). A plan breaks the chain at b
+    # when it holds indexes before b but none within the lookback: 0 < plan & before < lowest.
+    chain_limits: dict[int, tuple[int, int]] = {}
+    #: (prefix tokens, index, the pool indexes whose lookback reaches it) per previous entry
+    entry_hits: list[tuple[int, int, int]] = []
+    if lookback is not None:
+        for c in cand_list:
+            b = c.index
+            pb = pos_of[b]
+            if not any(e.segment_index <= b and 0 <= pb - e.position <= lookback
+                       for e in prev_entries):
+                chain_limits[b] = (bit_of[b] - 1, 1 << bisect_left(pool_pos, pb - lookback))
+    for e in prev_entries:
+        lo = bisect_left(pool, e.segment_index)
+        hi = len(pool) if lookback is None else bisect_right(pool_pos, e.position + lookback)
+        entry_hits.append((e.prefix_tokens, e.segment_index,
+                           (1 << hi) - (1 << lo) if hi > lo else 0))
+
+    def reads_now(plan_mask: int) -> tuple[int, int | None]:
+        """The longest entry of the previous request some index of the plan reads."""
         best, best_i = 0, None
-        for e, hits in entry_hits:
-            if e.prefix_tokens > best and not hits.isdisjoint(all_idx):
-                best, best_i = e.prefix_tokens, e.segment_index
+        for tokens, index, hits in entry_hits:
+            if tokens > best and hits & plan_mask:
+                best, best_i = tokens, index
         return best, best_i
 
-    def chain_ok(planned: Sequence[int], all_idx: Sequence[int]) -> bool:
+    def chain_ok(planned: Iterable[int], plan_mask: int) -> bool:
         """Every planned marker but the first reads an earlier one (or an entry) within the
         lookback, so the markers' entries chain."""
-        if lookback is None:
-            return True
-        first = all_idx[0]
         for b in planned:
-            if b == first or prev_reaches[b]:
-                continue
-            if reach[b].isdisjoint(all_idx):
+            limits = chain_limits.get(b)
+            if limits is not None and 0 < plan_mask & limits[0] < limits[1]:
                 return False
         return True
 
@@ -854,37 +979,46 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                ("new_conversation", reuse.new_conversation, bounds.static_end),
                ("branch", reuse.branch, bounds.history_end),
                ("tools_only", reuse.tools_only, bounds.tools_end))
+    #: (weight, end of the shared prefix, the pool indexes up to it) per scenario that counts
+    active = [(w, lim, (1 << bisect_right(pool, lim)) - 1)
+              for _name, w, lim in weights if w and lim is not None]
 
-    active = [(w, lim) for _name, w, lim in weights if w and lim is not None]
-    # end_tok never decreases with the index (token offsets are cumulative), so the largest
-    # prefix among sorted indexes up to a limit is the one of the last index within it.
-
-    def score(planned: tuple[int, ...]) -> tuple[float, int, int, int] | None:
-        # combinations() of the index-sorted candidates yields sorted tuples
-        all_idx = sorted(set(planned) | fixed_idx) if fixed_idx else list(planned)
-        if planned and not chain_ok(planned, all_idx):
+    def score(planned: tuple[int, ...], mask: int) -> tuple[float, int, int, int] | None:
+        """Score of the plan ``planned`` (sorted candidate indexes, bit mask ``mask``) with the
+        fixed markers; None where it breaks the chain rule."""
+        plan_mask = mask | fixed_mask
+        if chain_limits and not chain_ok(planned, plan_mask):
             return None
-        now, read_i = reads_now(all_idx)
-        written = [i for i in all_idx if end_tok[i] >= min_tokens]
-        top = end_tok[written[-1]] if written else 0
+        now, read_i = 0, None
+        for tokens, index, hits in entry_hits:
+            if tokens > now and hits & plan_mask:
+                now, read_i = tokens, index
+        written = plan_mask & written_mask
+        top = pool_tok[written.bit_length() - 1] if written else 0
         nxt = 0.0
-        for w, lim in active:
-            k = bisect_right(written, lim)
-            best = end_tok[written[k - 1]] if k else 0
+        for w, lim, lim_mask in active:
+            shared = written & lim_mask
+            best = pool_tok[shared.bit_length() - 1] if shared else 0
             if read_i is not None and read_i <= lim and end_tok[read_i] > best:
                 best = end_tok[read_i]
             nxt += w * best
         return (now + nxt, -max(0, top - now), -len(planned), sum(planned))
 
     best: tuple[int, ...] = ()
-    best_score = score(())
+    best_mask = 0
+    best_score = score((), 0)
     if best_score is None:  # pragma: no cover - an empty plan always passes the chain check
         best_score = (0.0, 0, 0, 0)
+    cand_idx = [c.index for c in cand_list]
+    cand_bits = [bit_of[i] for i in cand_idx]
     for k in range(1, min(slots, len(cand_list)) + 1):
-        for combo in combinations([c.index for c in cand_list], k):
-            sc = score(combo)
+        # combinations() of the index-sorted candidates yields sorted tuples
+        for combo, bits in zip(combinations(cand_idx, k), combinations(cand_bits, k),
+                               strict=True):
+            mask = sum(bits)
+            sc = score(combo, mask)
             if sc is not None and sc > best_score:
-                best, best_score = combo, sc
+                best, best_mask, best_score = combo, mask, sc
 
     # ---- TTLs of the planner's markers
     base_ttl = ttl or _default_ttl(policy)
@@ -896,38 +1030,39 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     chosen = set(best)
     rows: list[PlannedBreakpoint] = []
     static_lim = bounds.static_end if bounds.static_end is not None else -1
-    ttl_of: dict[int, str | None] = {}
-    for f in fixed:
-        ttl_of[f.index] = f.ttl
-    for i in sorted(chosen):
+    ttl_of: dict[int, str | None] = {f.index: f.ttl for f in fixed}
+    for i in best:
         ttl_of[i] = stable if i <= static_lim else base_ttl
-    if view.provider == "anthropic":
-        # Longer TTLs first: clamp each planner marker between the markers around it.
-        assigned: dict[int, int] = {}
+    if anthropic:
+        # Longer TTLs first: a planner marker followed by caller markers is raised to the
+        # longest of their TTLs, but not above any marker before it.
         order = sorted(ttl_of)
+        ranks = [_TTL_RANK.get(str(ttl_of[i]), 0) for i in order]
         for pos_i, i in enumerate(order):
-            rank = _TTL_RANK.get(str(ttl_of[i]), 0)
             if i in chosen:
-                upper = min((assigned[j] for j in order[:pos_i]), default=rank)
-                lower = max((_TTL_RANK.get(str(ttl_of[j]), 0) for j in order[pos_i + 1:]
-                             if j not in chosen), default=rank)
-                rank = max(min(rank, upper), lower)
+                rank = ranks[pos_i]
+                later_fixed = [ranks[p] for p in range(pos_i + 1, len(order))
+                               if order[p] not in chosen]
+                if later_fixed:
+                    upper = min(ranks[:pos_i], default=rank)
+                    rank = max(min(rank, upper), max(later_fixed))
+                ranks[pos_i] = rank
                 ttl_of[i] = _rank_ttl(rank)
-            assigned[i] = rank
-    now, read_i = reads_now(sorted(chosen | fixed_idx))
+    marked = sorted(chosen | fixed_idx)
+    now, read_i = reads_now(best_mask | fixed_mask)
     cand_by_idx = {c.index: c for c in cand_list}
     fixed_by_idx = {f.index: f for f in fixed}
-    for i in sorted(chosen | fixed_idx):
+    for i in marked:
         seg = segs[i]
         if i in chosen:
             c = cand_by_idx[i]
             src: Literal["planner", "user", "automatic", "implicit"] = "planner"
             role, reason = c.role, c.reason
             if read_i is not None and role != "lagging" and lookback is not None:
-                e_pos = segs[read_i].position
-                if 0 <= seg.position - e_pos <= lookback and i >= read_i and \
-                        not any(0 <= segs[j].position - e_pos <= lookback and read_i <= j < i
-                                for j in chosen | fixed_idx):
+                e_pos = pos_of[read_i]
+                if 0 <= pos_of[i] - e_pos <= lookback and i >= read_i and \
+                        not any(0 <= pos_of[j] - e_pos <= lookback and read_i <= j < i
+                                for j in marked):
                     reason += f"; its lookback reads the previous entry at {segs[read_i].path}"
         else:
             f = fixed_by_idx[i]
@@ -937,49 +1072,45 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                       "automatic": "top-level cache_control lands here (takes one slot)",
                       "implicit": "OpenAI's implicit breakpoint on the newest message"}[f.source]
         emit_ttl = ttl_of.get(i)
-        if view.provider != "anthropic" and src == "planner":
+        if not anthropic and src == "planner":
             emit_ttl = ttls[0] if ttls else None
-        rows.append(PlannedBreakpoint(i, seg.path, seg.position, seg.end_token, emit_ttl, src,
-                                      role, reason, digests[i]))
+        rows.append(_new_breakpoint(i, seg.path, pos_of[i], end_tok[i], emit_ttl, src, role,
+                                    reason, digests[i]))
         if i in chosen:
-            decisions.append(Decision(i, seg.path, role, True, reason))
+            decisions.append(_new_decision(i, seg.path, role, True, reason))
     for c in cand_list:
         if c.index in chosen:
             continue
         if len(chosen) >= slots:
             why = (f"no slot left: {slots} free after the caller's markers, all taken by a plan "
                    "with more expected reads")
+        elif not chain_ok((*best, c.index), best_mask | fixed_mask | bit_of[c.index]):
+            why = (f"would break the lookback chain: more than {lookback} positions after "
+                   "every earlier breakpoint and every entry the previous request wrote")
+        elif c.role == "chain":
+            why = "not needed: the chosen breakpoints already reach each other"
         else:
-            with_c = score(tuple(sorted(chosen | {c.index})))
-            if with_c is None:
-                why = (f"would break the lookback chain: more than {lookback} positions after "
-                       "every earlier breakpoint and every entry the previous request wrote")
-            elif c.role == "chain":
-                why = "not needed: the chosen breakpoints already reach each other"
-            else:
-                why = ("adds no expected cache reads under the reuse model "
-                       f"(continuation {reuse.continuation:g}, new conversation "
-                       f"{reuse.new_conversation:g}, branch {reuse.branch:g}, tools only "
-                       f"{reuse.tools_only:g})")
-        decisions.append(Decision(c.index, segs[c.index].path, c.role, False, why))
+            why = ("adds no expected cache reads under the reuse model "
+                   f"(continuation {reuse.continuation:g}, new conversation "
+                   f"{reuse.new_conversation:g}, branch {reuse.branch:g}, tools only "
+                   f"{reuse.tools_only:g})")
+        decisions.append(_new_decision(c.index, segs[c.index].path, c.role, False, why))
 
     write: int | None = None
     read: int | None = None
-    if view.provider == "anthropic":
-        written_idx = [b.segment_index for b in rows if b.prefix_tokens >= min_tokens]
+    if anthropic:
         read = now
-        top = max((segs[i].end_token for i in written_idx), default=0)
+        top = max((end_tok[i] for i in marked if end_tok[i] >= min_tokens), default=0)
         write = max(0, top - read) if top > read else 0
-    next_read = best_score[0] - now if best_score else 0.0
+    next_read = best_score[0] - now
     decisions.sort(key=lambda d: (d.segment_index, not d.placed))
-    return BreakpointPlan(view.provider, policy.model_id, tuple(rows), tuple(decisions),
-                          tuple(edits), read, write, total, float(next_read), key, options,
-                          lookback, reuse)
+    return _new_plan(view.provider, policy.model_id, tuple(rows), tuple(decisions),
+                     tuple(edits), read, write, total, float(next_read), key, options,
+                     lookback, reuse)
 
 
 def _rank_ttl(rank: int) -> str:
-    return next(t for t, r in _TTL_RANK.items() if r == rank)
-
+    return _RANK_TTL[rank]
 
 # ============================================================================ apply
 def _split_path(path: str) -> list[str | int]:

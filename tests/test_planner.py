@@ -461,3 +461,37 @@ def test_apply_plan_share_unchanged_equals_the_deep_copy_and_never_mutates() -> 
     assert shared["messages"] is not body["messages"]
     untouched = [i for i, m in enumerate(body["messages"]) if m == shared["messages"][i]]
     assert any(shared["messages"][i] is body["messages"][i] for i in untouched)
+
+
+def test_fast_constructors_build_what_the_dataclass_init_builds() -> None:
+    import dataclasses
+
+    from promptcache import planner as pl
+
+    decision = pl._new_decision(3, "messages[1].content", "turn-end", True, "end of the turn")
+    assert decision == pl.Decision(3, "messages[1].content", "turn-end", True, "end of the turn")
+    bp = pl._new_breakpoint(3, "system", 2, 1500, "5m", "planner", "system-end", "why", "ab")
+    expected = pl.PlannedBreakpoint(3, "system", 2, 1500, "5m", "planner", "system-end", "why",
+                                    "ab")
+    assert bp == expected and repr(bp) == repr(expected)
+    assert pl._new_entry(1, 1, 90, None) == WrittenEntry(1, 1, 90, None)
+    plan_args = ("anthropic", "m", (bp,), (decision,), (), 10, 20, 30, 1.5, None, None, 20,
+                 ReuseModel())
+    plan = pl._new_plan(*plan_args)  # type: ignore[arg-type]
+    assert plan == BreakpointPlan(*plan_args)  # type: ignore[arg-type]
+    assert list(vars(plan)) == [f.name for f in dataclasses.fields(BreakpointPlan)]
+    for obj in (decision, bp, plan):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            obj.reason = "changed"  # type: ignore[misc,union-attr]
+
+
+def test_many_previous_entries_keep_the_section_ends_and_the_slot_limit() -> None:
+    msgs = [{"role": "user" if t % 2 == 0 else "assistant", "content": "word " * 200}
+            for t in range(301)]
+    view = render({"model": CLAUDE, "max_tokens": 5, "system": "s " * 1500, "messages": msgs})
+    plan = plan_breakpoints(view, get_policy(CLAUDE), list(range(5, 300, 13)))
+    roles = [d.role for d in plan.decisions]
+    assert roles.count("lagging") > 16  # more candidates than the exhaustive search bound
+    assert {"system-end", "history-end", "turn-end"} <= set(roles)
+    assert plan.marker_count <= 4 and plan.breakpoints
+    assert plan.read_tokens is not None and plan.read_tokens > 0
