@@ -271,3 +271,19 @@ def test_hit_rate_is_ratio_of_sums_in_unit_interval_and_cost_adds_up(
     assert sum(v.requests for v in by_label.values()) == len(records)
     assert sum((v.cost or Decimal(0)) for v in by_label.values()) == s.cost
     assert s.savings is not None and s.input_cost is not None
+
+
+def test_memory_stays_bounded_without_kept_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    """keep_records=False: a long-running process does not grow with its request count."""
+    import promptcache.usage.tracker as tracker_mod
+
+    monkeypatch.setattr(tracker_mod, "EVENTS_KEPT", 5)
+    monkeypatch.setattr(tracker_mod, "COLD_PREFIXES_KEPT", 3)
+    t = tracker_mod.UsageTracker(keep_records=False, warn=False)
+    for i in range(40):  # an unpriced model: one event per record; a new cold prefix each time
+        t.add(UsageRecord(provider="anthropic", model="no-such-model", uncached_input=10,
+                          cache_read=0, cache_write=2000, output=1, prefix_hash=f"p{i}",
+                          start=float(i), end=float(i) + 1))
+    assert len(t.events) == 5 and t.events[-1].record.prefix_hash == "p39"
+    assert len(t._cold) <= 4
+    assert t.summary().requests == 40

@@ -45,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import warnings
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -64,6 +64,8 @@ from promptcache.usage.record import UsageRecord
 from promptcache.usage.sinks import Sink
 
 __all__ = [
+    "COLD_PREFIXES_KEPT",
+    "EVENTS_KEPT",
     "ColdWriteGroup",
     "EventKind",
     "UsageEvent",
@@ -71,6 +73,12 @@ __all__ = [
     "UsageTracker",
     "ZeroHitWarning",
 ]
+
+#: Events kept in :attr:`UsageTracker.events` with ``keep_records=False`` (the newest).
+EVENTS_KEPT = 10_000
+#: Distinct cold-written prefixes tracked for concurrent-write detection (the newest): a write
+#: overlaps in time only with recent ones.
+COLD_PREFIXES_KEPT = 4_096
 
 EventKind = Literal[
     "zero_hit_alarm", "collapse", "prefix_regression", "concurrent_cold_writes",
@@ -323,7 +331,9 @@ class UsageTracker:
             deployments); when absent, ``promptcache.catalog.get_prices`` is used.
         batch: force the batch discount on/off; ``None``: per record (``service_tier``).
         sinks: where every added record is written (``JsonlSink``, ``MemorySink``).
-        keep_records: keep the records in memory (:attr:`records`).
+        keep_records: keep the records and every event in memory (:attr:`records`,
+            :attr:`events`); with False, memory stays bounded in a long-running process (the
+            newest :data:`EVENTS_KEPT` events, per-group totals only).
         warmup: cacheable requests per (model, label) before the zero-hit alarm may fire.
         on_alarm: called with the ``zero_hit_alarm`` event.
         on_event: called with every event.
@@ -367,7 +377,9 @@ class UsageTracker:
         self._lock = threading.Lock()
         self._records: list[UsageRecord] = []
         self._costs: list[Cost | None] = []
-        self._events: list[UsageEvent] = []
+        # with keep_records=False nothing may grow with the number of requests: the newest
+        # events only (each holds its record)
+        self._events: deque[UsageEvent] = deque(maxlen=None if keep_records else EVENTS_KEPT)
         self._total = _Acc()
         self._groups: dict[str, defaultdict[tuple[str | None, ...], _Acc]] = {
             name: defaultdict(_Acc) for name in ("label", "model", "session", "label_model")
@@ -588,6 +600,8 @@ class UsageTracker:
         groups.append(ColdWriteGroup(rec.model, key, [rec]))
         if len(groups) > 64:
             del groups[0]
+        if len(self._cold) > COLD_PREFIXES_KEPT:  # only recent writes can overlap a new one
+            del self._cold[next(iter(self._cold))]
         return []
 
     def _wasted(self, rec: UsageRecord, cost: Cost | None) -> Decimal | None:
@@ -644,7 +658,8 @@ class UsageTracker:
 
     @property
     def events(self) -> list[UsageEvent]:
-        """Every event raised so far, in order."""
+        """Every event raised so far, in order (the newest :data:`EVENTS_KEPT` with
+        ``keep_records=False``)."""
         with self._lock:
             return list(self._events)
 
