@@ -18,6 +18,7 @@ from typing import Any
 
 from promptcache.lint.engine import RequestContext, text_path
 from promptcache.lint.volatile import VolatileMatch, scan_text
+from promptcache.planner import segment_digest
 from promptcache.prefix import Segment
 from promptcache.tokens import get_counter
 
@@ -30,9 +31,8 @@ def content_key(seg: Segment) -> bytes:
     so a breakpoint that moved does not make the same block "different"; a string content and
     a one-text-block list are the same content, as the planner and the live diff count them
     (:func:`promptcache.planner.prefix_digests`). Computed once per segment (cached on it)."""
-    from promptcache.planner import segment_digest
-
-    return segment_digest(seg)
+    digest = seg._content_digest  # cached by the planner's segment_digest
+    return digest if digest is not None else segment_digest(seg)
 
 
 #: A block with more volatile values than this is reported by its first ones.
@@ -50,8 +50,8 @@ class VolatileHit:
     breakpoint_path: str | None
 
 
-def _regenerated(seg: Segment) -> bool:
-    return seg.tier in ("tools", "system") or seg.role in ("system", "developer")
+#: Roles whose messages are regenerated on every call (system prompts), wherever they sit.
+_REGENERATED_ROLES = ("system", "developer")
 
 
 def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
@@ -65,8 +65,8 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
         end_token = ctx.cached_end_token
         counter = get_counter(ctx.view.model)
         for seg in ctx.view.segments[:end + 1]:
-            if not seg.text or not _regenerated(seg):
-                continue
+            if not seg.text or (seg.tier == "messages" and seg.role not in _REGENERATED_ROLES):
+                continue  # history is sent byte-identical on every later request
             before = 0
             last = 0
             for m in scan_text(seg.text, MAX_HITS_PER_SEGMENT):
