@@ -80,7 +80,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import combinations
-from operator import add, attrgetter
 from typing import TYPE_CHECKING, Any, Literal
 
 from promptcache._errors import InvalidRequestError, PlanError
@@ -404,48 +403,33 @@ def infer_boundaries(view: PrefixView) -> Boundaries:
     for OpenAI chat), so history end = the segment before it; turn end = the last segment.
     """
     segs = view.segments
-    if not segs:
-        return Boundaries(None, None, None, None, None, None)
-    tiers = list(map(_TIER, segs))
-    last_tool = _last_index(tiers, "tools")
-    last_system = _last_index(tiers, "system")
-    tools_end = segs[last_tool].index if last_tool is not None else None
-    system_end = segs[last_system].index if last_system is not None else None
-    history_end: int | None = None
-    turn_end = segs[-1].index
-    last_turn_msg: int | None = None
-    for s in reversed(segs):
-        if s.tier == "messages" and s.role in ("user", "tool"):
-            last_turn_msg = s.message_index
-            break
-    if last_turn_msg is not None:
-        # the first segment of that message (a segment outside the messages tier may carry
-        # the same message_index: OpenAI Responses input items)
-        message_of = list(map(_MESSAGE_INDEX, segs))
-        k = message_of.index(last_turn_msg)
-        while tiers[k] != "messages":
-            k = message_of.index(last_turn_msg, k + 1)
-        first = segs[k].index
-        history_end = first - 1 if first > 0 else None
-        if history_end is not None and segs[history_end].tier != "messages":
-            history_end = None
-    return Boundaries(tools_end, system_end, system_end, history_end, turn_end, None)
-
-
-def _last_index(values: list[Any], value: Any) -> int | None:
-    """Index of the last item of ``values`` equal to ``value`` (None: there is none)."""
-    if value not in values:
-        return None
-    return len(values) - 1 - values[::-1].index(value)
+    tools_end = system_end = history_end = turn_end = None
+    for s in segs:
+        tier = s.tier
+        if tier == "tools":
+            tools_end = s.index
+        elif tier == "system":
+            system_end = s.index
+    if segs:
+        turn_end = segs[-1].index
+        last_turn_msg: int | None = None
+        for s in reversed(segs):
+            if s.tier == "messages" and s.role in ("user", "tool"):
+                last_turn_msg = s.message_index
+                break
+        if last_turn_msg is not None:
+            first = 0
+            for s in segs:
+                if s.message_index == last_turn_msg and s.tier == "messages":
+                    first = s.index
+                    break
+            history_end = first - 1 if first > 0 else None
+            if history_end is not None and segs[history_end].tier != "messages":
+                history_end = None
+    return _new_boundaries(tools_end, system_end, system_end, history_end, turn_end, None)
 
 
 # ============================================================================ helpers
-_TIER = attrgetter("tier")
-_MESSAGE_INDEX = attrgetter("message_index")
-_POSITION = attrgetter("position")
-_START_TOKEN = attrgetter("start_token")
-_TOKENS = attrgetter("tokens")
-_BREAKPOINT = attrgetter("breakpoint")
 #: The TTL of each rank of :data:`_TTL_RANK`.
 _RANK_TTL = {rank: name for name, rank in _TTL_RANK.items()}
 #: The reuse model of a plan that names none (immutable, so one instance serves every plan).
@@ -460,6 +444,7 @@ def _slot_setters(cls: type) -> tuple[Any, ...]:
 _DECISION_SET = _slot_setters(Decision)
 _BREAKPOINT_SET = _slot_setters(PlannedBreakpoint)
 _ENTRY_SET = _slot_setters(WrittenEntry)
+_BOUNDARIES_SET = _slot_setters(Boundaries)
 
 
 # The planner makes a few Decision / PlannedBreakpoint / WrittenEntry objects and one
@@ -508,6 +493,21 @@ def _new_entry(segment_index: int, position: int, prefix_tokens: int, prefix_dig
     return e
 
 
+def _new_boundaries(tools_end: int | None, system_end: int | None, static_end: int | None,
+                    history_end: int | None, turn_end: int | None, uncached_from: int | None,
+                    _new: Any = object.__new__, _set: tuple[Any, ...] = _BOUNDARIES_SET
+                    ) -> Boundaries:
+    """``Boundaries(tools_end, system_end, static_end, history_end, turn_end, uncached_from)``."""
+    b: Boundaries = _new(Boundaries)
+    _set[0](b, tools_end)
+    _set[1](b, system_end)
+    _set[2](b, static_end)
+    _set[3](b, history_end)
+    _set[4](b, turn_end)
+    _set[5](b, uncached_from)
+    return b
+
+
 def _new_plan(provider: str, model: str, breakpoints: tuple[PlannedBreakpoint, ...],
               decisions: tuple[Decision, ...], marker_edits: tuple[MarkerEdit, ...],
               read_tokens: int | None, write_tokens: int | None, total_tokens: int,
@@ -544,6 +544,12 @@ def _default_ttl(policy: CachePolicy) -> str | None:
     return ttls[0] if ttls else None
 
 
+def _blank(text: str | None) -> bool:
+    """``not (text or "").strip()`` without copying the text (``str.strip`` strips exactly the
+    characters ``str.isspace`` accepts)."""
+    return not text or text.isspace()
+
+
 def _markable(view: PrefixView, seg: Segment) -> bool:
     """Whether the planner may put a marker on ``seg``."""
     if not seg.cacheable:
@@ -551,7 +557,7 @@ def _markable(view: PrefixView, seg: Segment) -> bool:
     if view.provider == "anthropic":
         if seg.kind in ("thinking", "redacted_thinking"):
             return False
-        return not (seg.kind == "text" and not (seg.text or "").strip())
+        return not (seg.kind == "text" and _blank(seg.text))
     # OpenAI: content parts (or string contents we can turn into parts) of non-assistant turns.
     if seg.tier == "tools" or seg.role == "assistant" or seg.kind == "tool_call":
         return False
@@ -559,7 +565,7 @@ def _markable(view: PrefixView, seg: Segment) -> bool:
         return False
     if seg.kind not in _OPENAI_MARKABLE_KINDS:
         return False
-    return bool((seg.text or "").strip()) or seg.kind != "text"
+    return not _blank(seg.text) or seg.kind != "text"
 
 
 def _walk_back(view: PrefixView, index: int, floor: int = 0) -> int | None:
@@ -631,8 +637,12 @@ def _fix_user_markers(view: PrefixView, policy: CachePolicy,
     """Repair the caller's markers so the API accepts them (BR-09, BR-10, TTL order)."""
     edits: list[MarkerEdit] = []
     segs = view.segments
-    if view.automatic is None and list(map(_BREAKPOINT, segs)).count(None) == len(segs):
-        return [], edits  # no marker in the request
+    if view.automatic is None:
+        for seg in segs:
+            if seg.breakpoint is not None:
+                break
+        else:
+            return [], edits  # no marker in the request
     fixed: dict[int, _Fixed] = {}
     anthropic = view.provider == "anthropic"
     for seg in segs:
@@ -643,7 +653,7 @@ def _fix_user_markers(view: PrefixView, policy: CachePolicy,
             fixed[seg.index] = _Fixed(seg.index, bp.ttl, "user")
             continue
         target = _walk_back(view, seg.index - 1) if seg.index > 0 else None
-        is_blank_text = seg.kind == "text" and not (seg.text or "").strip()
+        is_blank_text = seg.kind == "text" and _blank(seg.text)
         if is_blank_text and anthropic and seg.path != "system" and not seg.path.endswith(
                 ".content"):
             edits.append(MarkerEdit(seg.path, "remove_block", None, None,
@@ -781,15 +791,14 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                          total, 0.0, key, options, lookback, reuse)
 
     # per-segment facts the search reads many times (plain lists: no property calls). The
-    # renderer counts both cumulatively, so neither decreases with the index: the largest
-    # prefix among indexes up to a limit is the one of the last index, and the segments within
-    # a position range are a slice found by bisection.
-    end_tok = list(map(add, map(_START_TOKEN, segs), map(_TOKENS, segs)))
-    pos_of = list(map(_POSITION, segs))
-    markable_memo: dict[int, bool] = {}
+    # renderer counts positions cumulatively, so they never decrease with the index: the
+    # segments within a range of positions are a slice, found by bisection.
+    end_tok = [s.start_token + s.tokens for s in segs]
+    pos_of = [s.position for s in segs]
+    markable_memo: list[bool | None] = [None] * len(segs)
 
     def markable(i: int) -> bool:
-        m = markable_memo.get(i)
+        m = markable_memo[i]
         if m is None:
             m = markable_memo[i] = _markable(view, segs[i])
         return m
@@ -888,10 +897,14 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         anchors = [e.segment_index for e in prev_entries] + [
             c.index for c in list(cands.values()) if c.role in ("tools-end", "system-end",
                                                                  "static-end")]
+        chain_next: dict[int, int | None] = {}  # the chains of several anchors often meet
         for a in anchors:
             cur = a
             for _ in range(slots):
-                nxt = latest_within(pos_of[cur], cur + 1)
+                if cur in chain_next:
+                    nxt = chain_next[cur]
+                else:
+                    nxt = chain_next[cur] = latest_within(pos_of[cur], cur + 1)
                 if nxt is None or nxt <= cur:
                     break
                 if nxt not in fixed_idx and nxt not in cands:
@@ -929,33 +942,36 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     pool = sorted(fixed_idx.union([c.index for c in cand_list]))
     bit_of = {i: 1 << k for k, i in enumerate(pool)}
     pool_pos = [pos_of[i] for i in pool]
-    pool_tok = [end_tok[i] for i in pool]
+    #: prefix tokens of the last index of a mask m: last_tok[m.bit_length()] (0: empty mask)
+    last_tok = [0] + [end_tok[i] for i in pool]
     fixed_mask = 0
     for i in fixed_idx:
         fixed_mask |= bit_of[i]
     written_mask = 0  # the pool indexes whose prefix is long enough to be written
-    for k, tokens in enumerate(pool_tok):
-        if tokens >= min_tokens:
+    for k, i in enumerate(pool):
+        if end_tok[i] >= min_tokens:
             written_mask |= 1 << k
 
+    #: (prefix tokens, index, the pool indexes whose lookback reaches it) per previous entry;
+    #: an entry's prefix tokens are the end_tok of its index
+    entry_hits: list[tuple[int, int, int]] = []
+    read_mask = 0  # the pool indexes that read some entry
+    for e in prev_entries:
+        lo = bisect_left(pool, e.segment_index)
+        hi = len(pool) if lookback is None else bisect_right(pool_pos, e.position + lookback)
+        hits = (1 << hi) - (1 << lo) if hi > lo else 0
+        entry_hits.append((e.prefix_tokens, e.segment_index, hits))
+        read_mask |= hits
     # chain_limits[b] for a candidate b whose lookback reaches no entry of the previous request:
     # (the bits before b, the lowest bit within b's lookback). A plan breaks the chain at b
     # when it holds indexes before b but none within the lookback: 0 < plan & before < lowest.
     chain_limits: dict[int, tuple[int, int]] = {}
-    #: (prefix tokens, index, the pool indexes whose lookback reaches it) per previous entry
-    entry_hits: list[tuple[int, int, int]] = []
     if lookback is not None:
         for c in cand_list:
             b = c.index
-            pb = pos_of[b]
-            if not any(e.segment_index <= b and 0 <= pb - e.position <= lookback
-                       for e in prev_entries):
-                chain_limits[b] = (bit_of[b] - 1, 1 << bisect_left(pool_pos, pb - lookback))
-    for e in prev_entries:
-        lo = bisect_left(pool, e.segment_index)
-        hi = len(pool) if lookback is None else bisect_right(pool_pos, e.position + lookback)
-        entry_hits.append((e.prefix_tokens, e.segment_index,
-                           (1 << hi) - (1 << lo) if hi > lo else 0))
+            if not bit_of[b] & read_mask:
+                chain_limits[b] = (bit_of[b] - 1,
+                                   1 << bisect_left(pool_pos, pos_of[b] - lookback))
 
     def reads_now(plan_mask: int) -> tuple[int, int | None]:
         """The longest entry of the previous request some index of the plan reads."""
@@ -989,20 +1005,23 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         plan_mask = mask | fixed_mask
         if chain_limits and not chain_ok(planned, plan_mask):
             return None
-        now, read_i = 0, None
+        # this request's read: the longest entry the plan reaches (its prefix is
+        # end_tok[read_i])
+        now, read_i = 0, -1
         for tokens, index, hits in entry_hits:
             if tokens > now and hits & plan_mask:
                 now, read_i = tokens, index
         written = plan_mask & written_mask
-        top = pool_tok[written.bit_length() - 1] if written else 0
         nxt = 0.0
         for w, lim, lim_mask in active:
-            shared = written & lim_mask
-            best = pool_tok[shared.bit_length() - 1] if shared else 0
-            if read_i is not None and read_i <= lim and end_tok[read_i] > best:
-                best = end_tok[read_i]
+            # the next request reads the longest entry inside its shared prefix: the last one
+            # this plan writes there, or the entry this request read
+            best = last_tok[(written & lim_mask).bit_length()]
+            if now > best and read_i <= lim:
+                best = now
             nxt += w * best
-        return (now + nxt, -max(0, top - now), -len(planned), sum(planned))
+        return (now + nxt, min(0, now - last_tok[written.bit_length()]), -len(planned),
+                sum(planned))
 
     best: tuple[int, ...] = ()
     best_mask = 0
@@ -1033,7 +1052,12 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     ttl_of: dict[int, str | None] = {f.index: f.ttl for f in fixed}
     for i in best:
         ttl_of[i] = stable if i <= static_lim else base_ttl
-    if anthropic:
+    if anthropic and not fixed:
+        # Longer TTLs first: with no caller marker after it, a planner marker keeps its TTL
+        # (the clamp below leaves its rank as it is).
+        for i in best:
+            ttl_of[i] = _rank_ttl(_TTL_RANK.get(str(ttl_of[i]), 0))
+    elif anthropic:
         # Longer TTLs first: a planner marker followed by caller markers is raised to the
         # longest of their TTLs, but not above any marker before it.
         order = sorted(ttl_of)
@@ -1100,7 +1124,7 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     read: int | None = None
     if anthropic:
         read = now
-        top = max((end_tok[i] for i in marked if end_tok[i] >= min_tokens), default=0)
+        top = max([end_tok[i] for i in marked if end_tok[i] >= min_tokens], default=0)
         write = max(0, top - read) if top > read else 0
     next_read = best_score[0] - now
     decisions.sort(key=lambda d: (d.segment_index, not d.placed))
