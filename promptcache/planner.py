@@ -795,18 +795,15 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     # segments within a range of positions are a slice, found by bisection.
     end_tok = [s.start_token + s.tokens for s in segs]
     pos_of = [s.position for s in segs]
-    markable_memo: list[bool | None] = [None] * len(segs)
-
-    def markable(i: int) -> bool:
-        m = markable_memo[i]
-        if m is None:
-            m = markable_memo[i] = _markable(view, segs[i])
-        return m
+    markable_memo: list[bool | None] = [None] * len(segs)  # _markable per segment, on demand
 
     def walk_back(index: int) -> int | None:
         """The last segment at or before ``index`` that can carry a marker."""
         for i in range(index, -1, -1):
-            if markable(i):
+            m = markable_memo[i]
+            if m is None:
+                m = markable_memo[i] = _markable(view, segs[i])
+            if m:
                 return i
         return None
 
@@ -836,14 +833,20 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     limit = len(segs) - 1 if bounds.uncached_from is None else bounds.uncached_from - 1
     cands: dict[int, _Cand] = {}
 
-    def consider(idx: int | None, role: str, reason: str) -> None:
+    section_ends = [(bounds.tools_end, "tools-end", "end of the tools"),
+                    (bounds.system_end, "system-end", "end of the system prompt")]
+    if bounds.static_end != bounds.system_end:
+        section_ends.append((bounds.static_end, "static-end", "end of the static context"))
+    section_ends.append((bounds.history_end, "history-end", "end of the history"))
+    section_ends.append((bounds.turn_end, "turn-end", "end of the new turn"))
+    for idx, role, reason in section_ends:
         if idx is None or idx < 0:
-            return
+            continue
         target = walk_back(min(idx, limit))
         if target is None:
             decisions.append(_new_decision(idx, segs[min(idx, len(segs) - 1)].path, role,
                                            False, "no block at or before it can carry a marker"))
-            return
+            continue
         if target != idx:
             reason += f" (moved back from {segs[min(idx, len(segs) - 1)].path}: that block " \
                       "cannot carry a marker)"
@@ -852,20 +855,13 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                                            f"prefix {end_tok[target]} tokens < the minimum "
                                            f"{min_tokens} for {policy.model_id}: nothing would "
                                            "be cached"))
-            return
+            continue
         if target in fixed_idx:
             decisions.append(_new_decision(target, segs[target].path, role, False,
                                            "already carries a marker (kept)"))
-            return
+            continue
         if target not in cands:
             cands[target] = _Cand(target, role, reason)
-
-    consider(bounds.tools_end, "tools-end", "end of the tools")
-    consider(bounds.system_end, "system-end", "end of the system prompt")
-    if bounds.static_end != bounds.system_end:
-        consider(bounds.static_end, "static-end", "end of the static context")
-    consider(bounds.history_end, "history-end", "end of the history")
-    consider(bounds.turn_end, "turn-end", "end of the new turn")
 
     def latest_within(anchor_pos: int, after_index: int) -> int | None:
         """The last segment from ``after_index`` on (up to ``limit``) within the lookback of
@@ -873,8 +869,12 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         assert lookback is not None
         last = min(bisect_right(pos_of, anchor_pos + lookback) - 1, limit)
         for i in range(last, after_index - 1, -1):
-            if end_tok[i] >= min_tokens and markable(i):
-                return i
+            if end_tok[i] >= min_tokens:
+                m = markable_memo[i]
+                if m is None:
+                    m = markable_memo[i] = _markable(view, segs[i])
+                if m:
+                    return i
         return None
 
     def earliest_within(pos: int, before_index: int) -> int | None:
@@ -882,8 +882,12 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         can hold an entry."""
         assert lookback is not None
         for i in range(bisect_left(pos_of, pos - lookback), before_index):
-            if end_tok[i] >= min_tokens and markable(i):
-                return i
+            if end_tok[i] >= min_tokens:
+                m = markable_memo[i]
+                if m is None:
+                    m = markable_memo[i] = _markable(view, segs[i])
+                if m:
+                    return i
         return None
 
     if lookback is not None and slots > 0:
@@ -924,7 +928,7 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                                    f"{segs[cur_b].path}")
             cur_b = prv
 
-    cand_list = sorted(cands.values(), key=lambda c: c.index)
+    cand_list = [cands[i] for i in sorted(cands)]
     if len(cand_list) > _MAX_CANDIDATES:
         keep_roles = ("tools-end", "system-end", "static-end", "history-end", "turn-end",
                       "lagging")
@@ -1003,8 +1007,11 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         """Score of the plan ``planned`` (sorted candidate indexes, bit mask ``mask``) with the
         fixed markers; None where it breaks the chain rule."""
         plan_mask = mask | fixed_mask
-        if chain_limits and not chain_ok(planned, plan_mask):
-            return None
+        if chain_limits:  # chain_ok, inline
+            for b in planned:
+                limits = chain_limits.get(b)
+                if limits is not None and 0 < plan_mask & limits[0] < limits[1]:
+                    return None
         # this request's read: the longest entry the plan reaches (its prefix is
         # end_tok[read_i])
         now, read_i = 0, -1
@@ -1083,10 +1090,10 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
             src: Literal["planner", "user", "automatic", "implicit"] = "planner"
             role, reason = c.role, c.reason
             if read_i is not None and role != "lagging" and lookback is not None:
-                e_pos = pos_of[read_i]
-                if 0 <= pos_of[i] - e_pos <= lookback and i >= read_i and \
-                        not any(0 <= pos_of[j] - e_pos <= lookback and read_i <= j < i
-                                for j in marked):
+                # the first marker at or after the entry, within its lookback, reads it
+                # (positions never decrease, so a marker between the two would be within it too)
+                if i >= read_i and 0 <= pos_of[i] - pos_of[read_i] <= lookback and \
+                        marked[bisect_left(marked, read_i)] == i:
                     reason += f"; its lookback reads the previous entry at {segs[read_i].path}"
         else:
             f = fixed_by_idx[i]
