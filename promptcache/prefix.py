@@ -757,15 +757,19 @@ class _Renderer:
                 self._anthropic_block(block, f"system[{i}]", "system", None, None)
         elif system is not None:
             raise InvalidRequestError("system", "must be a string or an array of text blocks")
+        append = self.drafts.append
         for m, msg in enumerate(self._list(payload, "messages", "messages")):
             mpath = f"messages[{m}]"
             if type(msg) is not dict and not isinstance(msg, Mapping):
                 raise InvalidRequestError(mpath, "a message must be an object")
             role = msg.get("role")
-            if not isinstance(role, str):
+            if type(role) is not str and not isinstance(role, str):
                 raise InvalidRequestError(f"{mpath}.role", "must be a string")
             content = msg.get("content")
-            if isinstance(content, str):
+            if type(content) is str:  # the common case, queued inline (what add() queues)
+                append((content, (f"{mpath}.content", "messages", "text", role, m, content,
+                                  content, 0, None, _has_text(content), False)))
+            elif isinstance(content, str):
                 self.add(f"{mpath}.content", "messages", "text", content, role=role,
                          message_index=m, text=content, cacheable=_has_text(content))
             elif isinstance(content, list):
