@@ -696,7 +696,7 @@ class _Renderer:
             prev_kind = kind
             # Everything a Segment is made of; the draft's text / token_text / extra_tokens
             # derive from its node, so the key pins them too.
-            node_key = _node_key(node)
+            node_key = node if type(node) is str else _node_key(node)
             key = None if node_key is _NO_KEY else (counter, i, start, position, node_key, rest)
             seg = memo.get(key) if key is not None else None
             if seg is None:
