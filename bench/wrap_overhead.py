@@ -167,13 +167,13 @@ def _pieces(iterations: int, turns: int) -> dict[str, float]:
     """Median ms of each step the wrapper runs before sending (Anthropic request)."""
     from promptcache.catalog import get_policy
     from promptcache.planner import apply_plan, plan_breakpoints, prefix_digests
-    from promptcache.prefix import render
-    from promptcache.sdk._observe import body_of, lint_views
+    from promptcache.prefix import remark, render
+    from promptcache.sdk._observe import body_of, lint_views, marker_paths
 
     chats = _Chats(turns, "anthropic", iterations // turns + 1)
     policy = get_policy(A_MODEL)
     steps: dict[str, list[float]] = {k: [] for k in (
-        "body", "render", "plan", "apply_plan", "render (planned)", "lint", "digests")}
+        "body", "render", "plan", "apply_plan", "remark (planned view)", "lint", "digests")}
     prev: Any = None
     for it in range(iterations):
         chat, i = divmod(it, turns)
@@ -188,7 +188,12 @@ def _pieces(iterations: int, turns: int) -> dict[str, float]:
         marks.append(time.perf_counter())
         planned = apply_plan(body, plan, share_unchanged=True)
         marks.append(time.perf_counter())
-        final = render(planned, "anthropic", model=A_MODEL)
+        paths = marker_paths(plan)
+        final = remark(view, planned, paths) if paths is not None else None
+        if final is None:
+            final = render(planned, "anthropic", model=A_MODEL)
+        else:  # as the wrapper does: markers are not content, the first view's digests hold
+            object.__setattr__(final, "_prefix_digests", prefix_digests(view))
         marks.append(time.perf_counter())
         lint_views(final, planned, A_MODEL, None)
         marks.append(time.perf_counter())
