@@ -251,8 +251,18 @@ def body_of(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     extra = kwargs.get("extra_body")
     if isinstance(extra, Mapping):
         body.update(extra)
-    dumped: dict[str, Any] = _dump(body)
-    return dumped
+    out: dict[str, Any] | None = None
+    for key, value in body.items():
+        if type(value) in _SCALARS:
+            continue
+        # tool definitions are searched one level below each tool (a tool or its schema passed
+        # as a model); their JSON schemas below are plain data
+        d = _dump(value, 2 if key == "tools" else 3)
+        if d is not value:
+            if out is None:
+                out = dict(body)
+            out[key] = d
+    return body if out is None else out
 
 
 class Observer:
