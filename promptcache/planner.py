@@ -346,23 +346,45 @@ def _canonical_text_node(node: Any) -> bytes:
     return _dumps(node)
 
 
-def prefix_digests(view: PrefixView) -> list[str]:
+def prefix_digests(view: PrefixView, base: PrefixView | None = None) -> list[str]:
     """Chained sha256 hex per segment over content with markers stripped.
 
     ``out[i]`` identifies segments ``0..i`` of ``view``: equal digests mean an identical cached
     prefix (a string content and a one-text-block list count as equal; ``cache_control`` and
     ``prompt_cache_breakpoint`` are ignored). Stable across processes (no ``hash()``).
+
+    Args:
+        view: the request.
+        base: an earlier view of the same conversation (the SDK wrapper passes the session's
+            previous request): the chain is resumed after the segments ``view`` shares with it
+            (the same :class:`Segment` objects, which the render memo hands out for unchanged
+            blocks at unchanged offsets), instead of hashed again from the start.
     """
     cached: list[str] | None = getattr(view, "_prefix_digests", None)
     if cached is not None:
         return list(cached)
-    h = hashlib.sha256(f"{view.provider}\x00{view.model}".encode())
     out: list[str] = []
-    for seg in view.segments:
+    hashers: list[Any] = []
+    segs = view.segments
+    start = 0
+    if base is not None and base.provider == view.provider and base.model == view.model:
+        base_hashers: list[Any] | None = getattr(base, "_prefix_hashers", None)
+        base_out: list[str] | None = getattr(base, "_prefix_digests", None)
+        if base_hashers is not None and base_out is not None:
+            shared = base.segments
+            n = min(len(base_hashers), len(segs))
+            while start < n and segs[start] is shared[start]:
+                start += 1
+            hashers = base_hashers[:start]
+            out = base_out[:start]
+    h = hashers[-1] if hashers else hashlib.sha256(f"{view.provider}\x00{view.model}".encode())
+    for seg in segs[start:]:
         h = h.copy()
         h.update(segment_digest(seg))
+        hashers.append(h)
         out.append(h.hexdigest())
     object.__setattr__(view, "_prefix_digests", out)  # views are immutable: computed once
+    object.__setattr__(view, "_prefix_hashers", hashers)  # the chain's states, to resume it
     return list(out)
 
 

@@ -495,3 +495,28 @@ def test_many_previous_entries_keep_the_section_ends_and_the_slot_limit() -> Non
     assert {"system-end", "history-end", "turn-end"} <= set(roles)
     assert plan.marker_count <= 4 and plan.breakpoints
     assert plan.read_tokens is not None and plan.read_tokens > 0
+
+
+def test_prefix_digests_resumed_from_an_earlier_view_equal_a_fresh_chain() -> None:
+    from promptcache.planner import prefix_digests
+    from promptcache.prefix import render, render_cache_clear
+
+    def chat(turns: int, edit: bool = False) -> dict[str, Any]:
+        msgs: list[dict[str, Any]] = []
+        for t in range(turns):
+            msgs.append({"role": "user", "content": f"question {t} " * 30})
+            msgs.append({"role": "assistant", "content": f"answer {t} " * 30})
+        if edit:
+            msgs[3] = {"role": "assistant", "content": "changed"}
+        return {"model": "claude-sonnet-4-6", "max_tokens": 8, "system": "You help. " * 80,
+                "messages": msgs}
+
+    for later in (chat(6), chat(6, edit=True), chat(3), chat(4)):
+        render_cache_clear()
+        base = render(chat(4))
+        prefix_digests(base)
+        resumed = render(later)  # shares the unchanged segments with base (render memo)
+        assert resumed.segments[0] is base.segments[0]
+        got = prefix_digests(resumed, base)
+        render_cache_clear()
+        assert got == prefix_digests(render(later))  # a chain hashed from the start

@@ -153,6 +153,9 @@ class _SessionState:
     digests: list[str]
     last_breakpoint: int | None
     plan: BreakpointPlan | None
+    #: the request as the caller sent it (before auto_cache): its segments are the ones the
+    #: render memo hands out again next time, so the next digest chain resumes from it
+    first_view: PrefixView | None = None
 
 
 @dataclass
@@ -351,14 +354,17 @@ class Observer:
         if not auto and lint == "off" and call.session is None:
             self._remember(call, body, None, None)
             return []
+        from promptcache.planner import prefix_digests
         from promptcache.prefix import render
 
-        view = render(body, call.shape, model=call.model)
+        view = first = render(body, call.shape, model=call.model)
+        if prev is not None and prev.first_view is not None:
+            prefix_digests(view, prev.first_view)  # resumes the previous request's chain
         plan = None
         if auto:
             body, view, plan = self._auto_cache(call, body, view, prev)
         blocking = self._lint(call, body, view, prev, lint) if lint != "off" else []
-        self._remember(call, body, view, plan, prev)
+        self._remember(call, body, view, plan, prev, first)
         return blocking
 
     def _auto_cache(self, call: Call, body: dict[str, Any], view: PrefixView,
@@ -433,7 +439,8 @@ class Observer:
         return blocking
 
     def _remember(self, call: Call, body: Mapping[str, Any], view: PrefixView | None,
-                  plan: BreakpointPlan | None, prev: _SessionState | None = None) -> None:
+                  plan: BreakpointPlan | None, prev: _SessionState | None = None,
+                  first: PrefixView | None = None) -> None:
         """Live diff against the session's previous request, then store this one."""
         entry = SentRequest(call.shape, body, call.session, call.label, time.time())
         if view is None:
@@ -450,7 +457,7 @@ class Observer:
             cut = first_divergence(prev.digests, digests)
             if prev.last_breakpoint is not None and cut <= prev.last_breakpoint:
                 self._report_divergence(call, prev, body, cut)
-        state = _SessionState(body, call.shape, view, digests, last_bp, plan)
+        state = _SessionState(body, call.shape, view, digests, last_bp, plan, first)
         with self.shared.lock:
             self.shared.sessions[call.session] = state
             self.shared.history.append(entry)
