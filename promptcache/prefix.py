@@ -108,6 +108,19 @@ def _orjson_safe(node: Any) -> bool:
     ...), where orjson would encode them. Strings escape identically (checked code point by
     code point in tests/test_prefix.py); lone surrogates make orjson raise (caught).
     """
+    return _scan_types(node)[1]
+
+
+def _scan_types(node: Any) -> tuple[bool, bool]:
+    """(exact, orjson_safe) of a tree, in one walk.
+
+    ``exact``: every value is exactly a ``dict``, ``list``, ``tuple``, ``str``, ``int``,
+    ``float``, ``bool`` or ``None`` (no subclass, no other type): only such a node's segment is
+    memoised, because only for those is a :func:`_node_key` unambiguous (``marshal`` writes any
+    object with the buffer protocol, a numpy scalar say, as plain bytes of its memory).
+    ``orjson_safe``: see :func:`_orjson_safe`.
+    """
+    safe = True
     stack = [node]
     pop, push = stack.pop, stack.append
     while stack:  # iterative: a recursive walk costs a Python call per value
@@ -116,7 +129,9 @@ def _orjson_safe(node: Any) -> bool:
         if t is dict:
             for k, v in n.items():
                 if type(k) is not str:
-                    return False
+                    if type(k) not in _EXACT_KEYS:
+                        return False, False
+                    safe = False
                 if type(v) is not str:
                     push(v)
         elif t is list or t is tuple:
@@ -125,19 +140,28 @@ def _orjson_safe(node: Any) -> bool:
                     push(v)
         elif t is int:
             if not _ORJSON_INT_MIN <= n <= _ORJSON_INT_MAX:
-                return False
+                safe = False
+        elif t is float:
+            safe = False
         elif not (t is str or t is bool or n is None):
-            return False
-    return True
+            return False, False
+    return True, safe
 
 
-def _dumps(node: Any) -> bytes:
+#: Dict key types json accepts besides str (it writes them as strings).
+_EXACT_KEYS = (int, float, bool, type(None))
+
+
+def _dumps(node: Any, orjson_safe: bool | None = None) -> bytes:
     """The node's JSON bytes as the SDKs send them (see the module docstring).
 
     orjson (faster on long strings, the bulk of a prompt) where it is byte-identical, the
-    standard library's encoder otherwise.
+    standard library's encoder otherwise. ``orjson_safe``: :func:`_orjson_safe` of ``node``,
+    when the caller already knows it.
     """
-    if type(node) is str or _orjson_safe(node):
+    if orjson_safe is None:
+        orjson_safe = type(node) is str or _orjson_safe(node)
+    if orjson_safe:
         try:
             return orjson.dumps(node)
         except TypeError:  # a lone surrogate: json passes it through
@@ -537,6 +561,10 @@ def remark(view: PrefixView, payload: Mapping[str, Any], paths: Iterable[str]
                 node = node[key]
         except (KeyError, IndexError, TypeError):
             return None
+        if type(node) is str:  # still a string: its marker was moved away, or never placed
+            if node != old.text or old.breakpoint is not None:
+                return None
+            continue
         new_path = path
         if type(node) is list:  # a string system / content became a one-block list
             if len(node) != 1 or type(old.text) is not str or old.kind != "text":
@@ -702,7 +730,12 @@ class _Renderer:
             if seg is None:
                 (path, tier, kind, role, message_index, text, token_text, extra_tokens,
                  breakpoint, cacheable, count_data) = rest
-                data = _dumps(node)
+                if type(node) is str:
+                    exact = True
+                    data = _dumps(node)
+                else:
+                    exact, safe = _scan_types(node)
+                    data = _dumps(node, safe)
                 if count_data:
                     counted = data if not _has_marker(node) else _dumps(_unmarked(node))
                     tokens = count(counted.decode("utf-8", "replace")) + extra_tokens
@@ -712,7 +745,7 @@ class _Renderer:
                     tokens = extra_tokens
                 seg = _new_segment(i, path, tier, kind, role, message_index, data, text, tokens,
                                    start, position, breakpoint, cacheable)
-                if key is not None:
+                if key is not None and exact:
                     fresh.append((key, seg))
             segments.append(seg)
             by_path.setdefault(seg.path, i)

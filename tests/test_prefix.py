@@ -449,3 +449,56 @@ def test_remark_equals_a_full_render_of_the_planned_request(body: dict[str, Any]
 
         for seg in derived.segments:  # digests carried over from view are the real ones
             assert seg._content_digest in (None, _compute_segment_digest(seg))
+
+
+def test_remark_when_a_moved_marker_is_dropped_from_a_string_content() -> None:
+    """A caller's marker on a thinking block is moved to the string content before it, and then
+    dropped there (the top-level cache_control already marks that block): ``marker_paths``
+    names ``messages[0].content``, whose node in the planned request is still a string.
+    remark must derive the view (or return None), not raise; at e9cc1e6 the wrapper rendered
+    the planned request and this request was prepared and linted normally."""
+    from promptcache.catalog import get_policy
+    from promptcache.planner import apply_plan, plan_breakpoints
+    from promptcache.prefix import remark
+    from promptcache.sdk._observe import marker_paths
+
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 8, "cache_control": {"type": "ephemeral"},
+            "messages": [{"role": "user", "content": "hello " * 300},
+                         {"role": "assistant", "content": [
+                             {"type": "thinking", "thinking": "hmm", "signature": "s",
+                              "cache_control": {"type": "ephemeral"}}]}]}
+    view = render(body)
+    plan = plan_breakpoints(view, get_policy(body["model"]))
+    planned = apply_plan(body, plan, share_unchanged=True)
+    paths = marker_paths(plan)
+    assert paths is not None and "messages[0].content" in paths
+    derived = remark(view, planned, paths)  # raises InvalidRequestError at HEAD
+    assert derived is None or derived == render(planned)
+
+
+def test_memo_key_does_not_mix_up_buffer_objects() -> None:
+    """marshal writes any object with the buffer protocol as plain bytes, so numpy scalars
+    (np.float64 is a float subclass, np.str_ a str subclass: json encodes both) key the same
+    as bytes / other buffers with the same memory. A warm render must equal a cold one."""
+    np = pytest.importorskip("numpy")
+    from promptcache.prefix import render_cache_clear
+
+    def body(v: Any) -> dict[str, Any]:
+        return {"model": "claude-sonnet-4-6", "max_tokens": 8,
+                "tools": [{"name": "t", "description": "d",
+                           "input_schema": {"type": "object", "default": v}}],
+                "messages": [{"role": "user", "content": "hi"}]}
+
+    as_str = np.str_("ab")  # buffer: b"a\0\0\0b\0\0\0"
+    as_float = np.frombuffer(b"a\x00\x00\x00b\x00\x00\x00", dtype=np.float64)[0]
+    render_cache_clear()
+    cold = render(body(as_float)).segments[0].data
+    render_cache_clear()
+    render(body(as_str))
+    warm = render(body(as_float)).segments[0].data
+    assert warm == cold  # HEAD: warm holds "ab", cold the float
+    # and what json cannot encode must not be served from the memo either
+    render_cache_clear()
+    render(body(np.float64(1.5)))
+    with pytest.raises(InvalidRequestError):
+        render(body(np.float64(1.5).tobytes()))
