@@ -97,3 +97,22 @@ def test_fallback_path_gives_sdpa_the_bottom_right_mask() -> None:
     out, _ = prefix_attention_forward(_Module(2), q, k, v, None, scaling=0.25)
     ref = _reference(q, k, v, 2)  # its default scale, 1/sqrt(16), is 0.25
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("groups", [1, 4])
+@pytest.mark.parametrize(("cached", "new"), [(16, 2), (37, 21), (1024, 1024), (1536, 512)])
+def test_cuda_prefix_attention_equals_masked_sdpa(dtype: str, groups: int, cached: int,
+                                                   new: int) -> None:
+    """CUDA runs the bottom-right causal pattern through torch's causal_lower_right bias."""
+    dt = getattr(torch, dtype)
+    gen = torch.Generator().manual_seed(cached + new)
+    heads, kv_heads, d = 2 * groups, 2, 64
+    q = torch.randn(1, heads, new, d, generator=gen).to("cuda", dt)
+    k = torch.randn(1, kv_heads, cached + new, d, generator=gen).to("cuda", dt)
+    v = torch.randn(1, kv_heads, cached + new, d, generator=gen).to("cuda", dt)
+    out, _ = prefix_attention_forward(_Module(groups), q, k, v, None, scaling=d**-0.5)
+    ref = _reference(q.float().cpu(), k.float().cpu(), v.float().cpu(), groups)
+    tol = 1e-4 if dtype == "float32" else 2e-2
+    torch.testing.assert_close(out.float().cpu(), ref, atol=tol, rtol=tol)

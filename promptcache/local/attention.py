@@ -21,8 +21,10 @@ The kernel is registered with transformers' ``AttentionInterface`` under
 :data:`PREFIX_ATTENTION`. It assumes what :class:`~promptcache.local.engine.Engine` guarantees:
 batch 1, no padding, no sliding window, the query positions are the last ``q`` key positions.
 Registered without a mask function, transformers passes no mask at all, which also skips
-building the ``q x (p + q)`` mask tensor. Any other case (decode, no cache, CUDA, a mask, a
-sliding window, a soft cap) goes to transformers' own SDPA path.
+building the ``q x (p + q)`` mask tensor. On CUDA the same pattern goes to SDPA as torch's
+``causal_lower_right`` bias, which its fused memory-efficient kernel runs without a mask tensor.
+Any other case (decode, no cache, a mask, a sliding window, a soft cap) goes to transformers'
+own SDPA path.
 
 Source of the split-and-merge: FlashInfer's cascade attention
 (https://docs.flashinfer.ai/api/cascade.html), which merges partial attention states by their
@@ -34,6 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch.nn.attention.bias import causal_lower_right
 from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward
 
@@ -99,6 +102,20 @@ def prefix_attention_forward(
         and kwargs.get("position_bias") is None
         and getattr(module, "is_causal", True)
     )
+    if (not split and attention_mask is None and query.device.type == "cuda"
+            and query.shape[0] == 1 and 1 < q_len < kv_len and dropout == 0.0
+            and not kwargs.get("sliding_window") and kwargs.get("softcap") is None
+            and kwargs.get("position_bias") is None and getattr(module, "is_causal", True)):
+        # CUDA: the bottom-right causal pattern as torch's CausalBias, which SDPA runs in its
+        # fused memory-efficient kernel (mask type "lower right") instead of a materialised
+        # bool mask, which sends SDPA to a kernel that reads the whole q x (p + q) mask
+        groups = int(getattr(module, "num_key_value_groups", 1))
+        if groups > 1:
+            key = repeat_kv(key, groups)
+            value = repeat_kv(value, groups)
+        out = torch.nn.functional.scaled_dot_product_attention(
+            query, key, value, attn_mask=causal_lower_right(q_len, kv_len), scale=scaling)
+        return out.transpose(1, 2).contiguous(), None
     if not split:
         if attention_mask is None and 1 < q_len < kv_len:
             # transformers' SDPA path would crop the keys to q_len here (a StaticCache quirk):
