@@ -330,7 +330,7 @@ def _compute_segment_digest(seg: Segment) -> bytes:
         if isinstance(node, dict):
             node = {k: v for k, v in node.items() if k not in _MARKER_KEYS}
         data = _canonical_text_node(node)
-    elif data[:1] == b"{" and len(data) < 1_000_000 and b'"text"' in data:
+    elif data[:1] == b"{" and b'"text"' in data:  # any size: marked blocks are parsed too
         data = _canonical_text_node(json.loads(data))
     h = hashlib.sha256(b"\x00".join(((seg.tier or "").encode(), (seg.role or "").encode(),
                                      seg.kind.encode(), data)))

@@ -561,7 +561,7 @@ def remark(view: PrefixView, payload: Mapping[str, Any], paths: Iterable[str]
                 node = node[key]
         except (KeyError, IndexError, TypeError):
             return None
-        if type(node) is str:  # still a string: its marker was moved away, or never placed
+        if isinstance(node, str):  # still a string: its marker was moved away, or never placed
             if node != old.text or old.breakpoint is not None:
                 return None
             continue

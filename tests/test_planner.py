@@ -520,3 +520,52 @@ def test_prefix_digests_resumed_from_an_earlier_view_equal_a_fresh_chain() -> No
         got = prefix_digests(resumed, base)
         render_cache_clear()
         assert got == prefix_digests(render(later))  # a chain hashed from the start
+
+
+def test_content_digest_ignores_a_marker_on_a_megabyte_text_block() -> None:
+    """segment_digest parses a block with a marker (and strips it) at any size, but parses an
+    unmarked block only below 1,000,000 bytes: the same text block of >= 1 MB digests apart
+    with and without its marker. lint's content_key is segment_digest since 4abac12, so a
+    marker moved off a big document block now reads as a content change: divergence() reports
+    it and PC302 goes silent (both held at e9cc1e6)."""
+    from promptcache.lint.api import lint_request
+    from promptcache.planner import segment_digest
+
+    big = "x" * 1_000_000
+    cc = {"cache_control": {"type": "ephemeral"}}
+
+    def turns(k: int) -> list[dict[str, Any]]:
+        return [{"role": "assistant" if i % 2 == 0 else "user", "content": f"turn {i} " * 20}
+                for i in range(k)]
+
+    prev = {"model": "claude-sonnet-4-6", "max_tokens": 8, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": big, **cc}]}, *turns(3)]}
+    cur = {"model": "claude-sonnet-4-6", "max_tokens": 8, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": big}]}, *turns(29),
+        {"role": "assistant", "content": [{"type": "text", "text": "end", **cc}]}]}
+    codes = [f.code for f in lint_request(cur, previous=prev, rules=["PC302"])]
+    assert codes == ["PC302"]  # the marker at messages[30] is 30 positions past the entry
+    # the cause (already so at e9cc1e6, where lint did not use it): the digests differ
+    a, b = render(prev).segments[0], render(cur).segments[0]
+    assert segment_digest(a) == segment_digest(b)
+
+
+def test_auto_cache_on_deeply_nested_json_raises_only_invalid_request() -> None:
+    """render() walks nesting iteratively since c6ad4f7 and now accepts up to ~990 levels
+    (e9cc1e6 raised InvalidRequestError from about 335); apply_plan's copy.deepcopy then hits
+    the recursion limit from about 495 levels, so auto_cache() lets a RecursionError escape
+    where it is documented to raise InvalidRequestError (and did at e9cc1e6)."""
+    from promptcache._errors import InvalidRequestError
+    from promptcache.planner import auto_cache
+
+    nested: Any = "leaf"
+    for _ in range(600):
+        nested = [nested]
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 8, "system": "S " * 2000,
+            "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "hi", "extra": nested,
+                 "cache_control": {"type": "ephemeral"}}]}]}
+    try:
+        auto_cache(body)
+    except InvalidRequestError:
+        pass  # what e9cc1e6 raised; a successful plan is fine too

@@ -502,3 +502,52 @@ def test_memo_key_does_not_mix_up_buffer_objects() -> None:
     render(body(np.float64(1.5)))
     with pytest.raises(InvalidRequestError):
         render(body(np.float64(1.5).tobytes()))
+
+
+def test_body_of_dumps_an_openai_chat_tool_schema_passed_as_a_model() -> None:
+    """body_of (6d1f1b0) searches tools to depth 2: tool -> its fields. An OpenAI Chat tool
+    keeps its schema one level deeper (tools[i].function.parameters), so a pydantic model
+    there is no longer dumped (the SDK dumps it when sending) and render() of the body fails:
+    the wrapper logs "request preparation failed" and skips auto_cache and lint. At e9cc1e6
+    body_of dumped it."""
+    from pydantic import BaseModel
+
+    from promptcache.sdk._observe import body_of
+
+    class Schema(BaseModel):
+        type: str = "object"
+        properties: dict[str, Any] = {}
+
+    kwargs = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}],
+              "tools": [{"type": "function",
+                         "function": {"name": "f",
+                                      "parameters": Schema(type="object", properties={})}}]}
+    body = body_of(kwargs)
+    assert body["tools"][0]["function"]["parameters"] == {"type": "object", "properties": {}}
+    render(body, "openai-chat")
+
+
+def test_remark_when_a_moved_marker_is_dropped_from_a_str_subclass_content() -> None:
+    """644456b handles the moved-then-dropped marker on a string content only for an exact
+    ``str``; render accepts any ``str`` subclass as content (isinstance), and remark then
+    passes the string to ``_anthropic_block``, which raises."""
+    from promptcache.catalog import get_policy
+    from promptcache.planner import apply_plan, plan_breakpoints
+    from promptcache.prefix import remark
+    from promptcache.sdk._observe import marker_paths
+
+    class Text(str):
+        pass
+
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 8, "cache_control": {"type": "ephemeral"},
+            "messages": [{"role": "user", "content": Text("hello " * 300)},
+                         {"role": "assistant", "content": [
+                             {"type": "thinking", "thinking": "hmm", "signature": "s",
+                              "cache_control": {"type": "ephemeral"}}]}]}
+    view = render(body)
+    plan = plan_breakpoints(view, get_policy(body["model"]))
+    planned = apply_plan(body, plan, share_unchanged=True)
+    paths = marker_paths(plan)
+    assert paths is not None and "messages[0].content" in paths
+    derived = remark(view, planned, paths)  # raises InvalidRequestError at 644456b
+    assert derived is None or derived == render(planned)

@@ -287,3 +287,61 @@ def test_memory_stays_bounded_without_kept_records(monkeypatch: pytest.MonkeyPat
     assert len(t.events) == 5 and t.events[-1].record.prefix_hash == "p39"
     assert len(t._cold) <= 4
     assert t.summary().requests == 40
+
+
+def test_concurrent_cold_writes_on_a_long_lived_prefix_are_still_detected() -> None:
+    """The cold-prefix bound (d911465) evicts the prefix first *inserted*, not the one least
+    recently written, and it applies with keep_records=True too (documented and committed as
+    keep_records=False only). A hot prefix seen first becomes the eviction victim while a write
+    on it is in flight, and the overlapping second write goes unreported (reported at
+    e9cc1e6)."""
+    import promptcache.usage.tracker as tracker_mod
+
+    def write(h: str, start: float, end: float) -> UsageRecord:
+        return UsageRecord(provider="anthropic", model="claude-sonnet-4-6", uncached_input=10,
+                           cache_read=0, cache_write=2000, output=1, prefix_hash=h,
+                           start=start, end=end)
+
+    t = UsageTracker(warn=False)  # keep_records=True, the default
+    t.add(write("hot", 0.0, 1.0))
+    kept = getattr(tracker_mod, "COLD_PREFIXES_KEPT", 4096)
+    for i in range(kept - 1):  # other prefixes, one cold write each
+        t.add(write(f"p{i}", 10.0 + i, 10.5 + i))
+    t.add(write("hot", 100_000.0, 100_010.0))  # A: a new cold write of the hot prefix
+    t.add(write("other", 100_001.0, 100_002.0))  # a new prefix arrives meanwhile
+    t.add(write("hot", 100_005.0, 100_012.0))  # B: sent before A's write was readable
+    assert "concurrent_cold_writes" in [e.kind for e in t.events]
+
+
+def test_sdk_response_meta_fields_outside_the_instance_dict_are_read() -> None:
+    """parse.py's _to_dict reads model / id / service_tier from the object's ``__dict__`` since
+    d911465. Fields the SDK model does not declare (both SDKs use extra="allow", extras live in
+    ``__pydantic_extra__``) and objects that forward attributes are no longer seen: a batch
+    service_tier is lost, so the tracker stops applying the batch discount (both read at
+    e9cc1e6 through getattr)."""
+    import anthropic.types
+    import openai.types.chat
+
+    from promptcache.usage import parse_usage
+
+    msg = anthropic.types.Message.model_validate({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
+        "content": [], "stop_reason": "end_turn", "stop_sequence": None,
+        "service_tier": "batch",  # not a declared field of anthropic's Message: an extra
+        "usage": {"input_tokens": 10, "output_tokens": 2, "cache_read_input_tokens": 0,
+                  "cache_creation_input_tokens": 0}})
+    assert (msg.model_extra or {}).get("service_tier") == "batch"
+    assert parse_usage(msg).service_tier == "batch"
+
+    class Forwarding:  # a response wrapper that forwards attribute access
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._inner, name)
+
+    completion = openai.types.chat.ChatCompletion.model_validate({
+        "id": "c1", "object": "chat.completion", "created": 1, "model": "gpt-4o", "choices": [],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}})
+    r = parse_usage(Forwarding(completion))
+    assert (r.model, r.request_id) == ("gpt-4o", "c1")

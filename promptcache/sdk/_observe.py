@@ -258,9 +258,9 @@ def body_of(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in body.items():
         if type(value) in _SCALARS:
             continue
-        # tool definitions are searched one level below each tool (a tool or its schema passed
-        # as a model); their JSON schemas below are plain data
-        d = _dump(value, 2 if key == "tools" else 3)
+        # three levels below the body: a message's content blocks, a tool's schema (OpenAI:
+        # tools[i].function.parameters) may be pydantic models
+        d = _dump(value, 3)
         if d is not value:
             if out is None:
                 out = dict(body)

@@ -88,7 +88,12 @@ def _to_dict(obj: Any) -> dict[str, Any]:
         # fields are read from the instance dict: a pydantic getattr of a field the model lacks
         # raises and catches an AttributeError inside pydantic's __getattr__.
         fields = getattr(obj, "__dict__", None)
-        if not isinstance(fields, dict):
+        extra = getattr(obj, "__pydantic_extra__", None)
+        if isinstance(fields, dict) and hasattr(type(obj), "__pydantic_fields__"):
+            # a pydantic model: declared fields in __dict__, undeclared ones (extra="allow",
+            # e.g. a service_tier the SDK version does not declare) in __pydantic_extra__
+            fields = {**extra, **fields} if isinstance(extra, dict) and extra else fields
+        else:  # anything else (a wrapper that forwards attributes): ask it
             fields = {key: getattr(obj, key, None) for key in _RESPONSE_META_FIELDS}
         out: dict[str, Any] = {}
         for key in _RESPONSE_META_FIELDS:

@@ -76,8 +76,8 @@ __all__ = [
 
 #: Events kept in :attr:`UsageTracker.events` with ``keep_records=False`` (the newest).
 EVENTS_KEPT = 10_000
-#: Distinct cold-written prefixes tracked for concurrent-write detection (the newest): a write
-#: overlaps in time only with recent ones.
+#: Distinct cold-written prefixes tracked for concurrent-write detection with
+#: ``keep_records=False`` (the most recently written): a write overlaps only recent ones.
 COLD_PREFIXES_KEPT = 4_096
 
 EventKind = Literal[
@@ -584,7 +584,9 @@ class UsageTracker:
         if not writes or rec.cache_read != 0:
             return []
         key = rec.prefix_hash if rec.prefix_hash is not None else f"writes={writes}"
-        groups = self._cold.setdefault((rec.model, key), [])
+        # least recently written last: the bound below drops the prefix written longest ago
+        groups = self._cold.pop((rec.model, key), None) or []
+        self._cold[(rec.model, key)] = groups
         for group in groups:
             if any(_overlaps(other, rec) for other in group.records):
                 group.records.append(rec)
@@ -600,7 +602,8 @@ class UsageTracker:
         groups.append(ColdWriteGroup(rec.model, key, [rec]))
         if len(groups) > 64:
             del groups[0]
-        if len(self._cold) > COLD_PREFIXES_KEPT:  # only recent writes can overlap a new one
+        if not self._keep and len(self._cold) > COLD_PREFIXES_KEPT:
+            # only recent writes can overlap a new one
             del self._cold[next(iter(self._cold))]
         return []
 
