@@ -1289,7 +1289,11 @@ def apply_plan(payload: Mapping[str, Any], plan: BreakpointPlan, *,
         out = dict(payload)
         target = cow = _CopyOnWrite(out)
     else:
-        out = {k: (copy.deepcopy(v) if k in _SEGMENT_KEYS else v) for k, v in payload.items()}
+        try:
+            out = {k: (copy.deepcopy(v) if k in _SEGMENT_KEYS else v)
+                   for k, v in payload.items()}
+        except RecursionError:
+            raise InvalidRequestError("", "nested too deeply to copy") from None
         target = out
     prov = plan.provider
     removals: list[str] = []

@@ -610,8 +610,9 @@ _NO_KEY = object()
 #: A conversation re-sends its whole history on every turn; with the memo, a request costs
 #: JSON encoding and token counting only for the blocks that are new since the last one.
 _SEGMENT_MEMO: dict[tuple[Any, ...], Segment] = {}
-#: Bounds of the memo: entries, and bytes of the segments' JSON (their texts share the
-#: caller's strings). Beyond either, the oldest quarter of the entries is dropped.
+#: Bounds of the memo: entries, and bytes it holds (each segment's JSON plus the marshal key of
+#: a non-string node; texts share the caller's strings). Beyond either, the oldest quarter of
+#: the entries is dropped.
 SEGMENT_MEMO_MAX = 16_384
 SEGMENT_MEMO_MAX_BYTES = 64 * 1024 * 1024
 _memo_bytes = 0
@@ -650,12 +651,20 @@ def render_cache_clear() -> None:
         _memo_bytes = 0
 
 
+def _memo_size(key: tuple[Any, ...], seg: Segment) -> int:
+    """Bytes a memo entry holds beyond the caller's objects: the segment's JSON, plus the key's
+    marshal copy of a non-string node (a string node keys as the caller's own string, which the
+    segment's text shares)."""
+    node_key = key[4]
+    return len(seg.data) + (len(node_key) if type(node_key) is bytes else 0)
+
+
 def _memo_put(entries: list[tuple[tuple[Any, ...], Segment]]) -> None:
     """Memoise one render's new segments (one lock for all of them)."""
     global _memo_bytes
     with _memo_lock:
         for key, seg in entries:
-            size = len(seg.data)
+            size = _memo_size(key, seg)
             if size > SEGMENT_MEMO_MAX_BYTES // 16:
                 continue  # one huge block would push everything else out
             if (len(_SEGMENT_MEMO) >= SEGMENT_MEMO_MAX
@@ -664,7 +673,7 @@ def _memo_put(entries: list[tuple[tuple[Any, ...], Segment]]) -> None:
                 for old in list(itertools.islice(_SEGMENT_MEMO, drop)):
                     gone = _SEGMENT_MEMO.pop(old, None)
                     if gone is not None:
-                        _memo_bytes -= len(gone.data)
+                        _memo_bytes -= _memo_size(old, gone)
             if key not in _SEGMENT_MEMO:
                 _SEGMENT_MEMO[key] = seg
                 _memo_bytes += size

@@ -350,7 +350,8 @@ def test_memo_is_bounded_in_entries_and_bytes(monkeypatch: pytest.MonkeyPatch) -
     for i in range(30):
         render({"model": "gpt-4o", "messages": [{"role": "user", "content": f"{i} " * 400}]})
         assert len(prefix._SEGMENT_MEMO) <= 8
-        assert prefix._memo_bytes == sum(len(s.data) for s in prefix._SEGMENT_MEMO.values())
+        assert prefix._memo_bytes == sum(prefix._memo_size(k, s)
+                                         for k, s in prefix._SEGMENT_MEMO.items())
         assert prefix._memo_bytes <= 16 * 2000
     prefix.render_cache_clear()
     assert prefix._memo_bytes == 0 and not prefix._SEGMENT_MEMO
@@ -551,3 +552,22 @@ def test_remark_when_a_moved_marker_is_dropped_from_a_str_subclass_content() -> 
     assert paths is not None and "messages[0].content" in paths
     derived = remark(view, planned, paths)  # raises InvalidRequestError at 644456b
     assert derived is None or derived == render(planned)
+
+
+def test_memo_byte_bound_covers_the_bytes_it_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memo's byte bound counts each segment's JSON, and since c6ad4f7 the key of a
+    non-string node is its marshal serialisation: a second copy of the block's text that the
+    bound does not count (about 2x the memory the bound names: 1,000 text blocks of 54 KB hold
+    ~114 MB of RSS at HEAD, ~63 MB at e9cc1e6, with _memo_bytes = 54 MB in both)."""
+    import promptcache.prefix as prefix
+
+    prefix.render_cache_clear()
+    monkeypatch.setattr(prefix, "SEGMENT_MEMO_MAX_BYTES", 16 * 200_000)
+    for i in range(40):  # ~2 MB of text blocks, under the 3.2 MB bound
+        prefix.render({"model": "claude-sonnet-4-6", "max_tokens": 8, "messages": [
+            {"role": "user", "content": [{"type": "text", "text": f"{i} " + "lorem " * 8000}]}]})
+    held = sum(len(s.data) for s in prefix._SEGMENT_MEMO.values())
+    held += sum(len(part) for key in prefix._SEGMENT_MEMO for part in key
+                if isinstance(part, bytes))
+    prefix.render_cache_clear()
+    assert held <= prefix.SEGMENT_MEMO_MAX_BYTES
