@@ -152,6 +152,42 @@ def _scan_types(node: Any) -> tuple[bool, bool]:
 _EXACT_KEYS = (int, float, bool, type(None))
 
 
+#: orjson options that send every subclass, datetime and dataclass to ``default`` (which
+#: refuses them): orjson then accepts only what json encodes the same way, floats aside.
+_ORJSON_STRICT = (orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME
+                  | orjson.OPT_PASSTHROUGH_DATACLASS)
+#: Where orjson's float output can differ from json's, it contains one of these: a negative
+#: exponent (orjson ``1e-6``, json ``1e-06``), ``0.0000`` (orjson prints [1e-5, 1e-4)
+#: positionally, json with an exponent) or ``null`` (NaN and infinities). Positive exponents and
+#: every other float print alike (tests/test_prefix.py checks floats of every exponent).
+_FLOAT_MARKS = (b"null", b"0.0000", *(bytes([d]) + b"e-" for d in b"0123456789"))
+
+
+def _reject(obj: Any) -> Any:
+    raise TypeError(type(obj).__name__)
+
+
+def _dumps_keyed(node: Any) -> tuple[bytes, bool]:
+    """(JSON bytes, exact) of a node ``marshal`` accepted (exact core types, or buffers).
+
+    orjson in strict mode refuses buffers, subclasses and big ints, so when it succeeds the
+    tree holds only exact JSON types and its bytes equal json's unless a float prints
+    differently, which leaves one of :data:`_FLOAT_MARKS` in the output; only then (or when
+    orjson refuses) is the tree walked. Most blocks and tool definitions skip the walk.
+    """
+    try:
+        out = orjson.dumps(node, default=_reject, option=_ORJSON_STRICT)
+    except TypeError:  # a buffer, a subclass, a big int, a non-str key, a lone surrogate
+        exact, safe = _scan_types(node)
+        return _dumps(node, safe), exact
+    if (b"null" in out or b"0.0000" in out
+            or (b"e-" in out and any(m in out for m in _FLOAT_MARKS[2:]))):
+        # maybe a float that json prints otherwise (or such text inside a string): walk
+        exact, safe = _scan_types(node)
+        return (out if safe else _dumps(node, False)), exact
+    return out, True
+
+
 def _dumps(node: Any, orjson_safe: bool | None = None) -> bytes:
     """The node's JSON bytes as the SDKs send them (see the module docstring).
 
@@ -742,6 +778,8 @@ class _Renderer:
                 if type(node) is str:
                     exact = True
                     data = _dumps(node)
+                elif node_key is not _NO_KEY:
+                    data, exact = _dumps_keyed(node)
                 else:
                     exact, safe = _scan_types(node)
                     data = _dumps(node, safe)

@@ -571,3 +571,48 @@ def test_memo_byte_bound_covers_the_bytes_it_holds(monkeypatch: pytest.MonkeyPat
                 if isinstance(part, bytes))
     prefix.render_cache_clear()
     assert held <= prefix.SEGMENT_MEMO_MAX_BYTES
+
+
+_float_trees = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.text()
+    | st.floats() | st.floats(min_value=1e-12, max_value=1e-3) | st.sampled_from(
+        [1e-5, 9.99e-5, 1e-4, 1e-6, 1e16, 1e-10, 0.0, -0.0, 5e-324, "null", "0.0000", "3e-"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=1000)
+@given(node=_float_trees)
+def test_keyed_dumps_is_byte_identical_to_the_sdks_json(node: Any) -> None:
+    """The memo path encodes a marshal-keyed node with strict orjson and walks it only when a
+    float may print differently; the bytes are json's in every case."""
+    from promptcache.prefix import _dumps_keyed
+
+    data, exact = _dumps_keyed({"type": "text", "text": "x", "extra": node})
+    assert data == _stdlib_bytes({"type": "text", "text": "x", "extra": node})
+    assert exact
+
+
+def test_floats_print_alike_in_orjson_and_json_unless_marked() -> None:
+    """The rule behind _FLOAT_MARKS, on 250,000 floats spread over every exponent."""
+    import math
+    import random
+    import struct
+
+    import orjson
+
+    from promptcache.prefix import _FLOAT_MARKS
+
+    rng = random.Random(11)
+    floats = [struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+              for _ in range(200_000)]
+    for e in range(-330, 310):
+        for _ in range(40):
+            f = float(f"{rng.uniform(1, 10)!r}e{e}")
+            floats += [f, -f]
+    floats += [0.0, -0.0, math.inf, -math.inf, math.nan, 5e-324, 1e-4, 9.999999999999999e-05,
+               1e16, 9999999999999998.0, 1e21, 1e22, 1e-5, 1e-7]
+    for f in floats:
+        a, b = _stdlib_bytes([f]), orjson.dumps([f])
+        assert a == b or any(m in b for m in _FLOAT_MARKS), (f, a, b)
