@@ -83,6 +83,7 @@ from itertools import combinations
 from typing import TYPE_CHECKING, Any, Literal
 
 from promptcache._errors import InvalidRequestError, PlanError
+from promptcache._slots import slot_constructor
 from promptcache.prefix import PrefixView, Segment, render
 
 if TYPE_CHECKING:
@@ -458,76 +459,13 @@ _RANK_TTL = {rank: name for name, rank in _TTL_RANK.items()}
 _DEFAULT_REUSE = ReuseModel()
 
 
-def _slot_setters(cls: type) -> tuple[Any, ...]:
-    """The slot setters of a ``slots=True`` dataclass, in field order."""
-    return tuple(cls.__dict__[name].__set__ for name in cls.__dict__["__slots__"])
-
-
-_DECISION_SET = _slot_setters(Decision)
-_BREAKPOINT_SET = _slot_setters(PlannedBreakpoint)
-_ENTRY_SET = _slot_setters(WrittenEntry)
-_BOUNDARIES_SET = _slot_setters(Boundaries)
-
-
-# The planner makes a few Decision / PlannedBreakpoint / WrittenEntry objects and one
-# BreakpointPlan per request. A frozen dataclass's ``__init__`` calls ``object.__setattr__`` once
-# per field; these constructors store the fields directly and return the same frozen objects
-# (tests/test_planner.py compares them with the ``__init__`` results).
-def _new_decision(segment_index: int, path: str, role: str, placed: bool, reason: str,
-                  _new: Any = object.__new__, _set: tuple[Any, ...] = _DECISION_SET
-                  ) -> Decision:
-    """``Decision(segment_index, path, role, placed, reason)``."""
-    d: Decision = _new(Decision)
-    _set[0](d, segment_index)
-    _set[1](d, path)
-    _set[2](d, role)
-    _set[3](d, placed)
-    _set[4](d, reason)
-    return d
-
-
-def _new_breakpoint(segment_index: int, path: str, position: int, prefix_tokens: int,
-                    ttl: str | None, source: str, role: str, reason: str, prefix_digest: str,
-                    _new: Any = object.__new__, _set: tuple[Any, ...] = _BREAKPOINT_SET
-                    ) -> PlannedBreakpoint:
-    """``PlannedBreakpoint(...)`` with the fields in declaration order."""
-    b: PlannedBreakpoint = _new(PlannedBreakpoint)
-    _set[0](b, segment_index)
-    _set[1](b, path)
-    _set[2](b, position)
-    _set[3](b, prefix_tokens)
-    _set[4](b, ttl)
-    _set[5](b, source)
-    _set[6](b, role)
-    _set[7](b, reason)
-    _set[8](b, prefix_digest)
-    return b
-
-
-def _new_entry(segment_index: int, position: int, prefix_tokens: int, prefix_digest: str | None,
-               _new: Any = object.__new__, _set: tuple[Any, ...] = _ENTRY_SET) -> WrittenEntry:
-    """``WrittenEntry(segment_index, position, prefix_tokens, prefix_digest)``."""
-    e: WrittenEntry = _new(WrittenEntry)
-    _set[0](e, segment_index)
-    _set[1](e, position)
-    _set[2](e, prefix_tokens)
-    _set[3](e, prefix_digest)
-    return e
-
-
-def _new_boundaries(tools_end: int | None, system_end: int | None, static_end: int | None,
-                    history_end: int | None, turn_end: int | None, uncached_from: int | None,
-                    _new: Any = object.__new__, _set: tuple[Any, ...] = _BOUNDARIES_SET
-                    ) -> Boundaries:
-    """``Boundaries(tools_end, system_end, static_end, history_end, turn_end, uncached_from)``."""
-    b: Boundaries = _new(Boundaries)
-    _set[0](b, tools_end)
-    _set[1](b, system_end)
-    _set[2](b, static_end)
-    _set[3](b, history_end)
-    _set[4](b, turn_end)
-    _set[5](b, uncached_from)
-    return b
+# The planner makes a few Decision / PlannedBreakpoint / WrittenEntry / Boundaries objects and
+# one BreakpointPlan per request; these build the same frozen objects without the dataclass
+# __init__ (tests/test_planner.py compares them with the __init__ results).
+_new_decision = slot_constructor(Decision)
+_new_breakpoint = slot_constructor(PlannedBreakpoint)
+_new_entry = slot_constructor(WrittenEntry)
+_new_boundaries = slot_constructor(Boundaries)
 
 
 def _new_plan(provider: str, model: str, breakpoints: tuple[PlannedBreakpoint, ...],

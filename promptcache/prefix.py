@@ -55,6 +55,7 @@ import click
 import orjson
 
 from promptcache._errors import InvalidRequestError
+from promptcache._slots import slot_constructor
 from promptcache.tokens import TokenCounter, get_counter
 
 __all__ = [
@@ -280,35 +281,10 @@ class Segment:
         return self.start_token + self.tokens
 
 
-#: Slot setters of :class:`Segment`, in field order (see :func:`_new_segment`).
-_SEGMENT_SET = tuple(Segment.__dict__[name].__set__ for name in Segment.__slots__)  # type: ignore[attr-defined]
-
-
-def _new_segment(index: int, path: str, tier: Tier, kind: str, role: str | None,
-                 message_index: int | None, data: bytes, text: str | None, tokens: int,
-                 start_token: int, position: int, breakpoint: Breakpoint | None,
-                 cacheable: bool, _new: Any = object.__new__, _set: tuple[Any, ...] = _SEGMENT_SET
-                 ) -> Segment:
-    """``Segment(...)`` without the frozen dataclass's ``__init__``, which calls
-    ``object.__setattr__`` once per field (about 3x the cost of these slot stores; the renderer
-    makes one Segment per block of every new request). The result is the same frozen object."""
-    seg: Segment = _new(Segment)
-    _set[0](seg, index)
-    _set[1](seg, path)
-    _set[2](seg, tier)
-    _set[3](seg, kind)
-    _set[4](seg, role)
-    _set[5](seg, message_index)
-    _set[6](seg, data)
-    _set[7](seg, text)
-    _set[8](seg, tokens)
-    _set[9](seg, start_token)
-    _set[10](seg, position)
-    _set[11](seg, breakpoint)
-    _set[12](seg, cacheable)
-    _set[13](seg, None)
-    _set[14](seg, None)
-    return seg
+#: ``Segment(...)`` without the frozen dataclass's ``__init__`` (one per block of every new
+#: request): the 13 fields without a default, in order; the cached digests start empty.
+_new_segment = slot_constructor(Segment)
+_set_content_digest = Segment.__dict__["_content_digest"].__set__
 
 
 #: A queued segment: its node, and everything else that determines it (hashable; part of the
@@ -622,7 +598,7 @@ def remark(view: PrefixView, payload: Mapping[str, Any], paths: Iterable[str]
                            text, old.tokens, old.start_token, old.position, breakpoint,
                            cacheable)
         # the content digest ignores markers and treats a string as a one-text-block list
-        _SEGMENT_SET[14](seg, old._content_digest)
+        _set_content_digest(seg, old._content_digest)
         segments[index] = seg
         if new_path != path:
             del by_path[path]

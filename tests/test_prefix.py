@@ -616,3 +616,33 @@ def test_floats_print_alike_in_orjson_and_json_unless_marked() -> None:
     for f in floats:
         a, b = _stdlib_bytes([f]), orjson.dumps([f])
         assert a == b or any(m in b for m in _FLOAT_MARKS), (f, a, b)
+
+
+def test_slot_constructor_builds_what_the_dataclass_init_builds() -> None:
+    import dataclasses
+
+    from promptcache._slots import slot_constructor
+    from promptcache.prefix import Segment, _new_segment
+
+    args = (3, "messages[1].content", "messages", "text", "user", 1, b'"hi"', "hi", 1, 40, 3,
+            Breakpoint("1h"), True)
+    seg, ref = _new_segment(*args), Segment(*args)
+    assert seg == ref and repr(seg) == repr(ref) and hash(seg) == hash(ref)
+    assert seg._fingerprint is None and seg._content_digest is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        seg.path = "x"  # type: ignore[misc]
+
+    @dataclasses.dataclass(frozen=True)
+    class NoSlots:
+        a: int
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class PostInit:
+        a: int
+
+        def __post_init__(self) -> None:
+            pass
+
+    for cls in (NoSlots, PostInit):
+        with pytest.raises(TypeError):
+            slot_constructor(cls)
