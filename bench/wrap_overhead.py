@@ -192,8 +192,8 @@ def _pieces(iterations: int, turns: int) -> dict[str, float]:
         final = remark(view, planned, paths) if paths is not None else None
         if final is None:
             final = render(planned, "anthropic", model=A_MODEL)
-        else:  # as the wrapper does: markers are not content, the first view's digests hold
-            object.__setattr__(final, "_prefix_digests", prefix_digests(view))
+        else:  # as the wrapper does: markers are not content, the first view's chain holds
+            prefix_digests(final, view)
         marks.append(time.perf_counter())
         lint_views(final, planned, A_MODEL, None)
         marks.append(time.perf_counter())

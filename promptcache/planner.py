@@ -356,10 +356,11 @@ def prefix_digests(view: PrefixView, base: PrefixView | None = None) -> list[str
 
     Args:
         view: the request.
-        base: an earlier view of the same conversation (the SDK wrapper passes the session's
-            previous request): the chain is resumed after the segments ``view`` shares with it
-            (the same :class:`Segment` objects, which the render memo hands out for unchanged
-            blocks at unchanged offsets), instead of hashed again from the start.
+        base: an earlier view of the same conversation, or the view a re-marked ``view`` was
+            derived from (``promptcache.prefix.remark``): the chain is resumed after the
+            leading segments whose content digests equal ``base``'s (the same
+            :class:`Segment` objects, which the render memo hands out for unchanged blocks,
+            or re-marked copies, which carry their digest), instead of hashed from the start.
     """
     cached: list[str] | None = getattr(view, "_prefix_digests", None)
     if cached is not None:
@@ -374,7 +375,8 @@ def prefix_digests(view: PrefixView, base: PrefixView | None = None) -> list[str
         if base_hashers is not None and base_out is not None:
             shared = base.segments
             n = min(len(base_hashers), len(segs))
-            while start < n and segs[start] is shared[start]:
+            while start < n and (segs[start] is shared[start] or segment_digest(segs[start])
+                                  == segment_digest(shared[start])):
                 start += 1
             hashers = base_hashers[:start]
             out = base_out[:start]

@@ -371,7 +371,7 @@ class Observer:
                     prev: _SessionState | None
                     ) -> tuple[dict[str, Any], PrefixView, BreakpointPlan | None]:
         from promptcache.catalog import get_policy
-        from promptcache.planner import apply_plan, plan_breakpoints
+        from promptcache.planner import apply_plan, plan_breakpoints, prefix_digests
         from promptcache.prefix import remark, render
 
         if call.model is None:
@@ -413,9 +413,7 @@ class Observer:
         final = remark(view, new, paths) if paths is not None else None
         if final is None:
             return new, render(new, call.shape, model=call.model), plan
-        digests = getattr(view, "_prefix_digests", None)
-        if digests is not None:  # markers are not content: the planner's digests still hold
-            object.__setattr__(final, "_prefix_digests", digests)
+        prefix_digests(final, view)  # markers are not content: the first view's chain holds
         return new, final, plan
 
     def _lint(self, call: Call, body: Mapping[str, Any], view: PrefixView,
