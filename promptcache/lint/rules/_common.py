@@ -31,8 +31,7 @@ def content_key(seg: Segment) -> bytes:
     so a breakpoint that moved does not make the same block "different"; a string content and
     a one-text-block list are the same content, as the planner and the live diff count them
     (:func:`promptcache.planner.prefix_digests`). Computed once per segment (cached on it)."""
-    digest = seg._content_digest  # cached by the planner's segment_digest
-    return digest if digest is not None else segment_digest(seg)
+    return segment_digest(seg)
 
 
 #: A block with more volatile values than this is reported by its first ones.
