@@ -1,7 +1,7 @@
 """Fast constructors for frozen, slotted dataclasses on hot paths.
 
 A frozen dataclass's generated ``__init__`` stores each field with ``object.__setattr__``, which
-costs about three times a direct slot store. The renderer builds one :class:`Segment` per new
+costs more than a direct slot store. The renderer builds one :class:`Segment` per new
 block of every request, and the planner a few records per request; for those classes
 :func:`slot_constructor` builds a function that stores the fields through the slots' own
 descriptors and returns the same frozen object (equal, same repr, still immutable). Like

@@ -122,8 +122,8 @@ def _next_digit(text: str, pos: int, n: int) -> int:
     """Index of the first ASCII digit at or after ``pos``, or -1.
 
     Ten ``str.find`` calls (memchr) instead of one ``re`` search for ``[0-9]``: sre tests a
-    character class one character at a time (about 10 ns a character here), memchr runs at
-    memory speed, and each later digit's search stops at the nearest digit found so far.
+    character class one character at a time, memchr runs at memory speed, and each later
+    digit's search stops at the nearest digit found so far.
     """
     best = n
     find = text.find
