@@ -34,6 +34,7 @@ list every process's time). No number is hard-coded: every figure is measured on
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -220,6 +221,7 @@ class Peer:
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     rows: list[tuple[str, str, str, str, str]] = []
     notes: list[str] = []
 

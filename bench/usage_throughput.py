@@ -11,7 +11,7 @@ Run: .venv/bin/python bench/usage_throughput.py [N]
 
 from __future__ import annotations
 
-import sys
+import argparse
 import tempfile
 import threading
 import time
@@ -55,10 +55,10 @@ def _threads(n: int, k: int, fn: Callable[[int], object]) -> float:
 
 
 def main() -> None:
-    if any(a in ("-h", "--help") for a in sys.argv[1:]):
-        print("usage: python bench/usage_throughput.py [N records per measurement, default 5000]")
-        return
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 5_000
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("n", nargs="?", type=int, default=5_000,
+                        help="records per measurement (default 5000)")
+    n = parser.parse_args().n
     obj = Message.model_validate(MSG)
     rec = parse_usage(obj, label="bench", session="s")
     rows: list[tuple[str, float, str, float]] = []
