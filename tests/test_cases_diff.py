@@ -89,7 +89,7 @@ def test_br05_sorted_tools_fix_hits() -> None:
         body["tools"] = sorted(body["tools"], key=lambda t: t["name"])
     r = diff(a, b, provider="anthropic", model=MODEL)
     assert r.verdict == "no_miss"
-    assert r.cause == "no_difference"
+    assert r.cause == "append_only"
     assert r.predicted is not None and r.predicted.cache_read == r.ideal_cache_read > 6200
 
 

@@ -62,7 +62,7 @@ def codes(r: Any) -> list[str]:
 def test_pure_append_reads_the_previous_entry() -> None:
     a, b = convo(4), convo(6)
     r = diff(a, b)
-    assert r.verdict == "no_miss" and r.cause == "no_difference"
+    assert r.verdict == "no_miss" and r.cause == "append_only"
     assert r.divergence is None and r.invalidated_levels == [] and r.reusable_prefix == "all"
     assert r.predicted is not None and r.ideal_cache_read is not None
     # B reads everything A cached (up to A's last block), writes its two new messages
@@ -71,10 +71,81 @@ def test_pure_append_reads_the_previous_entry() -> None:
     assert r.lost_tokens == 0 and r.miss_cost_usd == 0.0
 
 
+def _next_turn() -> tuple[dict[str, Any], dict[str, Any]]:
+    """A: system (breakpoint) + one user message; B: the same plus assistant + user."""
+    a: dict[str, Any] = {"model": MODEL, "max_tokens": 256,
+                         "system": [block(text(1300, "system"), cc="5m")],
+                         "messages": [{"role": "user", "content": "hi"}]}
+    b = copy.deepcopy(a)
+    b["messages"] += [{"role": "assistant", "content": "hello"},
+                      {"role": "user", "content": "next question"}]
+    return a, b
+
+
+def test_append_only_next_turn_says_so() -> None:
+    """B = A + two messages: no miss, cause append_only, not 'identical payloads' and no
+    failed 'byte-identical bodies' check (new-user report, problem 2)."""
+    a, b = _next_turn()
+    r = diff(a, b)
+    assert r.verdict == "no_miss" and r.classification is None
+    assert r.cause == "append_only" and len(r.causes) == 1
+    assert r.causes[0].title == CAUSES["append_only"].title
+    assert "identical" not in r.causes[0].title
+    assert r.causes[0].detail["payload_difference"] == "append_only"
+    assert r.causes[0].detail["appended_from"] == "messages[1].content"
+    assert r.causes[0].detail["appended_tokens"] > 0
+    checks = {c.name: c for c in r.checks}
+    assert checks["byte-identical bodies"].passed is None
+    assert checks["byte-identical bodies"].detail == "B extends A"
+    assert checks["B extends A's prefix unchanged"].passed is True
+    assert all(c.passed is not False for c in r.checks)
+    # byte-identical bodies keep no_difference (case BR-22) and a passed body check
+    same = diff(a, copy.deepcopy(a))
+    assert same.cause == "no_difference"
+    assert same.causes[0].detail == {"payload_difference": "none"}
+    assert {c.name: c.passed for c in same.checks}["byte-identical bodies"] is True
+
+
+def test_append_only_unexplained_miss_is_provider_side() -> None:
+    """B only appends, yet reads nothing: provider side, and the cause still says append-only
+    (its body is not A's)."""
+    a, b = _next_turn()
+    r = diff(a, b, usage_b={"input_tokens": 10, "cache_read_input_tokens": 0,
+                            "cache_creation_input_tokens": 1300})
+    assert r.verdict == "unexplained_miss" and r.classification == "provider_side"
+    assert r.cause == "append_only" and r.invalidated_levels == []
+    assert {c.name: c.passed for c in r.checks}["byte-identical bodies"] is None
+
+
+def test_append_only_cli_text_and_json(tmp_path: Any) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from promptcache.diff import diff_command
+
+    a, b = _next_turn()
+    pa, pb = tmp_path / "A.json", tmp_path / "B.json"
+    pa.write_text(json.dumps(a))
+    pb.write_text(json.dumps(b))
+    out = CliRunner().invoke(diff_command, [str(pa), str(pb)])
+    assert out.exit_code == 0, out.output
+    assert "append_only" in out.output and "n/a: byte-identical bodies (B extends A)" in out.output
+    for wrong in ("no_difference", "identical payloads", "payload_difference: none", "FAILED"):
+        assert wrong not in out.output
+    out = CliRunner().invoke(diff_command, [str(pa), str(pb), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["cause"] == "append_only"
+    assert data["causes"][0]["detail"]["payload_difference"] == "append_only"
+    body_check = next(c for c in data["checks"] if c["name"] == "byte-identical bodies")
+    assert body_check["passed"] is None
+
+
 def test_moving_the_marker_is_not_a_change() -> None:
     """cache_control on A's last block moves to B's last block: same cached bytes."""
     r = diff(convo(4), convo(5))
-    assert r.cause == "no_difference" and r.divergence is None
+    assert r.cause == "append_only" and r.divergence is None
 
 
 # ------------------------------------------------------------------------- tools
@@ -220,10 +291,10 @@ def test_plain_user_turn_strips_thinking_on_older_models() -> None:
     assert r.diagnostics is None
     # the tool loop continuing keeps the thinking block: no miss
     a2, b2 = _tool_loop(MODEL, plain_turn=False)
-    assert diff(a2, b2).cause == "no_difference"
+    assert diff(a2, b2).cause == "append_only"
     # models that keep thinking blocks: no miss either
     a3, b3 = _tool_loop("claude-sonnet-4-6", plain_turn=True)
-    assert diff(a3, b3).cause == "no_difference"
+    assert diff(a3, b3).cause == "append_only"
 
 
 def _png(w: int, h: int, color: int) -> str:
@@ -287,7 +358,7 @@ def test_parameters_invalidate_messages(key: str, va: Any, vb: Any, cause: str) 
 def test_parameter_key_order_is_not_a_change() -> None:
     a = convo(4, tool_choice={"type": "tool", "name": "read"})
     b = convo(6, tool_choice={"name": "read", "type": "tool"})
-    assert diff(a, b).cause == "no_difference"
+    assert diff(a, b).cause == "append_only"
 
 
 def test_model_changed_invalidates_everything() -> None:
@@ -305,7 +376,7 @@ def test_ttl_expired_keeps_the_1h_entry() -> None:
     b = convo(6, system_ttl="1h")
     fresh = diff(a, b, timestamps=(0, 120))
     late = diff(a, b, timestamps=("2026-11-29T10:00:00Z", "2026-11-29T10:07:00Z"))
-    assert fresh.cause == "no_difference"
+    assert fresh.cause == "append_only"
     assert late.cause == "ttl_expired" and late.classification == "timing"
     assert late.causes[0].detail["ttl"] == ["5m"]
     assert late.predicted is not None and fresh.predicted is not None
@@ -519,7 +590,7 @@ def test_property_append_is_never_a_change(texts: list[str], extra: int) -> None
     a = _plain(texts)
     b = _plain(texts + [f"more {k}" for k in range(extra)])
     r = diff(a, b, provider="anthropic")
-    assert r.cause == "no_difference" and r.divergence is None
+    assert r.cause == ("append_only" if extra else "no_difference") and r.divergence is None
     assert r.invalidated_levels == []
 
 

@@ -117,7 +117,8 @@ def test_unexplained_miss_and_provider_diagnostics() -> None:
                                                        "cache_missed_input_tokens": 1800}}}}]
     report = explain(lines)
     second = report.requests[1]
-    assert second.status == "unexplained_miss" and second.cause == "no_difference"
+    # the second request only appends to the first: a provider-side miss on an append
+    assert second.status == "unexplained_miss" and second.cause == "append_only"
     assert second.response_id == "msg_2"
     assert second.observed_cache_read == 0 and second.predicted_cache_read
     assert second.diagnostics is not None and second.diagnostics.agrees is False

@@ -215,6 +215,15 @@ CAUSES: dict[str, CauseInfo] = {
             A_CACHING,
         ),
         _c(
+            "append_only",
+            "append-only: B extends A's prefix unchanged; nothing in the payload breaks the cache",
+            "nothing to fix in the payload: B only appends to A; if B still missed, the cause "
+            "is outside the payload (TTL, workspace / API key, provider-side propagation, "
+            "eviction or routing): check those and measure again",
+            A_CACHING,
+            client_side=False,
+        ),
+        _c(
             "no_difference",
             "identical payloads: the miss is not explained by content",
             "nothing to fix in the payload: likely provider side (propagation, eviction, "

@@ -179,7 +179,7 @@ def _print_diff(r: DiffResult, a: str, b: str) -> None:
         grid.add_row("provider", f"{dg.provider} diagnostics: {dg.reason} "
                                  f"(ours: {dg.ours or 'n/a'}; {verdict_d})")
     for check in r.checks:
-        if r.cause == "no_difference":
+        if r.cause in ("append_only", "no_difference"):  # what was verified: no change
             mark = {True: "ok", False: "FAILED", None: "n/a"}[check.passed]
             extra = f" ({check.detail})" if check.detail else ""
             grid.add_row("check", f"{mark}: {check.name}{extra}")

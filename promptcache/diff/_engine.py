@@ -89,6 +89,8 @@ _OPENAI_IN_MEMORY_S = 300.0
 _TTL_SECONDS = {"5m": 300.0, "1h": 3600.0, "30m": 1800.0, "12h": 43200.0, "24h": 86400.0}
 #: A shortfall below this many tokens (or 2 % of the prediction) is estimate noise.
 _MIN_TOLERANCE = 32
+#: Causes that name no change in the prefix: B only appends to A, or nothing differs.
+_NO_CHANGE = frozenset({"append_only", "no_difference"})
 
 
 def _ttl_seconds(ttl: str | None) -> float:
@@ -985,13 +987,23 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             classification = "client_side"
 
     if verdict == "unexplained_miss" or not causes:
-        detail = {"payload_difference": "none" if first >= n_a and not raw else "not causal"}
-        causes.insert(0, _make_cause(_RawCause("no_difference", n_b, 9, None, None, detail)))
+        detail: dict[str, Any]
+        if first >= n_a and not raw and n_b > n_a:
+            # B is A plus new segments (the healthy next turn): not "identical payloads"
+            detail = {"payload_difference": "append_only",
+                      "appended_from": pb.segments[n_a].path,
+                      "appended_tokens": round((pb.total - pb.start(n_a)) * scale)}
+            code = "append_only"
+        else:
+            detail = {"payload_difference": "none" if first >= n_a and not raw
+                      else "not causal"}
+            code = "no_difference"
+        causes.insert(0, _make_cause(_RawCause(code, n_b, 9, None, None, detail)))
     primary = causes[0].code
 
     # invalidated tiers: from the earliest cut on
     cuts = [c.segment_index for c in causes
-            if c.code != "no_difference" and c.segment_index is not None
+            if c.code not in _NO_CHANGE and c.segment_index is not None
             and c.segment_index < max(n_b, 1)]
     invalidated: list[str] = []
     if cuts and n_b:
@@ -1140,10 +1152,13 @@ def _last_ttl(pb: Prepared) -> str | None:
 def _checks(pa: Prepared, pb: Prepared, first: int, gap: float | None,
             ideal: int | None) -> list[Check]:
     identical_prefix = first >= len(pa.keys)
+    extends = identical_prefix and len(pb.keys) > len(pa.keys)
     same_body = (identical_prefix and len(pa.keys) == len(pb.keys)
                  and _dumps(dict(pa.payload)) == _dumps(dict(pb.payload)))
     checks = [
-        Check.model_construct(name="byte-identical bodies", passed=same_body),
+        # B only appends to A: its body cannot be A's, and need not be (not a failure)
+        Check.model_construct(name="byte-identical bodies", passed=None if extends else same_body,
+                              detail="B extends A" if extends else ""),
         Check.model_construct(name="B extends A's prefix unchanged", passed=identical_prefix),
         Check.model_construct(name="same model",
                               passed=(pa.model == pb.model) if pa.model and pb.model else None),

@@ -466,7 +466,8 @@ def _detail(res: DiffResult, gap: float | None, missed: bool) -> dict[str, Any]:
     if gap is not None:
         out["gap_seconds"] = gap
     if not missed:
-        found = [c.code for c in res.causes if c.code != "no_difference"]
+        found = [c.code for c in res.causes
+                 if c.code not in ("append_only", "no_difference")]
         if found and res.observed is not None:
             # the payload changed in a way documented to invalidate, yet the read happened
             out["causes_not_confirmed_by_usage"] = found

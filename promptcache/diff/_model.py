@@ -156,8 +156,9 @@ class DiffResult(_Frozen):
         verdict: ``miss_explained`` (a cause in the requests explains lost cache reads),
             ``unexplained_miss`` (observed reads fall short and nothing in the payload
             explains it: provider side), ``no_miss``.
-        cause: the primary cause code (the earliest in prefix order), ``no_difference`` when
-            the payloads do not differ.
+        cause: the primary cause code (the earliest in prefix order); ``append_only`` when B
+            is A plus new segments and nothing else differs (the healthy next turn),
+            ``no_difference`` when the cached contents do not differ.
         causes: every cause found, primary first, then in prefix order.
         divergence: the first content divergence (None when contents agree).
         invalidated_levels: tiers whose cache entries B cannot reuse.
