@@ -148,6 +148,60 @@ def test_anthropic_stream_without_usage_raises() -> None:
         parse_stream([{"type": "ping"}, {"type": "message_stop"}])
 
 
+def test_stream_untyped_usage_without_a_format_key_is_a_snapshot_of_the_known_format() -> None:
+    # the first event fixes the format (anthropic); {"output_tokens": 16} names no format but is
+    # an Anthropic counter: it used to be dropped (output None)
+    rec = parse_stream([{"usage": {"input_tokens": 5105}}, {"usage": {"output_tokens": 16}}])
+    assert (rec.provider, rec.uncached_input, rec.output, rec.flags) == (
+        "anthropic", 5105, 16, ())
+    # before the format is known: kept, read once a later event fixes it (order kept)
+    early = parse_stream([{"usage": {"output_tokens": 16}}, {"type": "ping"},
+                          {"usage": {"input_tokens": 5105}}])
+    assert early == rec
+    # an explicit provider fixes the format from the start; bare usage mappings too
+    assert parse_stream([{"output_tokens": 16}], provider="anthropic").output == 16
+    assert parse_stream([{"input_tokens": 5}, {"output_tokens": 16}]).output == 16
+    # max-merge, never a sum (BR-30): a repeated cumulative count stays as it is
+    repeated = parse_stream([{"usage": {"input_tokens": 50, "output_tokens": 1}},
+                             {"usage": {"output_tokens": 16}}, {"usage": {"output_tokens": 16}}])
+    assert (repeated.uncached_input, repeated.output) == (50, 16)
+    # OpenAI chat: a later completion-only usage chunk
+    chat = parse_stream([{"usage": {"prompt_tokens": 100,
+                                    "prompt_tokens_details": {"cached_tokens": 64}}},
+                         {"usage": {"completion_tokens": 7}}])
+    assert (chat.provider, chat.cache_read, chat.uncached_input, chat.output) == (
+        "openai", 64, 36, 7)
+
+
+def test_stream_untyped_usage_without_counters_or_format_is_not_read() -> None:
+    # a usage mapping with none of the format's counters adds nothing (and no bogus snapshot)
+    rec = parse_stream([{"usage": {"input_tokens": 5}}, {"usage": {}},
+                        {"usage": {"cache_read": 9}}, {"type": "content_block_delta",
+                                                       "index": 0, "delta": {"text": "x"}}])
+    assert (rec.uncached_input, rec.cache_read, rec.output) == (5, None, None)
+    # a bad count in such an event is still an error
+    with pytest.raises(InvalidRequestError, match="expected a token count"):
+        parse_stream([{"usage": {"input_tokens": 5}}, {"usage": {"output_tokens": "ten"}}])
+    # nothing ever names the format: say so rather than "no usage"
+    with pytest.raises(InvalidRequestError, match=r"names its usage's wire format \(usage "
+                                                   r"keys: output_tokens\); pass provider="):
+        parse_stream([{"usage": {"output_tokens": 16}}])
+
+
+def test_br30_cumulative_summed_stream_is_max_merged_not_summed() -> None:
+    from tests.cases import case
+
+    c = case("BR-30")
+    rec = parse_stream(c["input"]["cumulative_summed"])
+    # input and output are Anthropic counters: max-merged (output was dropped before the fix)
+    assert (rec.provider, rec.uncached_input, rec.output) == ("anthropic", 5105, 16)
+    assert rec.flags == ("usage_decreased:input_tokens",)
+    # "cache_read" is LangChain's UsageMetadata.input_token_details name, not an Anthropic
+    # field: unknown here, never 5100 * 3 (the case's must_not)
+    assert rec.cache_read is None
+    assert c["expected"]["cumulative_summed"] == {"cache_read": 5100, "must_not": 15300}
+
+
 # ------------------------------------------------------------------------------- OpenAI chat
 
 

@@ -655,6 +655,14 @@ def merge_cumulative(
     return merged, tuple(decreased)
 
 
+def _may_hold_counters(usage: Mapping[str, Any]) -> bool:
+    """Whether a usage mapping that names no wire format has a token-count-like field (each
+    format's top-level counters have ``token``/``Token`` in their names; Anthropic's nested
+    ``cache_creation`` split never comes without them); such an event is kept until a later
+    event fixes the stream's format. The test keeps content events (no such field) out."""
+    return any(isinstance(key, str) and "token" in key.lower() for key in usage)
+
+
 class StreamUsage:
     """Accumulates the usage of one streamed response, event by event.
 
@@ -677,9 +685,17 @@ class StreamUsage:
         self._format: str | None = provider
         self._snapshots: list[Raw] = []
         self._meta: dict[str, Any] = {}
+        # events whose usage names no wire format, seen before an event fixed the format
+        self._pending: list[dict[str, Any]] = []
 
     def feed(self, event: Any) -> None:
         """Take one event or chunk (SDK object or dict).
+
+        A usage mapping without a field that identifies its wire format (an untyped
+        ``{"usage": {"output_tokens": 16}}`` after an Anthropic-shaped first event) is a
+        snapshot of the stream's format once that is known (``provider=`` or an earlier event),
+        provided it holds a counter of that format; one that comes before the format is known
+        is kept and read once a later event fixes it. Events without usage are ignored.
 
         Raises:
             InvalidRequestError: the event mixes wire formats with earlier events or has a bad
@@ -689,18 +705,41 @@ class StreamUsage:
         usage, meta, hint = _locate(d)
         if usage is None and not meta:
             return
-        if usage is None or (hint is None and _usage_kind(usage) is None):
+        if usage is not None and hint is None and _usage_kind(usage) is None:
+            # no format-identifying field: a snapshot of the stream's format if it holds one of
+            # that format's counters (the merge below takes the maximum, never a sum: BR-30)
+            if self._format is None:
+                if _may_hold_counters(usage):
+                    self._pending.append(d)
+            elif self._add_untyped(d):
+                return
+            usage = None
+        if usage is None:
             for key, value in meta.items():
                 if value is not None:
                     self._meta.setdefault(key, value)
             return
         fmt, raw, meta = _extract(d, self._format)
-        if self._format is None:
-            self._format = fmt
         for key, value in meta.items():
             self._meta.setdefault(key, value)
+        if self._format is None:
+            self._format = fmt
+            pending, self._pending = self._pending, []
+            for earlier in pending:  # untyped usage seen before the format was known
+                self._add_untyped(earlier)
         if raw is not None:
             self._snapshots.append(raw)
+
+    def _add_untyped(self, d: dict[str, Any]) -> bool:
+        """Add untyped event ``d`` read as the stream's (known) format; False when it holds
+        none of that format's counters (then nothing is added)."""
+        _, raw, meta = _extract(d, self._format)
+        if raw is None or all(v is None for k, v in raw.items() if k not in _META_KEYS):
+            return False
+        for key, value in meta.items():
+            self._meta.setdefault(key, value)
+        self._snapshots.append(raw)
+        return True
 
     @property
     def seen_usage(self) -> bool:
@@ -714,6 +753,12 @@ class StreamUsage:
             InvalidRequestError: no event carried usage (for OpenAI chat: the request did not set
                 ``stream_options={"include_usage": True}`` or the stream was cut short).
         """
+        if self._format is None and self._pending:
+            keys = sorted({str(k) for d in self._pending for k in (_locate(d)[0] or {})})
+            raise InvalidRequestError(
+                "usage", "no streamed event names its usage's wire format (usage keys: "
+                f"{', '.join(keys)}); pass provider="
+            )
         if not self._snapshots or self._format is None:
             raise InvalidRequestError(
                 "usage", "no streamed event carried usage (OpenAI chat needs "
