@@ -118,6 +118,73 @@ def test_python_flow_details() -> None:
     assert [f.severity.value for f in findings] == ["info"]
 
 
+MULTI_SINK = (
+    "import datetime, anthropic\nclient = anthropic.Anthropic()\n"
+    "now = datetime.datetime.now()\n"
+    "client.messages.create(system=f'Time: {now}', messages=[])@4\n"
+    "client.messages.create(system=[{'type': 'text', 'text': f'Time: {now}'}], messages=[])@5\n"
+    "client.messages.create(system=f'Time: {now}', messages=[])@6\n"
+)
+IGNORE = "  # promptcache: ignore[PC101]"
+
+
+@pytest.mark.parametrize("c4,c5,c6,sink_line", [
+    ("", "", "", 4),
+    (IGNORE, "", "", 5),
+    (IGNORE, IGNORE, "", 6),
+    (IGNORE, IGNORE, IGNORE, None),
+    ("", "", IGNORE, 4),
+    ("  # promptcache: ignore[PC102]", "", "", 4),  # another code silences nothing
+    ("  # promptcache: ignore", "", "", 5),
+])
+def test_python_suppression_on_one_sink_keeps_the_others(tmp_path: Path, c4: str, c5: str,
+                                                         c6: str, sink_line: int | None) -> None:
+    import ast
+
+    text = MULTI_SINK.replace("@4", c4).replace("@5", c5).replace("@6", c6)
+    assert [f.sink_line for f in analyze(ast.parse(text))] == [4, 5, 6]
+    path = tmp_path / "s.py"
+    path.write_text(text, encoding="utf-8")
+    findings = lint_paths([str(path)]).findings
+    # still one finding per volatile value, naming its first call not suppressed
+    if sink_line is None:
+        assert findings == []
+    else:
+        [f] = findings
+        assert (f.code, f.line, f.col, f.details["sink_line"]) == ("PC101", 3, 7, sink_line)
+        assert f"(line {sink_line})" in f.message
+        assert lint_text(text, "s.py") == [f.with_location("s.py", f.line, f.col)]
+    # a suppression on the volatile source's own line silences all its calls
+    path.write_text(text.replace("now()\n", "now()" + IGNORE + "\n"), encoding="utf-8")
+    assert lint_paths([str(path)]).findings == []
+
+
+def test_python_a_system_message_is_one_sink_at_its_content() -> None:
+    import ast
+
+    # the role=system dict inside messages= is one sink (reported at its content's line),
+    # however its lines are laid out, so a suppression on that line silences all of it
+    body = ("def f(q):\n    now = datetime.datetime.now()\n"
+            "    return oai.chat.completions.create(\n        model='gpt-5',\n"
+            "        messages=[\n            {\n                'role': 'system',\n"
+            "                'content': f'Now {now}',@\n            },\n"
+            "            {'role': 'user', 'content': q},\n        ],\n    )\n")
+    src = PY_HEAD + "\n" + body
+    assert [f.sink_line for f in analyze(ast.parse(src.replace("@", "")))] == [14]
+    assert [f.code for f in lint_text(src.replace("@", ""), "agent.py")] == ["PC101"]
+    assert lint_text(src.replace("@", "  # promptcache: ignore[PC101]"), "agent.py") == []
+    msgs = ("def f(q):\n    now = datetime.datetime.now()\n"
+            "    msgs = [{'role': 'system', 'content': f'Now {now}'}]\n"
+            "    msgs.append({'role': 'user', 'content': q})\n"
+            "    return oai.chat.completions.create(model='gpt-5', messages=msgs)\n")
+    assert [f.sink_line for f in analyze(ast.parse(PY_HEAD + "\n" + msgs))] == [9]
+    # one value in the prefix and in the routing key: two sinks, two rules
+    key = ("def f(q):\n    now = datetime.datetime.now()\n"
+           "    return oai.responses.create(instructions=f'{now}', prompt_cache_key=str(now), "
+           "input=q)\n")
+    assert [f.code for f in lint_text(PY_HEAD + "\n" + key, "agent.py")] == ["PC101", "PC403"]
+
+
 # ------------------------------------------------------------------ request JSON / OpenAI prefix
 def test_openai_automatic_prefix() -> None:
     req: dict[str, Any] = {"model": "gpt-4o", "messages": [

@@ -272,6 +272,23 @@ def _keep(f: Finding, doc: Document, config: LintConfig, ignored: list[str]) -> 
     return not (config.baseline and f.fingerprint in config.baseline)
 
 
+def _first_open_sink(findings: Iterable[Finding]) -> list[Finding]:
+    """Python source: the analysis yields one flow per volatile value and call it reaches, so
+    that an inline suppression on one call's line silences that call only. Of the findings
+    left after suppression, keep one per rule and volatile value: the first call it reaches
+    that is not suppressed (the others share its fix)."""
+    seen: set[tuple[str, str, int, int]] = set()
+    out: list[Finding] = []
+    for f in findings:
+        if f.path is None and "sink_line" in f.details:
+            key = (f.code, f.file, f.line, f.col)
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(f)
+    return out
+
+
 def lint_text(text: str, file: str, config: LintConfig | None = None) -> list[Finding]:
     """Lint already-decoded text as if it were ``file`` (suffix picks the input kind).
 
@@ -283,7 +300,7 @@ def lint_text(text: str, file: str, config: LintConfig | None = None) -> list[Fi
     rules = [r() for r in config.rules()]
     findings = run_rules(doc.contexts, rules)
     ignored = config.ignored_in(file)
-    return [f for f in findings if _keep(f, doc, config, ignored)]
+    return _first_open_sink(f for f in findings if _keep(f, doc, config, ignored))
 
 
 def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
@@ -335,10 +352,12 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
         if note is not None:
             result.unknown_models[file] = note
         ignored = config.ignored_in(file)
+        kept: list[Finding] = []
         for f in findings:
             if file == "-" and f.file != "-":
                 f = f.with_location("-", f.line, f.col)
             if _keep(f, doc, config, ignored):
-                result.findings.append(f)
+                kept.append(f)
+        result.findings.extend(_first_open_sink(kept))
     result.findings.sort(key=lambda f: (f.file, f.line, f.col, f.code))
     return result

@@ -381,6 +381,10 @@ class Flow:
             ``"prompt_cache_key="``).
         call: the call it reaches (``"client.messages.create"``).
         sink_line: line of that argument (an inline suppression may sit on either line).
+
+    A value that reaches several calls gives one flow per call (per sink line), so that a
+    suppression on one call's line silences that call only; the linter then reports each
+    value once per rule, at its first call not suppressed.
     """
 
     volatility: Volatility

@@ -26,7 +26,8 @@ the builder).
 
 It is a heuristic, intraprocedural-plus-summaries analysis (no aliasing, no cross-module
 flow); its output is a list of :class:`~promptcache.lint.engine.Flow` objects the rules
-report on.
+report on: one per volatile value and sink line (a ``role=system`` message is one sink, at
+its content, whether seen as a dict or as an element of ``messages=``).
 """
 
 from __future__ import annotations
@@ -164,7 +165,7 @@ class _Module:
         self.summaries[name] = frozenset(out)
         return self.summaries[name]
     globals: dict[str, Taints] = field(default_factory=dict)
-    flows: dict[tuple[int, int, str, int], Flow] = field(default_factory=dict)
+    flows: dict[tuple[int, int, str, int, bool], Flow] = field(default_factory=dict)
 
 
 class _Scope:
@@ -535,7 +536,8 @@ class _Scope:
                     for i, elt in enumerate(elts):
                         role = _role_of(elt)
                         if role in ("system", "developer") or (i == 0 and len(elts) >= 2):
-                            self._emit(self.taint(elt), f"{kw.arg}[{i}]", label, elt)
+                            self._emit(self.taint(elt), f"{kw.arg}[{i}]", label,
+                                       self._anchor(elt))
 
     def _elements(self, node: ast.expr) -> list[ast.expr] | None:
         if isinstance(node, (ast.List, ast.Tuple)):
@@ -551,10 +553,29 @@ class _Scope:
             return self.lists[dotted]
         return None
 
+    def _anchor(self, elt: ast.expr) -> ast.expr:
+        """The node whose line a message element's flow is reported at: the content of a
+        system / developer message (where :meth:`_system_message` reports the same sink),
+        else the element itself."""
+        content: ast.expr | None = None
+        if isinstance(elt, ast.Dict) and _role_of(elt) in ("system", "developer"):
+            for k, v in zip(elt.keys, elt.values, strict=False):
+                if isinstance(k, ast.Constant) and k.value in ("content", "text"):
+                    content = v
+        elif isinstance(elt, ast.Call):
+            dotted = _dotted(elt.func) or ""
+            if dotted.rsplit(".", 1)[-1] in _SYSTEM_MESSAGE_CLASSES:
+                content = next((a for a in [*elt.args, *(k.value for k in elt.keywords
+                                                         if k.arg in ("content", "text"))]
+                                if self.taint(a)), None)
+        return content if content is not None else elt
+
     def _emit(self, taints: Taints, sink: str, call: str, node: ast.expr) -> None:
+        # One flow per volatile origin and sink line: an inline suppression on one call's
+        # line silences that call only, the origin's other sinks are still reported.
         sink_line = getattr(node, "lineno", 1)
         for t in taints:
-            key = (t.line, t.col, t.vol.kind, 0)  # one report per volatile origin
+            key = (t.line, t.col, t.vol.kind, sink_line, sink == "prompt_cache_key=")
             if key not in self.mod.flows:
                 self.mod.flows[key] = Flow(t.vol, t.line, t.col, sink, call, sink_line)
 
