@@ -18,6 +18,7 @@ templates this way) is linted as a Jinja template.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -86,14 +87,21 @@ def _dig(obj: Any, *keys: str) -> Any:
 
 
 def parse_timestamp(value: Any) -> float | None:
-    """Seconds since the epoch from a number (s or ms) or an ISO 8601 string; else None."""
+    """Seconds since the epoch from a number (s, or ms above 1e12) or an ISO 8601 string.
+
+    0 is a valid time (logs written with relative times start at 0). None (unknown) for a
+    missing, negative, non-finite or non-numeric value.
+    """
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        v = float(value)
-        if v > 1e12:
-            v /= 1000.0
-        return v if v > 0 else None
+        try:
+            v = float(value)
+        except OverflowError:  # an int too large for a float
+            return None
+        if not math.isfinite(v) or v < 0:
+            return None
+        return v / 1000.0 if v > 1e12 else v
     if isinstance(value, str) and value:
         try:
             return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
