@@ -259,6 +259,12 @@ class BreakpointPlan:
         prompt_cache_options: OpenAI ``prompt_cache_options`` to send (None: send nothing).
         lookback: the lookback used (None: no limit).
         reuse: the reuse model scored against.
+        read_entry: the entry of an earlier request this request is expected to read (None:
+            none). A read refreshes the entry's TTL, so it stays cached for the next request of
+            the conversation as the written ones do: :meth:`written` includes it, and a plan
+            passed as the next plan's ``previous`` hands it on. Without it, an entry that one
+            request wrote and the next only read (its marker dropped as redundant) would be
+            forgotten by the request after, which may still read it.
     """
 
     provider: str
@@ -274,6 +280,7 @@ class BreakpointPlan:
     prompt_cache_options: Mapping[str, Any] | None = None
     lookback: int | None = None
     reuse: ReuseModel = field(default_factory=ReuseModel)
+    read_entry: WrittenEntry | None = None
 
     @property
     def paths(self) -> list[str]:
@@ -291,9 +298,16 @@ class BreakpointPlan:
         return sum(1 for b in self.breakpoints if b.source != "implicit")
 
     def written(self) -> tuple[WrittenEntry, ...]:
-        """The entries this request writes or refreshes (feed to the next plan's ``previous``)."""
-        return tuple(WrittenEntry(b.segment_index, b.position, b.prefix_tokens, b.prefix_digest)
-                     for b in self.breakpoints)
+        """The entries this request writes or refreshes (feed to the next plan's ``previous``):
+        one per breakpoint, plus :attr:`read_entry` when no breakpoint sits on its block, in
+        segment order."""
+        out = [WrittenEntry(b.segment_index, b.position, b.prefix_tokens, b.prefix_digest)
+               for b in self.breakpoints]
+        read = self.read_entry
+        if read is not None and all(e.segment_index != read.segment_index for e in out):
+            out.append(read)
+            out.sort(key=lambda e: e.segment_index)
+        return tuple(out)
 
 
 PreviousLike = BreakpointPlan | PrefixView | Sequence[WrittenEntry] | Sequence[int] | None
@@ -475,7 +489,7 @@ def _new_plan(provider: str, model: str, breakpoints: tuple[PlannedBreakpoint, .
               read_tokens: int | None, write_tokens: int | None, total_tokens: int,
               expected_next_read: float, prompt_cache_key: str | None,
               prompt_cache_options: Mapping[str, Any] | None, lookback: int | None,
-              reuse: ReuseModel) -> BreakpointPlan:
+              reuse: ReuseModel, read_entry: WrittenEntry | None = None) -> BreakpointPlan:
     """``BreakpointPlan(...)`` with every field given, in declaration order."""
     plan: BreakpointPlan = object.__new__(BreakpointPlan)
     plan.__dict__.update(
@@ -483,7 +497,7 @@ def _new_plan(provider: str, model: str, breakpoints: tuple[PlannedBreakpoint, .
         marker_edits=marker_edits, read_tokens=read_tokens, write_tokens=write_tokens,
         total_tokens=total_tokens, expected_next_read=expected_next_read,
         prompt_cache_key=prompt_cache_key, prompt_cache_options=prompt_cache_options,
-        lookback=lookback, reuse=reuse)
+        lookback=lookback, reuse=reuse, read_entry=read_entry)
     return plan
 
 
@@ -548,6 +562,9 @@ def _previous_entries(view: PrefixView, previous: PreviousLike, digests: list[st
     raw: list[tuple[int, int, str | None]] = []
     if isinstance(previous, BreakpointPlan):
         raw = [(b.segment_index, b.prefix_tokens, b.prefix_digest) for b in previous.breakpoints]
+        read = previous.read_entry  # read by that request, so refreshed: still cached
+        if read is not None:
+            raw.append((read.segment_index, read.prefix_tokens, read.prefix_digest))
     elif isinstance(previous, PrefixView):
         pdig = prefix_digests(previous)
         raw = [(seg.index, seg.end_token, pdig[seg.index]) for seg in previous.breakpoints()]
@@ -1097,9 +1114,12 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         write = max(0, top - read) if top > read else 0
     next_read = best_score[0] - now
     decisions.sort(key=lambda d: (d.segment_index, not d.placed))
+    read_entry = None
+    if read_i is not None:
+        read_entry = next((e for e in prev_entries if e.segment_index == read_i), None)
     return _new_plan(view.provider, policy.model_id, tuple(rows), tuple(decisions),
                      tuple(edits), read, write, total, float(next_read), key, options,
-                     lookback, reuse)
+                     lookback, reuse, read_entry)
 
 
 def _rank_ttl(rank: int) -> str:

@@ -435,3 +435,31 @@ def test_caller_key_wins_and_top_level_cache_control_is_refused() -> None:
     assert out["prompt_cache_key"] == "tenant-7"
     with pytest.raises(InvalidRequestError, match="cache_control"):
         agent_builder().to_anthropic(cache_control={"type": "ephemeral"})
+
+
+def test_an_entry_read_but_not_rewritten_is_handed_on_to_the_next_plan() -> None:
+    """README loop with a new question each turn and no history (new-user report, 4th
+    session): turn 1 writes the static context; turn 2 reads it through its turn-end lookback
+    and drops the static-end marker as redundant; turn 3 must still expect to read it (a read
+    refreshes the entry), not predict a cold write."""
+    instructions = "You are a careful assistant that answers questions about the project. " * 60
+    plan = None
+    plans = []
+    for question in ("What does lint do?", "What does diff do?", "And the tracker?"):
+        b = PromptBuilder("claude-sonnet-4-6", previous=plan)
+        b.system(instructions).document("The project README. " * 300, title="README.md")
+        b.turn(question)
+        b.to_anthropic(max_tokens=4)
+        plan = b.last_plan
+        assert plan is not None
+        plans.append(plan)
+    first, second, third = plans
+    static = next(bp for bp in first.breakpoints if bp.role == "static-end")
+    assert first.read_tokens == 0 and first.read_entry is None
+    assert second.read_tokens == static.prefix_tokens
+    assert second.read_entry is not None
+    assert second.read_entry.segment_index == static.segment_index
+    assert all(bp.role != "static-end" for bp in second.breakpoints)  # dropped as redundant
+    assert static.segment_index in [e.segment_index for e in second.written()]
+    assert third.read_tokens == static.prefix_tokens  # was 0 before: the entry was forgotten
+    assert third.write_tokens is not None and third.write_tokens < 50
