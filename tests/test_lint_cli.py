@@ -114,6 +114,40 @@ def test_stdin_and_folders_and_globs(files: dict[str, Path], tmp_path: Path) -> 
     assert run([str(tmp_path / "nothing-*.json")])[0] == 2
 
 
+def test_stdin_filename_is_the_location_in_every_format(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    data = json.dumps(BAD_REQUEST, indent=2).encode()
+    name = "requests/x.json"
+    code, out, _ = run(["-", "--stdin-filename", name], stdin=data)
+    assert code == 1 and out.startswith(f"{name}:6:21: PC101")
+    code, out, _ = run(["-", "--stdin-filename", name, "--format", "github"], stdin=data)
+    assert code == 1 and out.startswith("::warning file=requests/x.json,line=6,col=21,")
+    code, out, _ = run(["-", "--stdin-filename", name, "--format", "json"], stdin=data)
+    doc = json.loads(out)
+    assert [f["file"] for f in doc["findings"]] == [name] and doc["files"] == [name]
+    # the same fingerprint as the file linted by that name, so baselines carry over
+    on_disk = tmp_path / "requests" / "x.json"
+    on_disk.parent.mkdir()
+    on_disk.write_bytes(data)
+    monkeypatch.chdir(tmp_path)
+    code, out2, _ = run([name, "--format", "json"])
+    assert json.loads(out2)["findings"] == doc["findings"]
+    code, out, _ = run(["-", "--stdin-filename", name, "--format", "sarif"], stdin=data)
+    [res] = json.loads(out)["runs"][0]["results"]
+    assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == name
+    # per-file-ignores match the name
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.promptcache.per-file-ignores]\n"x.json" = ["PC101"]\n',
+                         encoding="utf-8")
+    assert run(["-", "--stdin-filename", name], stdin=data)[0] == 0
+    assert run(["-"], stdin=data)[0] == 1
+    # input errors name it too; without the option stdin is still "-"
+    code, _, err = run(["-", "--stdin-filename", name], stdin=b"{oops")
+    assert code == 2 and err.startswith(f"{name}: error: invalid JSON")
+    code, out, _ = run(["-"], stdin=data)
+    assert out.startswith("-:6:21: PC101")
+
+
 # ------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("name,content,reason", [
     ("a.json", b"{\"messages\": [", "invalid JSON"),

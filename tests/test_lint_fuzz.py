@@ -63,7 +63,7 @@ def _check(kind: str, data: bytes) -> None:
     assert code in (0, 1, 2)
     if code == 2:
         lines = err.getvalue().strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("-: error: "), err.getvalue()
+        assert len(lines) == 1 and lines[0].startswith(f"{kind}: error: "), err.getvalue()
     json.loads(out.getvalue())
 
 

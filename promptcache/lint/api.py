@@ -311,8 +311,10 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
         paths: file names, folder names, glob patterns, or ``"-"``.
         config: selection and options (defaults: every stable rule).
         stdin: the text for ``"-"`` (the CLI passes ``sys.stdin``'s bytes).
-        stdin_name: a file name whose suffix picks the input kind for stdin (``"-"``:
-            guess from content).
+        stdin_name: the file name stdin stands for (``--stdin-filename``): its suffix picks
+            the input kind, and it is the ``file`` of stdin's findings, errors and entry in
+            :attr:`LintResult.files`, and what ``per_file_ignores`` match (``"-"``: guess the
+            kind from content, and locate everything at ``"-"``).
 
     Returns:
         A :class:`LintResult`. Never raises for bad input.
@@ -321,16 +323,21 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     result = LintResult()
     rules = [r() for r in config.rules()]
     for file in _expand(paths, config, result.errors):
+        if file == "-":
+            file = stdin_name or "-"
+            is_stdin = True
+        else:
+            is_stdin = False
         try:
-            if file == "-":
+            if is_stdin:
                 raw = stdin if stdin is not None else ""
                 data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
-                text = decode("-", data, config)
+                text = decode(file, data, config)
                 try:
-                    doc = _load(stdin_name, text, config)
+                    doc = _load(file, text, config)
                 except InputError as exc:
-                    raise InputError("-", exc.reason) from None
-                doc.file = "-"
+                    raise InputError(file, exc.reason) from None
+                doc.file = file
             else:
                 text = _read(file, config)
                 doc = _load(file, text, config)
@@ -354,8 +361,8 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
         ignored = config.ignored_in(file)
         kept: list[Finding] = []
         for f in findings:
-            if file == "-" and f.file != "-":
-                f = f.with_location("-", f.line, f.col)
+            if is_stdin and f.file != file:
+                f = f.with_location(file, f.line, f.col)
             if _keep(f, doc, config, ignored):
                 kept.append(f)
         result.findings.extend(_first_open_sink(kept))

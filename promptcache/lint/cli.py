@@ -115,7 +115,9 @@ def _report(result: LintResult, fmt: str, out: IO[str], err: IO[str]) -> None:
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--config", "config_file", type=str, default=None,
               help="pyproject.toml to read [tool.promptcache] from (default: nearest).")
-@click.option("--stdin-filename", default="-", help="Name (suffix) to lint stdin as.")
+@click.option("--stdin-filename", default="-",
+              help="File name for '-' (stdin): its suffix picks the input kind, and findings, "
+                   "errors and per-file-ignores use it as stdin's location.")
 def lint_command(paths: tuple[str, ...], fmt: str, select: tuple[str, ...],
                  extend_select: tuple[str, ...], ignore: tuple[str, ...], model: str | None,
                  provider: str | None, min_severity: str | None, baseline: str | None,
