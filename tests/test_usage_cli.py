@@ -72,17 +72,18 @@ def test_report_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     bad.write_text('{"provider": "x"}\n{"provider": "x"}\nnot json\n')
     res = CliRunner().invoke(main, ["report", str(bad)])
     assert res.exit_code == 2
-    assert res.stderr.strip() == f"{bad}:3: not JSON (Expecting value)"
+    assert res.stderr.strip() == f"promptcache: {bad}:3: not JSON (Expecting value)"
     missing = CliRunner().invoke(main, ["report", str(tmp_path / "none.jsonl")])
     assert missing.exit_code == 2
-    assert missing.stderr.count("\n") == 1 and "none.jsonl: No such file" in missing.stderr
+    assert missing.stderr == (f"promptcache: {tmp_path / 'none.jsonl'}: No such file or "
+                              "directory\n")
     prices = tmp_path / "p.toml"
     prices.write_text("[models.x]\ninput = -1\n")
     good = tmp_path / "good.jsonl"
     good.write_text('{"provider": "x"}\n')
     res = CliRunner().invoke(main, ["report", str(good), "--prices", str(prices)])
     assert res.exit_code == 2 and res.stderr.count("\n") == 1
-    assert res.stderr.startswith(f"{prices}: ")
+    assert res.stderr.startswith(f"promptcache: {prices}: ")
 
 
 @pytest.mark.parametrize("content", ["", "\n  \n"])
@@ -93,7 +94,7 @@ def test_report_empty_file_exits_2(tmp_path: Path, content: str, fmt: str) -> No
     path.write_text(content, encoding="utf-8")
     result = CliRunner().invoke(main, ["report", str(path), "--format", fmt])
     assert result.exit_code == 2, result.output
-    assert result.output.splitlines() == [f"{path}: empty file"]
+    assert result.output.splitlines() == [f"promptcache: {path}: empty file"]
 
 
 def test_breakeven_text_and_json() -> None:
@@ -116,10 +117,11 @@ def test_breakeven_text_and_json() -> None:
 def test_breakeven_bad_input_exits_2() -> None:
     res = CliRunner().invoke(main, ["breakeven", "--model", "gpt-99-ultra",
                                     "--prefix-tokens", "5000"])
-    assert res.exit_code == 2 and res.stderr.startswith("--model: unknown model 'gpt-99-ultra'")
+    assert res.exit_code == 2 and res.stderr.startswith(
+        "promptcache: --model: unknown model 'gpt-99-ultra'")
     res = CliRunner().invoke(main, ["breakeven", "--model", "claude-sonnet-4-5",
                                     "--prefix-tokens", "5000", "--ttl", "2h"])
-    assert res.exit_code == 2 and res.stderr.startswith("--ttl: ")
+    assert res.exit_code == 2 and res.stderr.startswith("promptcache: --ttl: ")
     below = CliRunner().invoke(main, ["breakeven", "--model", "claude-haiku-4-5",
                                       "--prefix-tokens", "100"])
     assert below.exit_code == 0 and "caching never pays" in below.output
@@ -247,16 +249,49 @@ def test_report_unreadable_usage_line_exits_2_with_file_line_and_reason(tmp_path
                   {"input_tokens": "ten"})
     res = CliRunner().invoke(main, ["report", str(path)])
     assert res.exit_code == 2
-    assert res.stderr == (f"{path}:2: not API usage: no recognisable usage fields "
+    assert res.stderr == (f"promptcache: {path}:2: not API usage: no recognisable usage fields "
                           "(keys: latency_ms)\n")
     path = _lines(tmp_path, ANTHROPIC_USAGE, {"input_tokens": "ten"})
     res = CliRunner().invoke(main, ["report", str(path)])
     assert res.exit_code == 2
-    assert res.stderr == f"{path}:2: not API usage: expected a token count, got 'ten'\n"
+    assert res.stderr == (f"promptcache: {path}:2: not API usage: expected a token count, "
+                          "got 'ten'\n")
     mixed = _lines(tmp_path, ANTHROPIC_USAGE, OPENAI_USAGE)
     res = CliRunner().invoke(main, ["report", str(mixed), "--model", "claude-sonnet-4-5"])
-    assert res.exit_code == 2 and res.stderr.startswith(f"{mixed}:2: openai usage cannot be "
-                                                        "priced as --model claude-sonnet-4-5")
+    assert res.exit_code == 2 and res.stderr.startswith(
+        f"promptcache: {mixed}:2: openai usage cannot be priced as --model claude-sonnet-4-5")
     res = CliRunner().invoke(main, ["report", str(mixed), "--model", "claude-sonet-4-5"])
     assert res.exit_code == 2
-    assert res.stderr.startswith("--model: no prices for model 'claude-sonet-4-5'; closest")
+    assert res.stderr.startswith(
+        "promptcache: --model: no prices for model 'claude-sonet-4-5'; closest")
+
+
+def test_report_errors_use_the_promptcache_prefix_like_every_command(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.jsonl"
+    for args in (["report", str(missing)], ["diff", str(missing), str(missing)]):
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 2
+        assert res.stderr == f"promptcache: {missing}: No such file or directory\n", args
+
+
+@pytest.mark.parametrize(("doc", "kind", "convert"), [
+    ({"id": "msg_1", "type": "message", "usage": ANTHROPIC_USAGE}, "document", "jq -c ."),
+    ([{"usage": ANTHROPIC_USAGE}, {"usage": ANTHROPIC_USAGE}], "array", "jq -c '.[]'"),
+])
+def test_report_pretty_printed_json_document_says_jsonl_is_expected(
+        tmp_path: Path, doc: object, kind: str, convert: str) -> None:
+    path = tmp_path / "response.json"
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    res = CliRunner().invoke(main, ["report", str(path)])
+    assert res.exit_code == 2
+    assert res.stderr == (f"promptcache: {path}: a JSON {kind}, not JSONL: usage logs hold one "
+                          f"response or usage object per line ({convert} {path} converts "
+                          "it)\n")
+    # the converted file is read
+    path.write_text("".join(json.dumps(o) + "\n" for o in (doc if isinstance(doc, list)
+                                                             else [doc])), encoding="utf-8")
+    assert CliRunner().invoke(main, ["report", str(path)]).exit_code == 0
+    # a JSONL file whose first line is broken keeps the line's own error
+    path.write_text('{"usage": \n{"input_tokens": 5}\n', encoding="utf-8")
+    res = CliRunner().invoke(main, ["report", str(path)])
+    assert res.stderr == f"promptcache: {path}:1: not JSON (Expecting value)\n"

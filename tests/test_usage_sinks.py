@@ -101,7 +101,7 @@ def test_roundtrip_keeps_every_field_and_none(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("content", "line", "reason"), [
     ('{"provider": "x"}\n{not json\n', 2, "not JSON"),
-    ('{"provider": "x"}\n\n[1, 2]\n', 3, "expected a JSON object"),
+    ('{"provider": "x"}\n\n[1, 2]\n', 3, "expected a JSON object (one per line), got an array"),
     ('{"provider": "x", "cache_read": -5}\n', 1, "not a usage record (cache_read"),
     ('{"cache_read": 5}\n', 1, "not a usage record (provider"),
     ('{"provider": "x", "colour": 1}\n', 1, "not a usage record (colour"),

@@ -18,7 +18,8 @@ matplotlib).
 requests within the TTL from which caching pays; with ``--interval`` also every TTL policy priced
 for that inter-arrival time and the cheapest.
 
-Exit codes: 0 success, 2 bad input (one line on stderr naming the file or option and the reason).
+Exit codes: 0 success, 2 bad input (one line on stderr, ``promptcache: FILE: reason``, naming
+the file or option and the reason).
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
 from collections import Counter
 from decimal import Decimal
 from typing import Any, NoReturn
 
 import click
 
+from promptcache._cliutil import fail
 from promptcache._errors import CatalogError, InputError, UnknownModelError
 from promptcache.usage.record import UsageRecord
 from promptcache.usage.sinks import iter_usage_log_lines
@@ -42,8 +43,8 @@ __all__ = ["breakeven_command", "report_command"]
 
 
 def _fail(where: str, reason: str) -> NoReturn:
-    click.echo(f"{where}: {reason}", err=True)
-    sys.exit(2)
+    """``promptcache: WHERE: reason`` on stderr, exit 2 (the format every command uses)."""
+    fail(f"{where}: {reason}")
 
 
 def _money(x: Decimal | None, places: str = "0.000001") -> str:

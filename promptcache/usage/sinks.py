@@ -152,8 +152,9 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[UsageRecord]:
     """Yield the records of a JSONL usage log; blank lines are skipped.
 
     Raises:
-        InputError: the file cannot be read (``file`` = path), or a line is not JSON or not a
-            usage record (``file`` = ``"path:line"``, reason says what is wrong).
+        InputError: the file cannot be read or is one (pretty-printed) JSON document, not
+            JSONL (``file`` = path), or a line is not JSON or not a usage record (``file`` =
+            ``"path:line"``, reason says what is wrong).
     """
     for _, data, where in _json_lines(path):
         try:
@@ -177,8 +178,9 @@ def iter_usage_log(path: str | os.PathLike[str]) -> Iterator[UsageRecord]:
     Blank lines are skipped.
 
     Raises:
-        InputError: the file cannot be read (``file`` = path), or a line is not JSON or holds
-            no readable usage (``file`` = ``"path:line"``, reason says what is wrong).
+        InputError: the file cannot be read or is one (pretty-printed) JSON document, not
+            JSONL (``file`` = path), or a line is not JSON or holds no readable usage (``file``
+            = ``"path:line"``, reason says what is wrong).
     """
     for _, record in iter_usage_log_lines(path):
         yield record
@@ -234,6 +236,7 @@ def _json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, A
         raise InputError(name, exc.strerror or str(exc)) from exc
     with fh:
         lineno = 0
+        first = True
         try:
             for lineno, line in enumerate(fh, start=1):
                 if not line.strip():
@@ -241,12 +244,45 @@ def _json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, A
                 try:
                     data = json.loads(line)
                 except json.JSONDecodeError as exc:
+                    if first:
+                        _raise_if_json_document(fh, name)
                     raise InputError(f"{name}:{lineno}", f"not JSON ({exc.msg})") from exc
                 if not isinstance(data, dict):
-                    raise InputError(f"{name}:{lineno}", "expected a JSON object")
+                    what = "an array" if isinstance(data, list) else type(data).__name__
+                    raise InputError(f"{name}:{lineno}",
+                                     f"expected a JSON object (one per line), got {what}")
+                first = False
                 yield lineno, data, f"{name}:{lineno}"
         except UnicodeDecodeError as exc:
             raise InputError(f"{name}:{lineno + 1}", "not UTF-8 text") from exc
+
+
+#: Largest file :func:`_raise_if_json_document` parses whole to tell a JSON document from a
+#: broken first line (a bigger one keeps the line's own error).
+_DOCUMENT_LIMIT = 64 * 1024 * 1024
+
+
+def _raise_if_json_document(fh: Any, name: str) -> None:
+    """Raise the "a JSON document, not JSONL" error when the whole file ``fh`` (whose first
+    non-blank line is not JSON) parses as one JSON object or array: a pretty-printed response
+    or list of responses. Returns when it does not (the caller reports the line)."""
+    try:
+        if os.fstat(fh.fileno()).st_size > _DOCUMENT_LIMIT:
+            return
+        fh.seek(0)
+        doc = json.load(fh)
+    except (OSError, ValueError):  # ValueError: JSONDecodeError and UnicodeDecodeError
+        return
+    import shlex
+
+    if isinstance(doc, dict):
+        kind, convert = "document", f"jq -c . {shlex.quote(name)}"
+    elif isinstance(doc, list):
+        kind, convert = "array", f"jq -c '.[]' {shlex.quote(name)}"
+    else:
+        return
+    raise InputError(name, f"a JSON {kind}, not JSONL: usage logs hold one response or usage "
+                           f"object per line ({convert} converts it)")
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[UsageRecord]:
