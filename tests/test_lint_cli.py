@@ -75,6 +75,52 @@ def test_json_format_and_baseline(files: dict[str, Path], tmp_path: Path) -> Non
     assert code == 1 and "request_id" in out
 
 
+@pytest.mark.parametrize("label,content,reason", [
+    ("request", json.dumps(BAD_REQUEST), "a request body"),
+    ("empty-list", "[]", "a JSON array, not an object"),
+    ("bare-list", json.dumps([{"fingerprint": "0" * 64}]), "a JSON array, not an object"),
+    ("sarif", None, "a SARIF log"),
+    ("other-object", '{"results": []}', 'no "findings" list'),
+    ("no-version", '{"findings": []}', 'no "version"'),
+    ("not-findings", '{"version": "0.1.0", "findings": [{"code": "PC101"}]}',
+     "findings[0] is not a finding with a code and fingerprint"),
+    ("jsonl", '{"version": "0.1.0", "findings": []}\n{}\n', "invalid JSON at line 2"),
+    ("text", "baseline", "invalid JSON at line 1"),
+    ("empty", "", "invalid JSON at line 1"),
+])
+def test_baseline_that_is_not_lint_json_output_exits_2(
+        files: dict[str, Path], tmp_path: Path, label: str, content: str | None,
+        reason: str) -> None:
+    baseline = tmp_path / "baseline.json"
+    if content is None:
+        content = run([str(files["bad"]), "--format", label])[1]
+    baseline.write_text(content, encoding="utf-8")
+    for extra in ([], ["--exit-zero"], ["--format", "json"]):
+        code, out, err = run([str(files["bad"]), "--baseline", str(baseline), *extra])
+        assert code == 2 and out == "", (label, err)
+        assert err.startswith(f"promptcache lint: error: --baseline {baseline}: not a "
+                              f"promptcache lint JSON output ({reason}")
+        assert len(err.splitlines()) == 1, err
+
+
+def test_baseline_of_a_clean_run_is_accepted(files: dict[str, Path], tmp_path: Path) -> None:
+    baseline = tmp_path / "baseline.json"
+    code, out, _ = run([str(files["clean"]), "--format", "json"])
+    assert code == 0 and json.loads(out)["findings"] == []
+    baseline.write_text(out, encoding="utf-8")
+    code, out, err = run([str(files["bad"]), "--baseline", str(baseline)])
+    assert code == 1 and "PC101" in out and err == ""
+    # an output that also lists input errors is still our format
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    code, out, _ = run([str(files["bad"]), str(broken), "--format", "json"])
+    assert code == 2 and json.loads(out)["errors"]
+    baseline.write_text(out, encoding="utf-8")
+    assert run([str(files["bad"]), "--baseline", str(baseline)])[0] == 0
+    code, _, err = run([str(files["bad"]), "--baseline", str(tmp_path / "missing.json")])
+    assert code == 2 and "--baseline" in err and "cannot read" in err
+
+
 def test_sarif_validates_against_schema(files: dict[str, Path], tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text("{not json", encoding="utf-8")

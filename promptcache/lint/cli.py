@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from pathlib import Path
 from typing import IO, Any
@@ -33,19 +34,55 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
+_FINGERPRINT = re.compile(r"[0-9a-f]{64}")
+
+
 def _read_baseline(path: str) -> frozenset[str]:
+    """The finding fingerprints of a ``promptcache lint --format json`` output.
+
+    Raises:
+        click.UsageError: the file cannot be read, or is any other JSON (a request body, a
+            SARIF log, a bare list): it would silently act as an empty baseline.
+    """
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
         raise click.UsageError(f"--baseline {path}: cannot read ({exc})") from None
-    items = data.get("findings", []) if isinstance(data, dict) else data
-    if not isinstance(items, list):
-        raise click.UsageError(f"--baseline {path}: expected the JSON output of "
-                               "'promptcache lint --format json'")
+
+    def wrong(reason: str) -> click.UsageError:
+        return click.UsageError(f"--baseline {path}: not a promptcache lint JSON output "
+                                f"({reason}; write one with 'promptcache lint --format json')")
+
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise wrong("not valid UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise wrong(f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:
+        raise wrong(f"invalid JSON: {exc}") from None
+    except RecursionError:
+        raise wrong("JSON nested too deeply") from None
+    if not isinstance(data, dict):
+        kind = ("a JSON array" if isinstance(data, list) else "a JSON string"
+                if isinstance(data, str) else "JSON null" if data is None else "a JSON boolean"
+                if isinstance(data, bool) else "a JSON number")
+        raise wrong(f"{kind}, not an object")
+    if "runs" in data and "findings" not in data:
+        raise wrong("a SARIF log")
+    findings = data.get("findings")
+    if not isinstance(findings, list):
+        raise wrong("a request body" if any(k in data for k in ("messages", "input", "system"))
+                    else 'no "findings" list')
+    if not isinstance(data.get("version"), str):
+        raise wrong('no "version"')
     out = set()
-    for item in items:
-        if isinstance(item, dict) and isinstance(item.get("fingerprint"), str):
-            out.add(item["fingerprint"])
+    for i, item in enumerate(findings):
+        fingerprint = item.get("fingerprint") if isinstance(item, dict) else None
+        if not (isinstance(fingerprint, str) and _FINGERPRINT.fullmatch(fingerprint)
+                and isinstance(item.get("code"), str)):
+            raise wrong(f"findings[{i}] is not a finding with a code and fingerprint")
+        out.add(fingerprint)
     return frozenset(out)
 
 
@@ -111,7 +148,8 @@ def _report(result: LintResult, fmt: str, out: IO[str], err: IO[str]) -> None:
 @click.option("--min-severity", type=click.Choice(["info", "warning", "error"]), default=None,
               help="Drop findings below this severity.")
 @click.option("--baseline", type=str, default=None,
-              help="JSON output of an earlier run: report only findings not in it.")
+              help="JSON output of an earlier run (--format json): report only findings "
+                   "not in it. Any other file is an error (exit 2).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--config", "config_file", type=str, default=None,
               help="pyproject.toml to read [tool.promptcache] from (default: nearest).")
