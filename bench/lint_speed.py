@@ -24,12 +24,15 @@ What each peer can take, and what is skipped:
 
 Prints one table; the ratio column is promptcache's speed divided by the peer's. Every rate is
 the median time of one pass over the input (about 101 passes over the corpus bodies, 31 over
-the 100k-token request), for promptcache and the peers alike. The passes are taken in 10
-interleaved rounds (promptcache's, then each peer's, in turn), each peer kept running in its
-own interpreter between rounds, so that drift in this shared machine's speed reaches every tool
-alike. Each peer runs in four interpreters (hash seeds 0-3, :data:`PEER_SEEDS`): its speed
-differs from one process to the next, and its fastest process is the one compared (the notes
-list every process's time). No number is hard-coded: every figure is measured on this machine in this run.
+the 100k-token request), for promptcache and the peers alike; promptcache's passes are cold
+(its render memo and scan memo are emptied before each pass, outside the pass's time). The
+passes are taken in 10 interleaved rounds (each tool's in turn), every tool kept running in
+its own interpreter between rounds, so that drift in this shared machine's speed reaches every
+tool alike. Every tool runs in four interpreters (hash seeds 0-3, :data:`PEER_SEEDS`),
+promptcache as well as the peers: a tool's speed differs from one process to the next on this
+machine, and each tool's fastest process is the one compared (the notes list every process's
+time). The "rules only" row is timed in this interpreter. No number is hard-coded: every figure
+is measured on this machine in this run.
 """
 
 from __future__ import annotations
@@ -52,12 +55,15 @@ from promptcache.lint import lint_paths, lint_request  # noqa: E402
 from promptcache.lint.sources.request_json import find_request  # noqa: E402
 from promptcache.prefix import render  # noqa: E402
 
-#: Rounds per input: promptcache's passes, then each peer's, repeated (see :class:`Peer`).
+#: Rounds per input: each tool's passes in turn, repeated (see :class:`Peer`).
 ROUNDS = 10
-#: Hash seeds of the interpreters each peer runs in, one interpreter per seed: a peer's speed
-#: differs from one process to the next (by up to about 1.8x for cacheguardian on the
-#: 100k-token request), so a peer is timed in several and its fastest process is compared.
+#: Hash seeds of the interpreters each tool runs in, one interpreter per seed: a tool's speed
+#: differs from one process to the next on this machine (cacheguardian on the 100k-token
+#: request by up to about 1.8x, promptcachelint on the corpus bodies by up to about 1.6x), so
+#: every tool, promptcache included, is timed in several and its fastest process is compared.
 PEER_SEEDS = (0, 1, 2, 3)
+#: The tools timed on request bodies, each in its own interpreters (promptcache first).
+TOOLS = ("promptcache", "promptcachelint", "cacheguardian")
 CORPUS = ROOT.parent / "shared" / "corpus"
 PEERS = Path(os.environ.get("PROMPTCACHE_BENCH_PEERS", "/work/benchenv"))
 WORDS = ("cache prefix token model request system message tool result value order stable "
@@ -129,6 +135,7 @@ _PEER_SCRIPT = r'''
 import json, sys, time
 tool, path = sys.argv[1], sys.argv[2]
 bodies = json.load(open(path))
+before = None  # run before each timed pass, outside its time
 def provider_of(b):
     return "anthropic" if ("system" in b or "claude" in str(b.get("model", ""))) else "openai"
 if tool == "promptcachelint":
@@ -137,6 +144,17 @@ if tool == "promptcachelint":
     def run():
         for b in bodies:
             lint_request(provs[provider_of(b)], b)
+elif tool == "promptcache":
+    sys.path.insert(0, sys.argv[3])
+    from promptcache.lint import lint_request
+    from promptcache.lint.volatile import scan_cache_clear
+    from promptcache.prefix import render_cache_clear
+    def run():
+        for b in bodies:
+            lint_request(b)
+    def before():  # cold: a new request's work, not a memo hit (as ``timed`` does)
+        scan_cache_clear()
+        render_cache_clear()
 elif tool == "cacheguardian":
     import logging
     logging.disable(logging.CRITICAL)
@@ -157,6 +175,8 @@ for line in sys.stdin:  # "N": time N passes and print their seconds; "quit": st
         break
     times = []
     for _ in range(int(line)):
+        if before is not None:
+            before()
         t = time.perf_counter()
         run()
         times.append(time.perf_counter() - t)
@@ -165,9 +185,10 @@ for line in sys.stdin:  # "N": time N passes and print their seconds; "quit": st
 
 
 class Peer:
-    """One peer in its own interpreter (its venv), kept running so that its passes can be
-    interleaved with promptcache's: this machine's speed drifts by up to 2x within a minute,
-    and rounds taken side by side expose both tools to the same drift."""
+    """One tool in its own interpreter, kept running so that its passes can be interleaved with
+    the other tools': this machine's speed drifts by up to 2x within a minute, and rounds taken
+    side by side expose every tool to the same drift. A peer runs in its venv; promptcache runs
+    in this interpreter's (the project venv), from this checkout."""
 
     def __init__(self, tool: str, bodies: list[dict[str, Any]], tmp: Path, seed: int) -> None:
         self.tool = tool
@@ -175,14 +196,15 @@ class Peer:
         self.proc: subprocess.Popen[str] | None = None
         self.why = ""
         self.times: list[float] = []
-        python = PEERS / "bin" / "python"
+        python = Path(sys.executable) if tool == "promptcache" else PEERS / "bin" / "python"
         if not python.exists():
             self.why = f"no peer venv at {PEERS} (see the module docstring)"
             return
         path = tmp / f"bodies-{tool}.json"
         path.write_text(json.dumps(bodies), encoding="utf-8")
         env = {**os.environ, "PYTHONHASHSEED": str(seed)}
-        self.proc = subprocess.Popen([str(python), "-c", _PEER_SCRIPT, tool, str(path)],
+        self.proc = subprocess.Popen([str(python), "-c", _PEER_SCRIPT, tool, str(path),
+                                      str(ROOT)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, env=env)
         if self._readline() != "ready":
@@ -241,49 +263,47 @@ def main() -> int:
         nbytes = sum(len(json.dumps(b)) for b in bodies)
         views = [render(b) for b in bodies]
 
-        def full(b: list[dict[str, Any]] = bodies) -> None:
-            for x in b:
-                lint_request(x)
-
         def rules(b: list[dict[str, Any]] = bodies, v: list[Any] = views) -> None:
             for x, w in zip(b, v, strict=True):
                 lint_request(x, view=w)
 
-        full()
         rules()
-        ours: list[float] = []
         rules_only: list[float] = []
         with tempfile.TemporaryDirectory() as tmp:
-            peers = [Peer(tool, bodies, Path(tmp), seed)
-                     for tool in ("promptcachelint", "cacheguardian") for seed in PEER_SEEDS]
+            procs = [Peer(tool, bodies, Path(tmp), seed) for tool in TOOLS for seed in PEER_SEEDS]
             per_round = -(-repeat // ROUNDS)
             for _ in range(ROUNDS):
-                ours += timed(full, per_round, warm=False)
                 rules_only += timed(rules, per_round, warm=False)
-                for p in peers:
+                for p in procs:
                     p.run(per_round)
-            for p in peers:
+            for p in procs:
                 p.close()
-        mine = med(ours)
+        # each tool's fastest process (a tool's speed differs between processes)
+        fastest: dict[str, float] = {}
+        for tool in TOOLS:
+            runs = [p for p in procs if p.tool == tool]
+            secs = {p.seed: med(p.times) for p in runs if p.times}
+            if not secs:
+                notes.append(f"{tool} on {label}: {runs[0].why}")
+                continue
+            fastest[tool] = min(secs.values())
+            notes.append(f"{tool} on {label}, ms per pass by process (PYTHONHASHSEED): " + ", ".join(
+                f"{seed}: {t * 1e3:.2f}" for seed, t in sorted(secs.items())))
+        if "promptcache" not in fastest:
+            raise SystemExit(f"promptcache failed in its own interpreter: {notes[-1]}")
+        mine = fastest["promptcache"]
         rows.append(("promptcache", f"{label} ({len(bodies)})", f"{nbytes / mine / 1e6:.2f}",
                      f"{len(bodies) / mine:.1f}", "1.00"))
         r = med(rules_only)
         rows.append(("promptcache rules only*", f"{label} ({len(bodies)})",
                      f"{nbytes / r / 1e6:.2f}", f"{len(bodies) / r:.1f}", f"{mine / r:.2f}"))
-        for tool in ("promptcachelint", "cacheguardian"):
-            runs = [p for p in peers if p.tool == tool]
-            timed_runs = [p for p in runs if p.times]
-            if not timed_runs:
+        for tool in TOOLS[1:]:
+            if tool not in fastest:
                 rows.append((tool, label, "-", "-", "skipped"))
-                notes.append(f"{tool} on {label}: {runs[0].why}")
                 continue
-            # the peer's fastest process (its speed differs between processes)
-            secs = {p.seed: med(p.times) for p in timed_runs}
-            secs_peer = min(secs.values())
+            secs_peer = fastest[tool]
             rows.append((tool, f"{label} ({len(bodies)})", f"{nbytes / secs_peer / 1e6:.2f}",
                          f"{len(bodies) / secs_peer:.1f}", f"{secs_peer / mine:.2f}"))
-            notes.append(f"{tool} on {label}, ms per pass by process (PYTHONHASHSEED): " + ", ".join(
-                f"{seed}: {t * 1e3:.2f}" for seed, t in sorted(secs.items())))
 
     widths = [max(len(r[i]) for r in [("tool", "input", "MB/s", "req/s", "promptcache x"), *rows])
               for i in range(5)]
