@@ -362,3 +362,43 @@ def test_scan_finds_a_timestamp_deep_in_prose() -> None:
     [match] = scan_text(text)
     assert match.granularity == "second" and text[match.start:match.end] == match.match
     assert match.match == "2026-01-02 03:04:05"
+
+
+def test_python_suppression_on_the_call_or_element_line(tmp_path: Path) -> None:
+    """Review of the per-call suppression (4th session): a comment on the first line of a
+    multi-line call, or of a multi-line system message dict, silences that call only."""
+    multi = ("import datetime, anthropic, openai\nclient = anthropic.Anthropic()\n"
+             "oai = openai.OpenAI()\nnow = datetime.datetime.now()\n"
+             "client.messages.create(@call\n    model='claude-sonnet-4-6',\n"
+             "    system=f'Time: {now}',\n    messages=[{'role': 'user', 'content': 'hi'}],\n)\n"
+             "oai.chat.completions.create(\n    model='gpt-4o',\n    messages=[\n"
+             "        {'role': 'system',@elt\n         'content': f'Time: {now}'},\n"
+             "        {'role': 'user', 'content': 'hi'},\n    ],\n)\n")
+    plain = multi.replace("@call", "").replace("@elt", "")
+    [f] = lint_text(plain, "s.py")
+    assert f.details["sink_line"] == 7  # the first call: its system= argument
+    silenced_call = multi.replace("@call", IGNORE).replace("@elt", "")
+    [g] = lint_text(silenced_call, "s.py")
+    assert g.details["sink_line"] == 14  # the other call is still reported, at its content
+    both = multi.replace("@call", IGNORE).replace("@elt", IGNORE)
+    assert lint_text(both, "s.py") == []
+
+
+def test_python_baseline_matches_the_one_finding_per_value(tmp_path: Path) -> None:
+    """Review (4th session): the baseline is applied after the one-finding-per-value step, so
+    a baseline written from unchanged code silences a value that reaches two different
+    calls (their messages differ, so their fingerprints do)."""
+    from promptcache.lint import LintConfig
+
+    src = ("import datetime\nclient = object()\nnow = datetime.datetime.now()\n"
+           "client.messages.create(model='claude-sonnet-4-6', system=f'Time: {now}', "
+           "messages=[{'role': 'user', 'content': 'hi'}])\n"
+           "client.chat.completions.create(model='gpt-4o', messages=[{'role': 'system', "
+           "'content': f'Time: {now}'}, {'role': 'user', 'content': 'hi'}])\n")
+    path = tmp_path / "b.py"
+    path.write_text(src, encoding="utf-8")
+    [f] = lint_paths([str(path)]).findings
+    assert f.details["sink_line"] == 4
+    config = LintConfig(baseline=frozenset({f.fingerprint}))
+    assert lint_paths([str(path)], config).findings == []
+    assert lint_text(src, str(path), config) == []

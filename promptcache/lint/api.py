@@ -255,14 +255,30 @@ def _load(file: str, text: str, config: LintConfig) -> Document:
                          ) from None
 
 
-def _keep(f: Finding, doc: Document, config: LintConfig, ignored: list[str]) -> bool:
-    if f.severity.rank < config.min_severity.rank:
-        return False
-    for line in {f.line, f.details.get("sink_line")}:
+def _open(f: Finding, doc: Document) -> bool:
+    """Whether no inline suppression silences ``f``: on its own line, or for Python source on
+    the line of the argument, the call or the message element the value reaches."""
+    lines = {f.line, f.details.get("sink_line"), *f.details.get("suppress_lines", ())}
+    for line in lines:
         if isinstance(line, int) and line in doc.suppressions:
             codes = doc.suppressions[line]
             if codes is None or f.code in codes:
                 return False
+    return True
+
+
+def _kept(findings: Iterable[Finding], doc: Document, config: LintConfig,
+          ignored: list[str]) -> list[Finding]:
+    """The findings to report: inline suppressions first (per call), then one finding per
+    volatile value (:func:`_first_open_sink`), then the configuration's filters. The baseline
+    comes last, so that it matches the one finding per value that an earlier run reported."""
+    return [f for f in _first_open_sink(f for f in findings if _open(f, doc))
+            if _keep(f, config, ignored)]
+
+
+def _keep(f: Finding, config: LintConfig, ignored: list[str]) -> bool:
+    if f.severity.rank < config.min_severity.rank:
+        return False
     if ignored:
         from promptcache.lint.rules import get_rule
 
@@ -300,7 +316,7 @@ def lint_text(text: str, file: str, config: LintConfig | None = None) -> list[Fi
     rules = [r() for r in config.rules()]
     findings = run_rules(doc.contexts, rules)
     ignored = config.ignored_in(file)
-    return _first_open_sink(f for f in findings if _keep(f, doc, config, ignored))
+    return _kept(findings, doc, config, ignored)
 
 
 def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
@@ -359,12 +375,9 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
         if note is not None:
             result.unknown_models[file] = note
         ignored = config.ignored_in(file)
-        kept: list[Finding] = []
-        for f in findings:
-            if is_stdin and f.file != file:
-                f = f.with_location(file, f.line, f.col)
-            if _keep(f, doc, config, ignored):
-                kept.append(f)
-        result.findings.extend(_first_open_sink(kept))
+        if is_stdin:
+            findings = [f if f.file == file else f.with_location(file, f.line, f.col)
+                        for f in findings]
+        result.findings.extend(_kept(findings, doc, config, ignored))
     result.findings.sort(key=lambda f: (f.file, f.line, f.col, f.code))
     return result

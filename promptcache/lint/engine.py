@@ -381,6 +381,8 @@ class Flow:
             ``"prompt_cache_key="``).
         call: the call it reaches (``"client.messages.create"``).
         sink_line: line of that argument (an inline suppression may sit on either line).
+        suppress_lines: other lines where an inline suppression silences this flow: the first
+            line of the call, and of the message element holding the argument.
 
     A value that reaches several calls gives one flow per call (per sink line), so that a
     suppression on one call's line silences that call only; the linter then reports each
@@ -393,6 +395,7 @@ class Flow:
     sink: str
     call: str
     sink_line: int
+    suppress_lines: tuple[int, ...] = ()
 
 
 @dataclass(eq=False)
@@ -411,6 +414,8 @@ class PythonContext:
         details.setdefault("sink", flow.sink)
         details.setdefault("call", flow.call)
         details.setdefault("sink_line", flow.sink_line)
+        if flow.suppress_lines:
+            details.setdefault("suppress_lines", list(flow.suppress_lines))
         details.setdefault("origin", flow.volatility.origin)
         if flow.volatility.granularity:
             details.setdefault("granularity", flow.volatility.granularity)

@@ -502,14 +502,15 @@ class _Scope:
             if dotted.rsplit(".", 1)[-1] in _SYSTEM_MESSAGE_CLASSES:
                 for arg in [*call.args, *(k.value for k in call.keywords
                                           if k.arg in ("content", "text"))]:
-                    self._emit(self.taint(arg), "content", dotted + "()", arg)
+                    self._emit(self.taint(arg), "content", dotted + "()", arg, call)
                 continue
             resolved = self.resolve(call.func) or dotted
             is_api = bool(_SINK_CALL.search(dotted)) or resolved in _SINK_FUNCS
             if not is_api:
                 for kw in call.keywords:
                     if kw.arg in _AGENT_PROMPT_KWARGS:
-                        self._emit(self.taint(kw.value), f"{kw.arg}=", dotted + "()", kw.value)
+                        self._emit(self.taint(kw.value), f"{kw.arg}=", dotted + "()", kw.value,
+                                   call)
             is_builder = (isinstance(call.func, ast.Attribute)
                           and call.func.attr in _BUILDER_METHODS
                           and ("builder" in dotted.lower()
@@ -524,11 +525,11 @@ class _Scope:
             if is_builder:
                 method = call.func.attr if isinstance(call.func, ast.Attribute) else "builder"
                 for arg in [*call.args, *(k.value for k in call.keywords)]:
-                    self._emit(self.taint(arg), f"{method}()", label, arg)
+                    self._emit(self.taint(arg), f"{method}()", label, arg, call)
                 continue
             for kw in call.keywords:
                 if kw.arg in _PREFIX_KWARGS:
-                    self._emit(self.taint(kw.value), f"{kw.arg}=", label, kw.value)
+                    self._emit(self.taint(kw.value), f"{kw.arg}=", label, kw.value, call)
                 elif kw.arg in _LIST_KWARGS:
                     elts = self._elements(kw.value)
                     if elts is None:
@@ -537,7 +538,7 @@ class _Scope:
                         role = _role_of(elt)
                         if role in ("system", "developer") or (i == 0 and len(elts) >= 2):
                             self._emit(self.taint(elt), f"{kw.arg}[{i}]", label,
-                                       self._anchor(elt))
+                                       self._anchor(elt), call, elt)
 
     def _elements(self, node: ast.expr) -> list[ast.expr] | None:
         if isinstance(node, (ast.List, ast.Tuple)):
@@ -570,14 +571,20 @@ class _Scope:
                                 if self.taint(a)), None)
         return content if content is not None else elt
 
-    def _emit(self, taints: Taints, sink: str, call: str, node: ast.expr) -> None:
+    def _emit(self, taints: Taints, sink: str, call: str, node: ast.expr,
+              call_node: ast.expr | None = None, element: ast.expr | None = None) -> None:
         # One flow per volatile origin and sink line: an inline suppression on one call's
-        # line silences that call only, the origin's other sinks are still reported.
+        # line silences that call only, the origin's other sinks are still reported. Besides
+        # the argument's own line, a suppression may sit on the first line of the call or of
+        # the message element that holds the argument (a call or a dict written over lines).
         sink_line = getattr(node, "lineno", 1)
+        also = tuple(sorted({line for line in (getattr(call_node, "lineno", None),
+                                               getattr(element, "lineno", None))
+                             if isinstance(line, int) and line != sink_line}))
         for t in taints:
             key = (t.line, t.col, t.vol.kind, sink_line, sink == "prompt_cache_key=")
             if key not in self.mod.flows:
-                self.mod.flows[key] = Flow(t.vol, t.line, t.col, sink, call, sink_line)
+                self.mod.flows[key] = Flow(t.vol, t.line, t.col, sink, call, sink_line, also)
 
 
 def _role_of(node: ast.AST) -> str | None:
