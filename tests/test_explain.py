@@ -125,6 +125,35 @@ def test_unexplained_miss_and_provider_diagnostics() -> None:
     assert report.disagreements == 1
 
 
+def test_unexplained_misses_are_one_summary_group(tmp_path: Path) -> None:
+    """An append-only unexplained miss and an identical-retry one share one summary row.
+
+    Both are provider side (nothing in the payload breaks the cache); each row keeps its own
+    cause, but "misses by cause" (and ``summary[].cause`` in JSON) lists ``no_difference``
+    once with 2 misses, as before ``append_only`` existed (review 4, item 3)."""
+    reqs = conversation("alpha", 2)
+    usage = {"input_tokens": 30, "cache_creation_input_tokens": 1215,
+             "cache_read_input_tokens": 0, "output_tokens": 5}
+    lines = [{"request": reqs[0], "usage": usage, "timestamp": 1_700_000_000},
+             {"request": reqs[1], "usage": usage, "timestamp": 1_700_000_010},  # B extends A
+             {"request": reqs[1], "usage": usage, "timestamp": 1_700_000_020}]  # retry of B
+    report = explain(lines)
+    assert [r.status for r in report.requests[1:]] == ["unexplained_miss"] * 2
+    assert [r.cause for r in report.requests[1:]] == ["append_only", "no_difference"]
+    assert report.misses == 2
+    assert [(s.cause, s.count) for s in report.summary] == [("no_difference", 2)]
+    assert report.summary[0].lost_tokens == sum(r.lost_tokens or 0 for r in report.requests)
+    log = tmp_path / "log1.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    res = CliRunner().invoke(main, ["explain", str(log), "--format", "json"])
+    assert res.exit_code == 1, res.output  # misses found
+    summary = json.loads(res.output)["summary"]
+    assert [(s["cause"], s["count"]) for s in summary] == [("no_difference", 2)]
+    res = CliRunner().invoke(main, ["explain", str(log)])
+    table = res.output.split("misses by cause", 1)[1].split("misses\n", 1)[0]
+    assert "no_difference" in table and "append_only" not in table
+
+
 def test_bad_lines_name_the_line(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     log.write_text(json.dumps({"request": conversation("a", 1)[0]}) + "\n{oops\n")

@@ -56,6 +56,8 @@ _SESSION_KEYS = ("session_id", "session", "conversation_id", "thread_id")
 #: Show a progress bar (on a TTY) from this many requests on.
 PROGRESS_THRESHOLD = 200
 _MISS_STATUSES = ("miss_explained", "unexplained_miss", "prefix_regression")
+#: Causes that name no change in the cached prefix; misses with them are one summary group.
+_NO_PAYLOAD_CAUSE = frozenset({"append_only", "no_difference"})
 
 
 @dataclass(slots=True)
@@ -466,8 +468,7 @@ def _detail(res: DiffResult, gap: float | None, missed: bool) -> dict[str, Any]:
     if gap is not None:
         out["gap_seconds"] = gap
     if not missed:
-        found = [c.code for c in res.causes
-                 if c.code not in ("append_only", "no_difference")]
+        found = [c.code for c in res.causes if c.code not in _NO_PAYLOAD_CAUSE]
         if found and res.observed is not None:
             # the payload changed in a way documented to invalidate, yet the read happened
             out["causes_not_confirmed_by_usage"] = found
@@ -482,6 +483,10 @@ def _report(out: list[RequestExplanation], n_sessions: int) -> ExplainReport:
         if r.status in _MISS_STATUSES:
             key = r.cause or ("unknown (usage only)" if r.status == "prefix_regression"
                               else "no_difference")
+            if key in _NO_PAYLOAD_CAUSE:
+                # nothing in the payload explains the miss (provider side): one group,
+                # whether or not the request appended turns (its row keeps append_only)
+                key = "no_difference"
             groups.setdefault(key, []).append(r)
     summary = []
     for cause, rows in groups.items():
