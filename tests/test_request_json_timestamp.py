@@ -46,6 +46,17 @@ def test_timestamp_of_keeps_zero() -> None:
     assert timestamp_of({"ts": None}) is None
 
 
+def test_timestamp_of_prefers_a_positive_time() -> None:
+    """A placeholder 0 does not hide a real time under a later key (review 4, item 4)."""
+    assert timestamp_of({"timestamp": 0, "created_at": 1_700_000_300}) == 1_700_000_300.0
+    assert timestamp_of({"timestamp": 0, "created_at": "2026-11-29T10:00:00Z"}) \
+        == 1_795_946_400.0
+    # key order still decides between positive times; 0 only when nothing else is positive
+    assert timestamp_of({"timestamp": 5, "ts": 7}) == 5.0
+    assert timestamp_of({"timestamp": 0, "created_at": 0}) == 0.0
+    assert timestamp_of({"timestamp": 0, "created_at": "soon"}) == 0.0
+
+
 def _request(key: str) -> dict[str, Any]:
     return {"model": "gpt-5", "prompt_cache_key": key,
             "messages": [{"role": "system", "content": filler(1200, "hot")},
@@ -61,3 +72,12 @@ def test_hot_key_counts_the_request_at_time_zero(tmp_path: Path, start: float) -
     found = [f for f in lint_paths([str(log)]).findings if f.code == "PC404"]
     assert len(found) == 1
     assert found[0].details["requests_per_minute"] == 40
+
+
+def test_zero_placeholder_does_not_shadow_created_at(tmp_path: Path) -> None:
+    """40 requests 5 minutes apart by ``created_at``, each with ``"timestamp": 0``: no PC404."""
+    log = tmp_path / "ph.jsonl"
+    log.write_text("".join(json.dumps({"request": _request("tenant-42"), "timestamp": 0,
+                                       "created_at": 1_700_000_000 + 300 * i}) + "\n"
+                           for i in range(40)))
+    assert [f for f in lint_paths([str(log)]).findings if f.code == "PC404"] == []

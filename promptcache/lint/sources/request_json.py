@@ -111,15 +111,23 @@ def parse_timestamp(value: Any) -> float | None:
 
 
 def timestamp_of(record: Any) -> float | None:
-    """The send time recorded with a request (``timestamp``, ``ts``, ``created_at``...)."""
+    """The send time recorded with a request (``timestamp``, ``ts``, ``created_at``...).
+
+    The first key (in ``_TIME_KEYS`` order) with a positive time wins; 0 only when no key has
+    one, so a placeholder ``"timestamp": 0`` does not hide a real ``created_at`` while a
+    relative-time log's first request (at 0) still has its time.
+    """
     if not isinstance(record, Mapping):
         return None
+    zero: float | None = None
     for key in _TIME_KEYS:
         if key in record:
             ts = parse_timestamp(record[key])
             if ts is not None:
-                return ts
-    return None
+                if ts > 0:
+                    return ts
+                zero = ts
+    return zero
 
 
 def make_context(payload: Mapping[str, Any], *, file: str, locator: JsonLocator | None,
