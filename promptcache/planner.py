@@ -563,7 +563,7 @@ def _previous_entries(view: PrefixView, previous: PreviousLike, digests: list[st
     if isinstance(previous, BreakpointPlan):
         raw = [(b.segment_index, b.prefix_tokens, b.prefix_digest) for b in previous.breakpoints]
         read = previous.read_entry  # read by that request, so refreshed: still cached
-        if read is not None:
+        if read is not None and all(r[0] != read.segment_index for r in raw):
             raw.append((read.segment_index, read.prefix_tokens, read.prefix_digest))
     elif isinstance(previous, PrefixView):
         pdig = prefix_digests(previous)

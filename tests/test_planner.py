@@ -569,3 +569,21 @@ def test_auto_cache_on_deeply_nested_json_raises_only_invalid_request() -> None:
         auto_cache(body)
     except InvalidRequestError:
         pass  # what e9cc1e6 raised; a successful plan is fine too
+
+
+def test_a_read_entry_on_a_breakpoint_block_is_noted_once() -> None:
+    """Review (4th session): when the entry a request read also carries one of its
+    breakpoints (an identical retry), an invalidated entry gives one decision, not two."""
+    system = "stable instructions " * 800
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 5, "system": system,
+            "messages": [{"role": "user", "content": "q1"}]}
+    policy = get_policy("claude-sonnet-4-6")
+    first = plan_breakpoints(render(body), policy)
+    retry = plan_breakpoints(render(body), policy, first)
+    assert retry.read_entry is not None
+    assert retry.read_entry.segment_index in [b.segment_index for b in retry.breakpoints]
+    assert len(retry.written()) == len(retry.breakpoints)
+    changed = dict(body, system=system + "changed")
+    notes = [d for d in plan_breakpoints(render(changed), policy, retry).decisions
+             if d.role == "previous"]
+    assert len(notes) == len({d.segment_index for d in notes}) >= 1
