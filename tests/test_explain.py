@@ -104,6 +104,19 @@ def test_ttl_expiry_from_timestamps() -> None:
     assert report.requests[1].detail["gap_seconds"] == 360
 
 
+def test_a_zero_timestamp_placeholder_does_not_hide_created_at() -> None:
+    """Review (4th session): a numeric 0 under an earlier time key is an unset placeholder
+    when a later key holds a time; 0 alone is still a time (relative-time logs)."""
+    reqs = conversation("alpha", 2)
+    lines = [{"request": reqs[0], "timestamp": 0, "created_at": 1_700_000_000},
+             {"request": reqs[1], "timestamp": 0, "created_at": 1_700_000_360}]
+    report = explain(lines)
+    assert report.requests[1].cause == "ttl_expired"
+    assert report.requests[1].detail["gap_seconds"] == 360
+    relative = [{"request": reqs[0], "timestamp": 0}, {"request": reqs[1], "timestamp": 360}]
+    assert explain(relative).requests[1].detail["gap_seconds"] == 360
+
+
 def test_unexplained_miss_and_provider_diagnostics() -> None:
     reqs = conversation("alpha", 2)
     usage0 = {"input_tokens": 5, "cache_read_input_tokens": 0,

@@ -121,6 +121,10 @@ def _loads(text: str, label: str, n: int) -> Any:
         raise InputError(label, f"line {n}: invalid JSON ({exc})") from None
 
 
+def _is_zero(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0
+
+
 def _entry(n: int, obj: Any, label: str) -> _Entry:
     if not isinstance(obj, Mapping):
         raise InputError(label, f"line {n}: a log line must be a JSON object")
@@ -142,7 +146,10 @@ def _entry(n: int, obj: Any, label: str) -> _Entry:
     usage = obj.get("usage")
     if usage is None and response is not None:
         usage = response.get("usage")
-    ts_raw = next((obj[k] for k in _TIME_KEYS if obj.get(k) is not None), None)
+    # the first time key that is set; a numeric 0 (an "unset" placeholder in many loggers, or
+    # the start of a log in relative seconds) only when no other key holds a time
+    times = [obj[k] for k in _TIME_KEYS if obj.get(k) is not None]
+    ts_raw = next((v for v in times if not _is_zero(v)), times[0] if times else None)
     try:
         timestamp = parse_timestamp(ts_raw)
     except ValueError as exc:
