@@ -188,6 +188,72 @@ def test_stream_untyped_usage_without_counters_or_format_is_not_read() -> None:
         parse_stream([{"usage": {"output_tokens": 16}}])
 
 
+def test_stream_untyped_hold_back_needs_a_counter_field_of_some_format() -> None:
+    from promptcache.usage import parse
+
+    # the fields are the mappers' own: meta and flag fields are not counters
+    assert set(parse._COUNTER_FIELDS["anthropic"]) == {
+        "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+        "output_tokens", "cache_creation", "output_tokens_details"}
+    assert "service_tier" not in parse._ANY_COUNTER_FIELDS
+    assert "prompt_tokens_includes_cache" not in parse._ANY_COUNTER_FIELDS
+    assert {"promptTokenCount", "cacheWriteInputTokens"} <= set(parse._ANY_COUNTER_FIELDS)
+    # TGI-style events: a key merely containing "token" is no usage (review4 item 6)
+    tgi = [{"token": {"id": 1, "text": "a"}, "generated_text": None, "details": None}] * 2
+    with pytest.raises(InvalidRequestError, match="no streamed event carried usage"):
+        parse_stream(tgi)
+    with pytest.raises(InvalidRequestError, match="no streamed event carried usage"):
+        parse_stream([{"usage": {"total_tokens": 9}}])
+    assert parse_stream([*tgi, {"usage": {"input_tokens": 5}}]).uncached_input == 5
+    # a counter field set to null holds nothing either
+    with pytest.raises(InvalidRequestError, match="no streamed event carried usage"):
+        parse_stream([{"usage": {"output_tokens": None}}])
+
+
+def test_stream_content_events_skip_the_mapping_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    from promptcache.usage.parse import StreamUsage
+
+    def fail(self: Any, d: Any) -> bool:
+        raise AssertionError(f"mapped {d}")
+
+    monkeypatch.setattr(StreamUsage, "_add_untyped", fail)
+    content = [{"type": "content_block_delta", "index": 0, "delta": {"text": "x"}},
+               {"type": "x", "tokens": [1, 2]}, {"id": "c", "choices": [], "usage": None}]
+    for provider in ("anthropic", "openai", "gemini", None):
+        acc = StreamUsage(provider)
+        for event in content:
+            acc.feed(event)
+        assert not acc.seen_usage
+    acc = StreamUsage()
+    for event in [{"usage": {"input_tokens": 5}}, *content]:
+        acc.feed(event)
+    assert acc.record().uncached_input == 5
+
+
+def test_stream_event_not_shaped_like_usage_is_ignored() -> None:
+    # a non-usage event with a counter-named field that holds no count: ignored, before and
+    # after the format is known (review4 item 6)
+    for other in ({"type": "x", "output_tokens": [1, 2]}, {"type": "x", "completion_tokens": "a"},
+                  {"type": "x", "output_tokens": True},
+                  {"type": "x", "output_tokens": 3, "cache_creation": [1]}):
+        before = parse_stream([other, {"usage": {"input_tokens": 5}}])
+        after = parse_stream([{"usage": {"input_tokens": 5}}, other])
+        assert (before.uncached_input, before.output) == (after.uncached_input, after.output) == (
+            5, None), other
+    # a bare mapping shaped like usage is still read (whole float counts too)
+    rec = parse_stream([{"input_tokens": 5}, {"output_tokens": 16.0,
+                                              "cache_creation": {"ephemeral_5m_input_tokens": 2}}])
+    assert (rec.output, rec.cache_write_5m) == (16, 2)
+    # an explicit usage object is usage: a bad count raises as in a typed event, whether the
+    # format is known already or fixed later
+    for events in ([{"usage": {"input_tokens": 5}}, {"usage": {"output_tokens": [1, 2]}}],
+                   [{"usage": {"output_tokens": "n/a"}}, {"usage": {"input_tokens": 5}}]):
+        with pytest.raises(InvalidRequestError, match="expected a token count"):
+            parse_stream(events)
+    with pytest.raises(InvalidRequestError, match="negative token count"):
+        parse_stream([{"input_tokens": 5}, {"type": "x", "output_tokens": -1}])
+
+
 def test_br30_cumulative_summed_stream_is_max_merged_not_summed() -> None:
     from tests.cases import case
 

@@ -45,7 +45,7 @@ carries no recognisable usage.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from promptcache._errors import InvalidRequestError
@@ -483,6 +483,73 @@ _FORMATS: dict[str, tuple[_Mapper, _Builder]] = {
 }
 
 
+class _KeyProbe(Mapping[str, Any]):
+    """An empty mapping that records every key looked up in it."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def __getitem__(self, key: str) -> Any:
+        self.asked.append(key)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+class _Ones(Mapping[str, Any]):
+    """A mapping in which every key holds the count 1 (a probe for nested counter objects)."""
+
+    def __getitem__(self, key: str) -> Any:
+        return 1
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+_COUNT, _NESTED = "count", "nested"
+
+
+def _counter_fields(mapper: _Mapper) -> dict[str, frozenset[str]]:
+    """The top-level usage fields that carry counters for ``mapper``, each with its kind:
+    ``_COUNT`` (a number) or ``_NESTED`` (an object of counts, e.g. Anthropic's
+    ``cache_creation``). Derived from the mapper itself: each field it looks up is tried alone,
+    as 1 and as an object whose every field is 1, and is a counter field when a raw counter (not
+    a meta key) comes out set. Meta and flag fields (``service_tier``,
+    ``prompt_tokens_includes_cache``) and Bedrock's ``cacheDetails`` list are not."""
+    probe = _KeyProbe()
+    mapper(probe)
+    fields: dict[str, frozenset[str]] = {}
+    for key in dict.fromkeys(probe.asked):
+        for kind, value in ((_COUNT, 1), (_NESTED, _Ones())):
+            try:
+                raw = mapper({key: value})
+            except InvalidRequestError:
+                continue
+            if any(v is not None for k, v in raw.items() if k not in _META_KEYS):
+                fields[key] = frozenset({kind})
+                break
+    return fields
+
+
+#: Per wire format: its counter fields (see :func:`_counter_fields`).
+_COUNTER_FIELDS: dict[str, dict[str, frozenset[str]]] = {
+    fmt: _counter_fields(mapper) for fmt, (mapper, _) in _FORMATS.items()
+}
+#: The counter fields of every format (a field's kinds merged).
+_ANY_COUNTER_FIELDS: dict[str, frozenset[str]] = {}
+for _fields in _COUNTER_FIELDS.values():
+    for _key, _kinds in _fields.items():
+        _ANY_COUNTER_FIELDS[_key] = _ANY_COUNTER_FIELDS.get(_key, frozenset()) | _kinds
+del _fields, _key, _kinds
+
+
 def _usage_kind(u: Mapping[str, Any]) -> str | None:
     """Guess the wire format of a bare usage mapping from its field names."""
     keys = set(u)
@@ -655,12 +722,31 @@ def merge_cumulative(
     return merged, tuple(decreased)
 
 
-def _may_hold_counters(usage: Mapping[str, Any]) -> bool:
-    """Whether a usage mapping that names no wire format has a token-count-like field (each
-    format's top-level counters have ``token``/``Token`` in their names; Anthropic's nested
-    ``cache_creation`` split never comes without them); such an event is kept until a later
-    event fixes the stream's format. The test keeps content events (no such field) out."""
-    return any(isinstance(key, str) and "token" in key.lower() for key in usage)
+def _holds_counters(usage: Mapping[str, Any], fields: Mapping[str, frozenset[str]],
+                    bare: bool) -> bool:
+    """Whether a usage mapping that names no wire format holds a counter field of ``fields``
+    (with a value other than None); such a mapping is read as a snapshot of the stream's format.
+
+    A ``bare`` mapping (the event itself, not an event's ``usage``) must also be shaped like
+    usage: each of its counter fields a number (a nested split: an object). Otherwise it is
+    another kind of event (``{"type": "x", "output_tokens": [1, 2]}``) and is ignored. An
+    explicit ``usage`` object is read as usage, so a bad count in it raises, as in a typed event.
+    Content events (no counter field) stop here, before any mapping work."""
+    found = False
+    for key in usage:
+        kinds = fields.get(key)
+        if kinds is None:
+            continue
+        value = usage[key]
+        if value is None:
+            continue
+        if bare and not (
+            (_COUNT in kinds and isinstance(value, int | float) and not isinstance(value, bool))
+            or (_NESTED in kinds and isinstance(value, Mapping))
+        ):
+            return False
+        found = True
+    return found
 
 
 class StreamUsage:
@@ -695,7 +781,9 @@ class StreamUsage:
         ``{"usage": {"output_tokens": 16}}`` after an Anthropic-shaped first event) is a
         snapshot of the stream's format once that is known (``provider=`` or an earlier event),
         provided it holds a counter of that format; one that comes before the format is known
-        is kept and read once a later event fixes it. Events without usage are ignored.
+        is kept and read once a later event fixes it. Counter fields are those the format
+        mappers read (:data:`_COUNTER_FIELDS`). An event whose only "usage" is the event itself
+        is read so only when its counter fields hold numbers. Events without usage are ignored.
 
         Raises:
             InvalidRequestError: the event mixes wire formats with earlier events or has a bad
@@ -708,11 +796,13 @@ class StreamUsage:
         if usage is not None and hint is None and _usage_kind(usage) is None:
             # no format-identifying field: a snapshot of the stream's format if it holds one of
             # that format's counters (the merge below takes the maximum, never a sum: BR-30)
-            if self._format is None:
-                if _may_hold_counters(usage):
+            fields = (_ANY_COUNTER_FIELDS if self._format is None
+                      else _COUNTER_FIELDS.get(self._format, _ANY_COUNTER_FIELDS))
+            if _holds_counters(usage, fields, bare=usage is d):
+                if self._format is None:
                     self._pending.append(d)
-            elif self._add_untyped(d):
-                return
+                elif self._add_untyped(d):
+                    return
             usage = None
         if usage is None:
             for key, value in meta.items():
