@@ -81,3 +81,13 @@ def test_zero_placeholder_does_not_shadow_created_at(tmp_path: Path) -> None:
                                        "created_at": 1_700_000_000 + 300 * i}) + "\n"
                            for i in range(40)))
     assert [f for f in lint_paths([str(log)]).findings if f.code == "PC404"] == []
+
+
+@pytest.mark.parametrize("value", [0, 1.5, 1_700_000_000, 99_999_999_999, 100_000_000_001,
+                                   5e11, 1_700_000_000_000, 1_700_000_000_123])
+def test_lint_and_explain_read_a_number_alike(value: float) -> None:
+    """The same log is read by lint and by explain: one rule for seconds vs milliseconds
+    (above 1e11 a number is milliseconds: 1e11 s would be the year 5138)."""
+    from promptcache.diff._inputs import parse_timestamp as explain_timestamp
+
+    assert parse_timestamp(value) == pytest.approx(explain_timestamp(value))

@@ -87,7 +87,8 @@ def _dig(obj: Any, *keys: str) -> Any:
 
 
 def parse_timestamp(value: Any) -> float | None:
-    """Seconds since the epoch from a number (s, or ms above 1e12) or an ISO 8601 string.
+    """Seconds since the epoch from a number (s, or ms above 1e11, as ``promptcache explain``
+    reads them: 1e11 s is the year 5138, 1e11 ms is 1973) or an ISO 8601 string.
 
     0 is a valid time (logs written with relative times start at 0). None (unknown) for a
     missing, negative, non-finite or non-numeric value.
@@ -101,7 +102,7 @@ def parse_timestamp(value: Any) -> float | None:
             return None
         if not math.isfinite(v) or v < 0:
             return None
-        return v / 1000.0 if v > 1e12 else v
+        return v / 1000.0 if v > 1e11 else v
     if isinstance(value, str) and value:
         try:
             return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
