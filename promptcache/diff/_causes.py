@@ -19,6 +19,7 @@ from dataclasses import dataclass
 __all__ = [
     "ANTHROPIC_DIAGNOSTICS_URL",
     "CAUSES",
+    "NO_CHANGE_CAUSES",
     "OPENAI_DIAGNOSTICS_URL",
     "CauseInfo",
     "anthropic_reason_for",
@@ -26,6 +27,10 @@ __all__ = [
 ]
 
 A_CACHING = "https://platform.claude.com/docs/en/build-with-claude/prompt-caching"
+#: Cause codes that name no change in the cached prefix: B only appends to A
+#: (``append_only``), or nothing differs (``no_difference``). A miss with one of them is not
+#: explained by the payload (provider side).
+NO_CHANGE_CAUSES = frozenset({"append_only", "no_difference"})
 A_SKILL = (
     "https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md"
 )

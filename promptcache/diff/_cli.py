@@ -15,6 +15,7 @@ import click
 
 from promptcache._cliutil import fail
 from promptcache._errors import InputError, PromptCacheError
+from promptcache.diff._causes import NO_CHANGE_CAUSES
 from promptcache.diff._model import DiffResult, ExplainReport
 
 __all__ = ["diff_command", "explain_command"]
@@ -179,7 +180,7 @@ def _print_diff(r: DiffResult, a: str, b: str) -> None:
         grid.add_row("provider", f"{dg.provider} diagnostics: {dg.reason} "
                                  f"(ours: {dg.ours or 'n/a'}; {verdict_d})")
     for check in r.checks:
-        if r.cause in ("append_only", "no_difference"):  # what was verified: no change
+        if r.cause in NO_CHANGE_CAUSES:  # what was verified: no change
             mark = {True: "ok", False: "FAILED", None: "n/a"}[check.passed]
             extra = f" ({check.detail})" if check.detail else ""
             grid.add_row("check", f"{mark}: {check.name}{extra}")

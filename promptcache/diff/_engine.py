@@ -53,6 +53,7 @@ from promptcache.catalog import invalidation_rules
 from promptcache.diff._causes import (
     ANTHROPIC_DIAGNOSTICS_URL,
     CAUSES,
+    NO_CHANGE_CAUSES,
     OPENAI_DIAGNOSTICS_URL,
     anthropic_reason_for,
     openai_reason_for,
@@ -89,8 +90,6 @@ _OPENAI_IN_MEMORY_S = 300.0
 _TTL_SECONDS = {"5m": 300.0, "1h": 3600.0, "30m": 1800.0, "12h": 43200.0, "24h": 86400.0}
 #: A shortfall below this many tokens (or 2 % of the prediction) is estimate noise.
 _MIN_TOLERANCE = 32
-#: Causes that name no change in the prefix: B only appends to A, or nothing differs.
-_NO_CHANGE = frozenset({"append_only", "no_difference"})
 
 
 def _ttl_seconds(ttl: str | None) -> float:
@@ -1003,7 +1002,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
 
     # invalidated tiers: from the earliest cut on
     cuts = [c.segment_index for c in causes
-            if c.code not in _NO_CHANGE and c.segment_index is not None
+            if c.code not in NO_CHANGE_CAUSES and c.segment_index is not None
             and c.segment_index < max(n_b, 1)]
     invalidated: list[str] = []
     if cuts and n_b:

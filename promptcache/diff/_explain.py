@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from promptcache._errors import InputError, PromptCacheError
+from promptcache.diff._causes import NO_CHANGE_CAUSES
 from promptcache.diff._engine import Prepared, compare, prepare
 from promptcache.diff._inputs import (
     Prices,
@@ -56,8 +57,6 @@ _SESSION_KEYS = ("session_id", "session", "conversation_id", "thread_id")
 #: Show a progress bar (on a TTY) from this many requests on.
 PROGRESS_THRESHOLD = 200
 _MISS_STATUSES = ("miss_explained", "unexplained_miss", "prefix_regression")
-#: Causes that name no change in the cached prefix; misses with them are one summary group.
-_NO_PAYLOAD_CAUSE = frozenset({"append_only", "no_difference"})
 
 
 @dataclass(slots=True)
@@ -475,7 +474,7 @@ def _detail(res: DiffResult, gap: float | None, missed: bool) -> dict[str, Any]:
     if gap is not None:
         out["gap_seconds"] = gap
     if not missed:
-        found = [c.code for c in res.causes if c.code not in _NO_PAYLOAD_CAUSE]
+        found = [c.code for c in res.causes if c.code not in NO_CHANGE_CAUSES]
         if found and res.observed is not None:
             # the payload changed in a way documented to invalidate, yet the read happened
             out["causes_not_confirmed_by_usage"] = found
@@ -490,7 +489,7 @@ def _report(out: list[RequestExplanation], n_sessions: int) -> ExplainReport:
         if r.status in _MISS_STATUSES:
             key = r.cause or ("unknown (usage only)" if r.status == "prefix_regression"
                               else "no_difference")
-            if key in _NO_PAYLOAD_CAUSE:
+            if key in NO_CHANGE_CAUSES:
                 # nothing in the payload explains the miss (provider side): one group,
                 # whether or not the request appended turns (its row keeps append_only)
                 key = "no_difference"
