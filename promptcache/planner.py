@@ -776,15 +776,19 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     pos_of = [s.position for s in segs]
     markable_memo: list[bool | None] = [None] * len(segs)  # _markable per segment, on demand
 
+    def markable(i: int) -> bool:
+        m = markable_memo[i]
+        if m is None:
+            m = markable_memo[i] = _markable(view, segs[i])
+        return m
+
+    def holds_entry(i: int) -> bool:
+        """Whether segment ``i`` can carry a marker whose prefix is long enough to be cached."""
+        return end_tok[i] >= min_tokens and markable(i)
+
     def walk_back(index: int) -> int | None:
         """The last segment at or before ``index`` that can carry a marker."""
-        for i in range(index, -1, -1):
-            m = markable_memo[i]
-            if m is None:
-                m = markable_memo[i] = _markable(view, segs[i])
-            if m:
-                return i
-        return None
+        return next((i for i in range(index, -1, -1) if markable(i)), None)
 
     # ---- the caller's markers (repaired) and the fixed automatic / implicit breakpoints
     fixed, edits = _fix_user_markers(view, policy, max_markers)
@@ -847,27 +851,14 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         ``anchor_pos`` that can hold an entry (at least ``min_tokens``, markable)."""
         assert lookback is not None
         last = min(bisect_right(pos_of, anchor_pos + lookback) - 1, limit)
-        for i in range(last, after_index - 1, -1):
-            if end_tok[i] >= min_tokens:
-                m = markable_memo[i]
-                if m is None:
-                    m = markable_memo[i] = _markable(view, segs[i])
-                if m:
-                    return i
-        return None
+        return next((i for i in range(last, after_index - 1, -1) if holds_entry(i)), None)
 
     def earliest_within(pos: int, before_index: int) -> int | None:
         """The first segment before ``before_index`` whose lookback reaches ``pos`` and that
         can hold an entry."""
         assert lookback is not None
-        for i in range(bisect_left(pos_of, pos - lookback), before_index):
-            if end_tok[i] >= min_tokens:
-                m = markable_memo[i]
-                if m is None:
-                    m = markable_memo[i] = _markable(view, segs[i])
-                if m:
-                    return i
-        return None
+        return next((i for i in range(bisect_left(pos_of, pos - lookback), before_index)
+                     if holds_entry(i)), None)
 
     if lookback is not None and slots > 0:
         for e in prev_entries:
