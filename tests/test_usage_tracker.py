@@ -69,6 +69,23 @@ def test_unknown_usage_makes_group_hit_rate_and_cost_unknown() -> None:
     assert s.request_hit_rate == 1.0  # over the one known request
 
 
+def test_known_hit_rate_leaves_out_only_the_unknown_records() -> None:
+    t = UsageTracker(default_prices=PRICES)
+    t.add(rec(300, 0, uncached=100))
+    # a stream whose usage never arrived, and one whose read is known but not its prompt
+    t.add(UsageRecord(provider="openai", model="gpt-4o", flags=("stream_usage_missing",)))
+    t.add(UsageRecord(provider="anthropic", model="claude-sonnet-4-5", cache_read=5000))
+    s = t.summary()
+    assert s.requests == 3 and s.requests_unknown == 2 and s.hit_rate is None
+    assert s.known_hit_rate == 300 / 400  # the unknown records' 5000 read tokens left out
+    assert s.as_dict()["known_hit_rate"] == 0.75
+    every = UsageTracker(default_prices=PRICES)
+    every.add(rec(300, 0, uncached=100))
+    every.add(rec(0, 50, uncached=50))
+    assert every.summary().known_hit_rate == every.summary().hit_rate == 300 / 500
+    assert UsageTracker().summary().known_hit_rate is None
+
+
 def test_catalog_prices_are_used_and_unknown_models_are_unpriced() -> None:
     t = UsageTracker()
     events = t.add(rec(1000, 0, model="claude-sonnet-4-5"))

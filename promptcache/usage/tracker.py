@@ -112,8 +112,11 @@ class UsageSummary:
     """Aggregate of a group of records (tokens, USD).
 
     Token sums add the known values; ``requests_unknown`` counts records whose read or total
-    input is unknown, and makes ``hit_rate`` ``None``. Costs are ``None`` when any record's
-    cost is unknown.
+    input is unknown (an OpenAI stream sent without ``include_usage``, a stream left before its
+    usage arrived), and makes ``hit_rate`` ``None``: a ratio over part of the traffic is not the
+    traffic's hit rate. ``known_hit_rate`` is the same ratio over the records whose usage is
+    known, to read beside ``requests_unknown``. Costs are ``None`` when any record's cost is
+    unknown.
     """
 
     key: tuple[str | None, ...]
@@ -133,6 +136,8 @@ class UsageSummary:
     uncached_input_cost: Decimal | None
     first_start: float | None
     last_end: float | None
+    #: cache-read tokens of the records whose usage is known (tokens)
+    known_cache_read: int = 0
 
     @property
     def hit_rate(self) -> float | None:
@@ -140,6 +145,15 @@ class UsageSummary:
         if self.requests_unknown or self.total_input == 0:
             return None
         return self.cache_read / self.total_input
+
+    @property
+    def known_hit_rate(self) -> float | None:
+        """``hit_rate`` over the records whose usage is known (``requests -
+        requests_unknown`` of them), in [0, 1]; ``None`` when none is known or their input is
+        0. Equal to ``hit_rate`` when every record is known."""
+        if self.total_input == 0:
+            return None
+        return self.known_cache_read / self.total_input
 
     @property
     def request_hit_rate(self) -> float | None:
@@ -164,6 +178,7 @@ class UsageSummary:
             "requests": self.requests,
             "requests_unknown": self.requests_unknown,
             "hit_rate": self.hit_rate,
+            "known_hit_rate": self.known_hit_rate,
             "request_hit_rate": self.request_hit_rate,
             "uncached_input": self.uncached_input,
             "cache_read": self.cache_read,
@@ -185,7 +200,8 @@ class _Acc:
 
     __slots__ = (
         "cache_read", "cache_write", "cache_write_1h", "cache_write_5m", "cost", "first_start",
-        "input_cost", "last_end", "output", "reasoning", "requests", "requests_unknown",
+        "input_cost", "known_cache_read", "last_end", "output", "reasoning", "requests",
+        "requests_unknown",
         "requests_with_read", "total_input", "uncached_input", "uncached_input_cost",
     )
 
@@ -193,7 +209,7 @@ class _Acc:
         self.requests = self.requests_unknown = self.requests_with_read = 0
         self.uncached_input = self.cache_read = self.cache_write = 0
         self.cache_write_5m = self.cache_write_1h = self.output = self.reasoning = 0
-        self.total_input = 0
+        self.total_input = self.known_cache_read = 0
         self.cost: Decimal | None = Decimal(0)
         self.input_cost: Decimal | None = Decimal(0)
         self.uncached_input_cost: Decimal | None = Decimal(0)
@@ -204,6 +220,7 @@ class _Acc:
         self.requests += 1
         if c.known:
             self.total_input += c.total_input
+            self.known_cache_read += c.cache_read
             if c.cache_read:
                 self.requests_with_read += 1
         else:
@@ -234,7 +251,7 @@ class _Acc:
             output=self.output, reasoning=self.reasoning, total_input=self.total_input,
             cost=self.cost, input_cost=self.input_cost,
             uncached_input_cost=self.uncached_input_cost, first_start=self.first_start,
-            last_end=self.last_end,
+            last_end=self.last_end, known_cache_read=self.known_cache_read,
         )
 
 
