@@ -338,6 +338,8 @@ def test_rule_command() -> None:
     res = runner.invoke(rule_command, ["--all", "--format", "json"])
     assert [r["code"] for r in json.loads(res.output)] == list(RULE_CODES)
     assert runner.invoke(rule_command, ["PC999"]).exit_code == 2
+    both = runner.invoke(rule_command, ["PC101", "--all"])  # not --all with PC101 ignored
+    assert both.exit_code == 2 and "not both" in both.output
 
 
 def test_lint_paths_api(files: dict[str, Path]) -> None:

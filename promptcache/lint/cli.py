@@ -235,6 +235,10 @@ def main(argv: list[str], *, stdin: bytes | None = None, stdout: IO[str] | None 
               show_default=True)
 def rule_command(code: str | None, show_all: bool, fmt: str) -> None:
     """Print the documentation of a lint rule (CODE or dotted name), or of --all rules."""
+    if show_all and code:
+        click.echo(f"promptcache rule: error: give a CODE ({code!r}) or --all, not both",
+                   err=True)
+        sys.exit(2)
     if show_all:
         rules = all_rules()
     elif code:
