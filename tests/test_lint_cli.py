@@ -75,6 +75,20 @@ def test_json_format_and_baseline(files: dict[str, Path], tmp_path: Path) -> Non
     assert code == 1 and "request_id" in out
 
 
+def test_skipped_file_is_reported_in_text_and_json(files: dict[str, Path],
+                                                   tmp_path: Path) -> None:
+    arr = tmp_path / "arr.json"
+    arr.write_text("[1, 2]", encoding="utf-8")
+    code, out, _ = run([str(arr), str(files["clean"])])
+    assert code == 0 and "All checks passed (1 file, 1 skipped)." in out
+    assert f"{arr}: skipped: not a request" in out
+    code, out, _ = run([str(arr), "--format", "json"])
+    doc = json.loads(out)
+    assert doc["files"] == [str(arr)]
+    assert [s["file"] for s in doc["skipped"]] == [str(arr)]
+    assert doc["skipped"][0]["reason"].startswith("not a request")
+
+
 @pytest.mark.parametrize("label,content,reason", [
     ("request", json.dumps(BAD_REQUEST), "a request body"),
     ("empty-list", "[]", "a JSON array, not an object"),

@@ -1,5 +1,7 @@
 """JSON output: ``{"version", "findings": [...], "errors": [{"file", "reason"}], "files",
-"unknown_models": [{"file", "models", "skipped_rules", "provider_wide_rules"}]}``.
+"skipped": [{"file", "reason"}], "unknown_models": [{"file", "models", "skipped_rules",
+"provider_wide_rules"}]}``. ``files`` lists every file read; ``skipped`` the ones among them
+that held nothing to lint (a JSON file that is not a request).
 
 The same document is accepted back as a ``--baseline`` file.
 """
@@ -24,6 +26,7 @@ def emit(result: LintResult, stream: IO[str]) -> None:
         "findings": [f.to_dict() for f in result.findings],
         "errors": [{"file": e.file, "reason": e.reason} for e in result.errors],
         "files": result.files,
+        "skipped": [{"file": file, "reason": why} for file, why in sorted(result.skipped.items())],
         "unknown_models": [{"file": file, **note.to_dict()}
                            for file, note in result.unknown_models.items()],
     }

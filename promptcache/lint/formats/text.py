@@ -27,7 +27,9 @@ def emit(result: LintResult, stream: IO[str]) -> None:
         stream.write(f"Found {n} finding{'s' if n != 1 else ''} ({parts}) in "
                      f"{len(result.files)} file{'s' if len(result.files) != 1 else ''}.\n")
     elif not result.errors:
-        stream.write(f"All checks passed ({len(result.files)} "
-                     f"file{'s' if len(result.files) != 1 else ''}).\n")
+        checked = len(result.files) - len(result.skipped)
+        skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
+        stream.write(f"All checks passed ({checked} "
+                     f"file{'s' if checked != 1 else ''}{skipped}).\n")
     for file, why in sorted(result.skipped.items()):
         stream.write(f"{file}: skipped: {why}\n")
