@@ -55,6 +55,7 @@ import base64
 import dataclasses
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -101,6 +102,19 @@ _PROVIDER_NAMES: dict[str, str] = {"anthropic": "an Anthropic", "openai": "an Op
 _FORMAT_NAMES: dict[str, str] = {"anthropic": "an Anthropic Messages",
                                  "openai-chat": "an OpenAI Chat Completions",
                                  "openai-responses": "an OpenAI Responses"}
+_SYSTEM_ROLES = ("system", "developer")
+# Token-limit parameters per output format, with the smallest value the API accepts (Anthropic
+# max_tokens=0 is a pre-warm; the Responses API refuses max_output_tokens below 16).
+_TOKEN_LIMITS: dict[str, dict[str, int]] = {
+    "anthropic": {"max_tokens": 0},
+    "openai-chat": {"max_completion_tokens": 1, "max_tokens": 1},
+    "openai-responses": {"max_output_tokens": 16},
+}
+# Responses parameters that give the model something to answer without any input item.
+_RESPONSES_INPUT_SOURCES = ("instructions", "prompt", "previous_response_id", "conversation")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# Closing tags inside a titled document's text would end the <document> wrapper early.
+_DOC_CLOSE = re.compile(r"</(document)(?=[\s>]|\Z)", re.IGNORECASE)
 
 
 # ============================================================================ values
@@ -210,6 +224,42 @@ def _jdump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _escape_attr(value: str) -> str:
+    """``value`` escaped for a double-quoted XML attribute (``'`` is left alone)."""
+    return (value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;"))
+
+
+def _check_encodable(text: str, where: str) -> None:
+    """Raise :class:`InvalidRequestError` at ``where`` if ``text`` holds a lone surrogate (a
+    request body is UTF-8 JSON, which cannot carry one)."""
+    bad = _SURROGATE.search(text)
+    if bad is not None:
+        raise InvalidRequestError(where, f"lone surrogate U+{ord(bad.group()):04X} at character "
+                                         f"{bad.start()}: the text is not valid Unicode and "
+                                         "cannot be sent as UTF-8 JSON")
+
+
+def _find_surrogate(node: Any, path: str) -> str | None:
+    """The payload path of the first string (or key) holding a lone surrogate, or None."""
+    if isinstance(node, str):
+        return path if _SURROGATE.search(node) else None
+    if isinstance(node, Mapping):
+        for k, v in node.items():
+            sub = f"{path}.{k}" if path else str(k)
+            if isinstance(k, str) and _SURROGATE.search(k):
+                return sub
+            found = _find_surrogate(v, sub)
+            if found is not None:
+                return found
+    elif isinstance(node, (list, tuple)):
+        for i, v in enumerate(node):
+            found = _find_surrogate(v, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
 class _Canon:
     """Canonical JSON values and texts; records Volatile values met on the way."""
 
@@ -224,6 +274,7 @@ class _Canon:
         if not isinstance(value, str):
             raise TypeError(f"{where}: text must be a str, not {type(value).__name__}")
         text: str = value
+        _check_encodable(text, where)
         if self.opts.normalize_whitespace:
             text = "\n".join(line.rstrip() for line in text.replace("\r\n", "\n")
                              .replace("\r", "\n").split("\n")).rstrip()
@@ -239,6 +290,7 @@ class _Canon:
                 if not isinstance(k, str):
                     raise TypeError(f"{where}: JSON object keys must be str, got "
                                     f"{type(k).__name__}")
+                _check_encodable(k, where)
                 items.append((k, self.json(v, f"{where}.{k}")))
             if self.opts.sort_json_keys:
                 items.sort(key=lambda kv: kv[0])
@@ -252,7 +304,10 @@ class _Canon:
             return sorted(elems, key=_jdump)
         if isinstance(value, (list, tuple)):
             return [self.json(v, f"{where}[{i}]") for i, v in enumerate(value)]
-        if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        if isinstance(value, str):
+            _check_encodable(value, where)
+            return value
+        if isinstance(value, bool) or value is None or isinstance(value, int):
             return value
         if isinstance(value, float):
             if not math.isfinite(value):
@@ -361,6 +416,7 @@ class PromptBuilder:
 
     Raises:
         UnknownModelError: the catalog does not know ``model`` and no policy was given.
+        InvalidRequestError: ``system_role`` is not ``"system"`` or ``"developer"``.
     """
 
     def __init__(self, model: str, *, policy: CachePolicy | None = None,
@@ -370,6 +426,9 @@ class PromptBuilder:
                  stable_ttl: str | None = None, reuse: ReuseModel | None = None,
                  previous: PreviousLike = None,
                  system_role: Literal["system", "developer"] = "system") -> None:
+        if system_role not in _SYSTEM_ROLES:
+            raise InvalidRequestError("system_role", f"must be 'system' or 'developer', not "
+                                                     f"{system_role!r}")
         if policy is None:
             from promptcache.catalog import get_policy
 
@@ -489,6 +548,7 @@ class PromptBuilder:
             raw = canon.json({k: v for k, v in tool.items() if k != "cache_control"}, where)
         if not isinstance(name, str) or not name:
             raise InvalidRequestError(f"{where}.name", "a tool needs a non-empty string name")
+        _check_encodable(name, f"{where}.name")
         if any(t.name == name for t in self._tools):
             raise InvalidRequestError(f"{where}.name", f"tool name {name!r} is used twice")
         desc_text = canon.text(desc or "", f"{where}.description")
@@ -530,7 +590,8 @@ class PromptBuilder:
         section: Section = "dynamic system" if dynamic else "system"
         self._enter(section)
         canon = _Canon(self.options)
-        where = f"system {'dynamic ' if dynamic else ''}block {len(self._system)}"
+        where = f"system {'dynamic ' if dynamic else ''}block " \
+                f"{len(self._dynamic if dynamic else self._system)}"
         value = canon.text(text, where)
         self._check_volatiles(canon, section)
         if not value.strip():
@@ -542,7 +603,18 @@ class PromptBuilder:
     def document(self, text: Any, *, title: str | None = None) -> PromptBuilder:
         """Add a static document to the context (a system text block after the instructions).
 
-        ``title`` wraps the text as ``<document title="...">...</document>``.
+        ``title`` wraps the text as ``<document title="...">...</document>``. In the title,
+        ``&``, ``<``, ``>`` and ``"`` are escaped as XML character references (``&amp;``,
+        ``&lt;``, ``&gt;``, ``&quot;``) so the markup stays well-formed; a title without them
+        is inserted unchanged. In a titled document's text, a closing ``</document>`` tag (any
+        case, also ``</document`` before whitespace or at the end) is escaped as
+        ``&lt;/document`` so it cannot end the wrapper early; the rest of the text is inserted
+        unchanged. An untitled document is never escaped.
+
+        Raises:
+            OrderingError, VolatileValueError: see the class docstring.
+            InvalidRequestError: the text or the title holds a lone surrogate.
+            TypeError: the title is not a str.
         """
         self._enter("context")
         canon = _Canon(self.options)
@@ -550,17 +622,24 @@ class PromptBuilder:
         if not isinstance(text, (str, Volatile)):
             text = _jdump(canon.json(text, where))
         value = canon.text(text, where)
+        title_text = None if title is None else canon.text(title, f"{where}.title")
         self._check_volatiles(canon, "context")
         if not value.strip():
             return self
-        if title is not None:
-            value = f'<document title="{canon.text(title, where)}">\n{value}\n</document>'
+        if title_text is not None:
+            body = _DOC_CLOSE.sub(r"&lt;/\1", value)
+            value = f'<document title="{_escape_attr(title_text)}">\n{body}\n</document>'
         self._record_early(value, where, "context")
         self._documents.append(value)
         return self
 
     def example(self, user_text: Any, assistant_text: Any) -> PromptBuilder:
-        """Add a few-shot example (a user/assistant message pair at the start of messages)."""
+        """Add a few-shot example (a user/assistant message pair at the start of messages).
+
+        Raises:
+            OrderingError, VolatileValueError: see the class docstring.
+            InvalidRequestError: either text is blank (the API rejects empty messages).
+        """
         self._enter("context")
         where = f"example {len(self._examples) // 2}"
         self._examples.append(self._message(Message("user", (user_text,)), "context", where))
@@ -571,7 +650,15 @@ class PromptBuilder:
     def history(self, *messages: Any) -> PromptBuilder:
         """Add earlier turns: :class:`Message` objects or Anthropic-shaped dicts
         (``{"role", "content": str | [blocks]}``); OpenAI chat ``tool`` messages and
-        ``tool_calls`` are accepted too. A single list argument is unpacked."""
+        ``tool_calls`` are accepted too. A single list argument is unpacked.
+
+        Raises:
+            OrderingError, VolatileValueError: see the class docstring.
+            InvalidRequestError: a message is not a :class:`Message` or a mapping, has a role
+                other than ``user`` / ``assistant`` / ``tool``, a malformed content or tool
+                call, or no content at all (``{"role": "user"}``, blank text only): the API
+                rejects empty messages. The path names the message (``history message 2``).
+        """
         self._enter("history")
         if len(messages) == 1 and isinstance(messages[0], (list, tuple)):
             messages = tuple(messages[0])
@@ -583,7 +670,15 @@ class PromptBuilder:
     def turn(self, *parts: Any) -> PromptBuilder:
         """Add the new user turn (text, :class:`Volatile`, :class:`Image`, :class:`ToolResult`).
 
-        Adjacent strings and volatile values join into one text block.
+        Adjacent strings and volatile values join into one text block; blank text is dropped
+        and ``turn()`` may be called again to add more. If the new turn is still empty (only
+        blank text, no tail) when a request is made, the ``to_*`` methods raise
+        :class:`~promptcache._errors.InvalidRequestError` at ``turn``: the API rejects an
+        empty user text ("text content blocks must be non-empty"), and dropping the turn
+        would silently send a different request.
+
+        Raises:
+            OrderingError, VolatileValueError: see the class docstring.
         """
         self._enter("turn")
         msg = self._message(Message("user", parts), "turn", "turn")
@@ -591,7 +686,10 @@ class PromptBuilder:
         return self
 
     def tail(self, *parts: Any) -> PromptBuilder:
-        """Add the uncached tail: text after the new turn that is never cached or marked."""
+        """Add the uncached tail: text after the new turn that is never cached or marked.
+
+        Blank text is dropped (a blank tail adds nothing).
+        """
         self._enter("tail")
         msg = self._message(Message("user", parts), "tail", "tail")
         self._tail.extend(msg.parts)
@@ -617,8 +715,15 @@ class PromptBuilder:
                     pending.append(str(p.value))
                 else:
                     pending.append(p)
+                _check_encodable(pending[-1], pw)
                 continue
             flush()
+            if isinstance(p, (Image, ToolCall, ToolResult, Thinking)):  # their str fields
+                for attr in ("id", "name", "tool_use_id", "thinking", "signature", "url", "data",
+                             "media_type"):
+                    v = getattr(p, attr, None)
+                    if isinstance(v, str):
+                        _check_encodable(v, f"{pw}.{attr}")
             if isinstance(p, Image):
                 parts.append(p)
             elif isinstance(p, ToolCall):
@@ -638,6 +743,10 @@ class PromptBuilder:
             else:
                 raise TypeError(f"{pw}: unsupported part type {type(p).__name__}")
         flush()
+        if not parts and section not in ("turn", "tail"):  # those two: see _check_request
+            raise InvalidRequestError(where, f"the {msg.role} message is empty (no content, or "
+                                             "only blank text); the API rejects messages with "
+                                             "empty content")
         self._check_volatiles(canon, section)
         if section not in _CACHED_VOLATILE_OK:
             for p in parts:
@@ -760,14 +869,27 @@ class PromptBuilder:
         return Boundaries(tools_end, system_end, static_end, hist_end, turn_end,
                           first_tail), sec_of
 
-    def _plan(self, fmt: OutputFormat, previous: PreviousLike
+    def _plan(self, fmt: OutputFormat, previous: PreviousLike,
+              params: Mapping[str, Any] | None = None
               ) -> tuple[dict[str, Any], PrefixView, BreakpointPlan, list[str]]:
+        """Build, render and plan; with ``params`` (an output call) the request is checked
+        first, so a refused request leaves ``last_plan`` as it was."""
         provider = str(getattr(self.policy, "provider", "anthropic"))
         if (fmt == "anthropic") != (provider == "anthropic"):
             raise PlanError(f"{self.model} is {_PROVIDER_NAMES.get(provider, provider)} model; "
                             f"it cannot be sent as {_FORMAT_NAMES[fmt]} request")
         payload, sections, tail_paths = self._build(fmt)
-        view = render(payload, fmt, model=self.model)
+        if params is not None:
+            self._check_request(fmt, payload, params)
+        try:
+            view = render(payload, fmt, model=self.model)
+        except InvalidRequestError as exc:
+            # a lone surrogate the builder did not see (an id, a name, image data): name it
+            where = _find_surrogate(payload, "") if not exc.path else None
+            if where is None:
+                raise
+            raise InvalidRequestError(where, "lone surrogate: the text is not valid Unicode and "
+                                             "cannot be sent as UTF-8 JSON") from None
         bounds, sec_of = self._boundaries(view, sections, tail_paths)
         plan = plan_breakpoints(view, self.policy, previous, boundaries=bounds, reuse=self.reuse,
                                 ttl=self.ttl, stable_ttl=self.stable_ttl,
@@ -775,10 +897,52 @@ class PromptBuilder:
         self.last_plan = plan
         return payload, view, plan, sec_of
 
+    def _check_request(self, fmt: OutputFormat, payload: Mapping[str, Any],
+                       params: Mapping[str, Any]) -> None:
+        """Refuse a request the API would answer with a 400: no message, a bad token limit,
+        an Anthropic pre-warm (``max_tokens=0``) combined with what it excludes."""
+        if self._stage in ("turn", "tail") and not self._turn and not self._tail:
+            raise InvalidRequestError("turn", "the new turn is empty (no parts, or only blank "
+                                              "text); the API rejects an empty user text")
+        field = "input" if fmt == "openai-responses" else "messages"
+        if not payload.get(field) and not (fmt == "openai-responses" and any(
+                params.get(k) is not None for k in _RESPONSES_INPUT_SOURCES)):
+            what = ("a turn(), a history() message or system text" if fmt == "openai-chat"
+                    else "a turn(), a history() message or system text, or pass instructions="
+                    if fmt == "openai-responses"
+                    else "a turn() or a history() message; system text alone is not a message")
+            raise InvalidRequestError(field, f"{_FORMAT_NAMES[fmt]} request needs at least one "
+                                             f"message: add {what}")
+        for key, minimum in _TOKEN_LIMITS[fmt].items():
+            if key not in params:
+                continue
+            value = params[key]
+            if value is None and fmt != "anthropic":
+                continue  # OpenAI: null means no limit
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise InvalidRequestError(key, f"must be an int >= {minimum}, not {value!r}"
+                                          + (" (0 = pre-warm: prefill and cache writes only)"
+                                             if fmt == "anthropic" else ""))
+        if fmt == "anthropic" and params.get("max_tokens") == 0:
+            thinking = params.get("thinking")
+            choice = params.get("tool_choice")
+            config = params.get("output_config")
+            for bad, name in (
+                    (params.get("stream") is True, "stream"),
+                    (isinstance(thinking, Mapping) and thinking.get("type") == "enabled",
+                     "thinking"),
+                    (isinstance(choice, Mapping) and choice.get("type") in ("tool", "any"),
+                     "tool_choice"),
+                    (isinstance(config, Mapping) and config.get("format") is not None,
+                     "output_config.format")):
+                if bad:
+                    raise InvalidRequestError(name, "cannot be combined with max_tokens=0 (a "
+                                                    "pre-warm request)")
+
     def _output(self, fmt: OutputFormat, previous: PreviousLike, params: Mapping[str, Any]
                 ) -> dict[str, Any]:
         payload, _view, plan, _ = self._plan(fmt, self.previous if previous is _UNSET
-                                             else previous)
+                                             else previous, params=params)
         out = apply_plan(payload, plan)
         if params:
             canon = _Canon(self.options)
@@ -797,12 +961,19 @@ class PromptBuilder:
         """Keyword arguments for ``anthropic.Anthropic().messages.create``.
 
         Args:
-            max_tokens: the required ``max_tokens``.
+            max_tokens: the required ``max_tokens``: an int >= 0 (not a bool); ``0`` is a
+                pre-warm (prefill and cache writes only), which the API refuses together with
+                ``stream=True``, thinking enabled, a forced ``tool_choice`` or
+                ``output_config.format``.
             previous: the previous request's plan (default: the builder's ``previous``).
             params: other create() parameters (temperature, tool_choice, ...), canonicalised.
 
         Raises:
             PlanError: the model is not an Anthropic model.
+            InvalidRequestError: the new turn is empty (``turn("")``), the request has no
+                message (no turn and no history; system text is not a message), ``max_tokens`` is not an int >= 0, a pre-warm is
+                combined with what the API refuses with it, a parameter is one the builder
+                sets, or a text holds a lone surrogate (the path names it).
         """
         return self._output("anthropic", previous if previous is not None else _UNSET,
                             {"max_tokens": max_tokens, **params})
@@ -816,13 +987,27 @@ class PromptBuilder:
 
         Raises:
             PlanError: the model is not an OpenAI model.
+            InvalidRequestError: the new turn is empty (``turn("")``), the request has no
+                message (no system text, turn or history), ``max_completion_tokens`` / ``max_tokens`` is not None or an int >= 1 (not a
+                bool), a parameter is one the builder sets, or a text holds a lone surrogate
+                (the path names it).
         """
         return self._output("openai-chat", previous if previous is not None else _UNSET,
                             params)
 
     def to_openai_responses(self, *, previous: Any = None, **params: Any) -> dict[str, Any]:
         """Keyword arguments for ``openai.OpenAI().responses.create`` (see
-        :meth:`to_openai_chat`)."""
+        :meth:`to_openai_chat`).
+
+        Raises:
+            PlanError: the model is not an OpenAI model.
+            InvalidRequestError: the new turn is empty (``turn("")``), ``input`` would be empty
+                (no system text, turn or history) and
+                no ``instructions`` / ``prompt`` / ``previous_response_id`` / ``conversation``
+                is given, ``max_output_tokens`` is not None or an int >= 16 (the API's
+                minimum; not a bool), a parameter is one the builder sets, or a text holds a
+                lone surrogate (the path names it).
+        """
         return self._output("openai-responses", previous if previous is not None else _UNSET,
                             params)
 

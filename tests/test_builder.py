@@ -463,3 +463,139 @@ def test_an_entry_read_but_not_rewritten_is_handed_on_to_the_next_plan() -> None
     assert static.segment_index in [e.segment_index for e in second.written()]
     assert third.read_tokens == static.prefix_tokens  # was 0 before: the entry was forgotten
     assert third.write_tokens is not None and third.write_tokens < 50
+
+
+# ------------------------------------------------------------------------ input validation
+def test_a_request_without_a_message_is_refused_per_format() -> None:
+    with pytest.raises(InvalidRequestError) as e:
+        PromptBuilder(CLAUDE).to_anthropic(max_tokens=4)
+    assert e.value.path == "messages"
+    with pytest.raises(InvalidRequestError, match="system text alone") as e:
+        PromptBuilder(CLAUDE).system("x").to_anthropic(max_tokens=4)
+    assert e.value.path == "messages"
+    with pytest.raises(InvalidRequestError) as e:
+        PromptBuilder(GPT_IMPLICIT).to_openai_chat()
+    assert e.value.path == "messages"
+    with pytest.raises(InvalidRequestError) as e:
+        PromptBuilder(GPT_IMPLICIT).to_openai_responses()
+    assert e.value.path == "input"
+    # OpenAI takes a system-only request; Responses also takes instructions= instead of input
+    assert PromptBuilder(GPT_IMPLICIT).system("x").to_openai_chat()["messages"]
+    assert PromptBuilder(GPT_IMPLICIT).system("x").to_openai_responses()["input"]
+    assert PromptBuilder(GPT_IMPLICIT).to_openai_responses(instructions="hi")["input"] == []
+    # plan() / explain() stay available for inspection
+    PromptBuilder(CLAUDE).system("x").plan()
+
+
+@pytest.mark.parametrize("model,method", [(CLAUDE, "to_anthropic"),
+                                          (GPT_IMPLICIT, "to_openai_chat"),
+                                          (GPT_IMPLICIT, "to_openai_responses")])
+def test_an_empty_new_turn_is_refused(model: str, method: str) -> None:
+    for b in (PromptBuilder(model).system("x").turn(""),
+              PromptBuilder(model).system("x").history(user("q"), assistant("a")).turn("  \n"),
+              PromptBuilder(model).system("x").turn()):
+        with pytest.raises(InvalidRequestError, match="empty") as e:
+            getattr(b, method)()
+        assert e.value.path == "turn"
+    # turn() may be called again; a tail alone is a valid new message
+    assert getattr(PromptBuilder(model).turn("").turn("q"), method)()
+    assert getattr(PromptBuilder(model).turn("").tail("t"), method)()
+
+
+@pytest.mark.parametrize("message", [{"role": "user"}, {"role": "user", "content": []},
+                                     {"role": "user", "content": " "},
+                                     {"role": "assistant", "content": ""}, user(""),
+                                     user(" ", "\n")])
+def test_an_empty_history_message_is_refused_naming_it(message: Any) -> None:
+    b = PromptBuilder(CLAUDE).history(user("q"), assistant("a"))
+    with pytest.raises(InvalidRequestError, match="empty") as e:
+        b.history(message)
+    assert e.value.path == "history message 2"
+    with pytest.raises(InvalidRequestError) as e:
+        PromptBuilder(CLAUDE).example("", "a")
+    assert e.value.path == "example 0"
+    # a tool message without content is a tool_result without content: valid
+    PromptBuilder(CLAUDE).history({"role": "tool", "tool_call_id": "c1"})
+
+
+def test_system_role_is_checked_at_run_time() -> None:
+    with pytest.raises(InvalidRequestError, match="'system' or 'developer'") as e:
+        PromptBuilder(GPT_IMPLICIT, system_role="wizard")  # type: ignore[arg-type]
+    assert e.value.path == "system_role"
+    assert isinstance(e.value, ValueError)
+    out = PromptBuilder(GPT_IMPLICIT, system_role="developer").system("x").turn("y") \
+        .to_openai_chat()
+    assert out["messages"][0]["role"] == "developer"
+
+
+@pytest.mark.parametrize("value", ["5", True, False, -1, 1.5, None])
+def test_anthropic_max_tokens_must_be_an_int(value: Any) -> None:
+    with pytest.raises(InvalidRequestError) as e:
+        PromptBuilder(CLAUDE).turn("q").to_anthropic(max_tokens=value)
+    assert e.value.path == "max_tokens"
+
+
+def test_anthropic_max_tokens_zero_is_a_prewarm_with_its_restrictions() -> None:
+    assert PromptBuilder(CLAUDE).turn("q").to_anthropic(max_tokens=0)["max_tokens"] == 0
+    for extra, path in (({"stream": True}, "stream"),
+                        ({"thinking": {"type": "enabled", "budget_tokens": 1024}}, "thinking"),
+                        ({"tool_choice": {"type": "any"}}, "tool_choice"),
+                        ({"output_config": {"format": {"type": "json_schema"}}},
+                         "output_config.format")):
+        with pytest.raises(InvalidRequestError) as e:
+            PromptBuilder(CLAUDE).turn("q").to_anthropic(max_tokens=0, **extra)
+        assert e.value.path == path
+    PromptBuilder(CLAUDE).turn("q").to_anthropic(max_tokens=1, stream=True)
+
+
+@pytest.mark.parametrize("method,key,bad,good", [
+    ("to_openai_chat", "max_completion_tokens", ["5", True, 0, -3], [1, None]),
+    ("to_openai_chat", "max_tokens", ["5", False, 0], [1, None]),
+    ("to_openai_responses", "max_output_tokens", ["64", True, 0, 15], [16, None]),
+])
+def test_openai_token_limits_are_checked(method: str, key: str, bad: list[Any],
+                                         good: list[Any]) -> None:
+    for value in bad:
+        with pytest.raises(InvalidRequestError) as e:
+            getattr(PromptBuilder(GPT_IMPLICIT).turn("q"), method)(**{key: value})
+        assert e.value.path == key
+    for value in good:
+        assert getattr(PromptBuilder(GPT_IMPLICIT).turn("q"), method)(**{key: value})[key] \
+            == value
+
+
+def test_document_title_and_closing_tag_are_escaped() -> None:
+    b = PromptBuilder(CLAUDE).document("body </document> and </DOCUMENT > x",
+                                       title='a"b</document>&')
+    text = b._documents[0]
+    assert text == ('<document title="a&quot;b&lt;/document&gt;&amp;">\n'
+                    'body &lt;/document> and &lt;/DOCUMENT > x\n</document>')
+    assert text.count("</document>") == 1
+    # ordinary titles and texts are byte-identical to the unescaped form
+    for title, body in (("notes.md", "a < b && c > d"), ("Tom's notes.md", "</documents>"),
+                        ("", "x")):
+        assert PromptBuilder(CLAUDE).document(body, title=title)._documents[0] == \
+            f'<document title="{title}">\n{body}\n</document>'
+    assert PromptBuilder(CLAUDE).document("a </document> b")._documents[0] == "a </document> b"
+    with pytest.raises(VolatileValueError):
+        PromptBuilder(CLAUDE).document("x", title=Volatile("now"))  # type: ignore[arg-type]
+
+
+def test_a_lone_surrogate_is_reported_at_its_path() -> None:
+    cases: list[tuple[Any, str]] = [
+        (lambda b: b.system("bad \ud800 x"), "system block 0"),
+        (lambda b: b.system("ok").system("bad \udfff", dynamic=True), "system dynamic block 0"),
+        (lambda b: b.document("\ud800"), "document 0"),
+        (lambda b: b.document("x", title="\ud800"), "document 0.title"),
+        (lambda b: b.tool("t\ud800"), "tools[0].name"),
+        (lambda b: b.tool("t", "d", {"type": "object", "description": "\ud800"}),
+         "tools[0].input_schema.description"),
+        (lambda b: b.history(assistant(ToolCall("id\ud800", "n"))), "history message 0 part 0.id"),
+        (lambda b: b.turn("ok ", "bad \ud800"), "turn part 1"),
+    ]
+    for add, path in cases:
+        with pytest.raises(InvalidRequestError, match="surrogate") as e:
+            add(PromptBuilder(CLAUDE)).turn("q").to_anthropic()
+        assert e.value.path == path
+    # a valid astral character (a proper code point, not a surrogate pair) is fine
+    PromptBuilder(CLAUDE).system("emoji \U0001f600").turn("q").to_anthropic()
