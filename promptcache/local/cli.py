@@ -6,15 +6,56 @@ tenant). Point the official clients at it::
     anthropic.Anthropic(base_url="http://127.0.0.1:8000", api_key="any")
     openai.OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="any")
 
-Exit codes: 0 after a clean shutdown, 2 when the engine cannot be built (bad model path,
-device, pool size, missing ``local`` extra), printed as one line.
+The listening socket is bound before the engine is built and handed to uvicorn, so a port in
+use or a host that does not resolve is reported at once, and the banner (printed only once the
+socket is bound) names the real port (``--port 0`` picks a free one).
+
+Exit codes: 0 after a clean shutdown, 2 when the address cannot be bound (port in use, unknown
+host, no permission) or the engine cannot be built (bad model path, device, pool size, missing
+``local`` extra), printed as one line: ``promptcache: HOST:PORT: reason``.
 """
 
 from __future__ import annotations
 
+import socket
+
 import click
 
+from promptcache._cliutil import fail
+
 __all__ = ["serve_command"]
+
+
+def _address(host: str, port: int) -> str:
+    """``host:port``, with an IPv6 host in brackets (``[::1]:8000``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _bind_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` and listening (as uvicorn binds its own: IPv6
+    when ``host`` holds a colon, ``SO_REUSEADDR``); port 0 picks a free port
+    (``sock.getsockname()[1]``).
+
+    Raises:
+        OSError: the address cannot be bound (in use, no permission, a host that does not
+            resolve: :class:`socket.gaierror`).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _bind_reason(exc: OSError) -> str:
+    """The OS reason of a failed bind, lower-cased as the CLI's other reasons are."""
+    reason = exc.strerror or str(exc)
+    return reason[:1].lower() + reason[1:]
 
 
 @click.command("serve")
@@ -87,28 +128,36 @@ def serve_command(
     """Serve the local reference backend (Anthropic /v1/messages, OpenAI /v1/chat/completions
     and /v1/responses, /v1/models, /metrics)."""
     try:
-        import uvicorn
+        sock = _bind_socket(host, port)
+    except OSError as exc:
+        fail(f"{_address(host, port)}: {_bind_reason(exc)}")
+    try:
+        try:
+            import uvicorn
 
-        from promptcache.local.app import ServerOptions, build_engine, create_app
+            from promptcache.local.app import ServerOptions, build_engine, create_app
 
-        engine = build_engine(
-            model, device=device, pool_mb=pool_mb, block_size=block_size, mode=mode, seed=seed
+            engine = build_engine(
+                model, device=device, pool_mb=pool_mb, block_size=block_size, mode=mode,
+                seed=seed,
+            )
+        except ImportError as exc:
+            fail(f"the local backend needs the 'local' extra ({exc}); "
+                 "pip install 'promptcache[local]'")
+        except (OSError, ValueError, RuntimeError) as exc:
+            fail(f"{model}: cannot start the engine: {exc}")
+        options = ServerOptions(
+            max_body_bytes=int(max_body_mb * 1024 * 1024),
+            openai_prompt_tokens_details=not no_prompt_tokens_details,
         )
-    except ImportError as exc:
-        raise click.UsageError(
-            f"the local backend needs the 'local' extra ({exc}); pip install 'promptcache[local]'"
-        ) from None
-    except (OSError, ValueError, RuntimeError) as exc:
-        click.echo(f"{model}: cannot start the engine: {exc}", err=True)
-        raise SystemExit(2) from None
-    options = ServerOptions(
-        max_body_bytes=int(max_body_mb * 1024 * 1024),
-        openai_prompt_tokens_details=not no_prompt_tokens_details,
-    )
-    app = create_app(engine, options=options)
-    click.echo(
-        f"promptcache local backend on http://{host}:{port} (model {model}, "
-        f"pool {pool_mb:g} MiB, block {block_size}, {mode} mode)",
-        err=True,
-    )
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+        app = create_app(engine, options=options)
+        bound = sock.getsockname()[1]
+        click.echo(
+            f"promptcache local backend on http://{_address(host, bound)} (model {model}, "
+            f"pool {pool_mb:g} MiB, block {block_size}, {mode} mode)",
+            err=True,
+        )
+        config = uvicorn.Config(app, host=host, port=bound, log_level=log_level)
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

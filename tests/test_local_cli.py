@@ -1,0 +1,80 @@
+"""``promptcache serve`` as a user runs it: bind errors are one line with exit status 2 (no
+banner, no uvicorn log), and the banner names the port really bound (``--port 0``)."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+SERVE = [sys.executable, "-m", "promptcache.cli", "serve", "--device", "cpu", "--pool-mb", "1"]
+TIMEOUT = 300  # seconds: importing torch on a slow, shared machine
+
+
+@pytest.fixture()
+def busy_port() -> Iterator[int]:
+    """A port this test holds bound and listening on 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*SERVE, *args], capture_output=True, text=True, timeout=TIMEOUT,
+                          check=False)
+
+
+def test_serve_on_a_port_in_use_exits_2_with_one_line(busy_port: int) -> None:
+    res = _run("--port", str(busy_port))
+    assert res.returncode == 2, res.stderr
+    assert res.stderr == f"promptcache: 127.0.0.1:{busy_port}: address already in use\n"
+    assert res.stdout == ""
+
+
+def test_serve_on_a_host_that_does_not_resolve_exits_2_with_one_line() -> None:
+    res = _run("--host", "999.1.1.1", "--port", "0")
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("promptcache: 999.1.1.1:0: "), res.stderr
+    assert "Traceback" not in res.stderr and "backend on" not in res.stderr
+
+
+def test_serve_bad_model_still_exits_2_with_one_line() -> None:
+    res = _run("--model", "/no/such/checkpoint", "--port", "0")
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and "cannot start the engine" in lines[0], res.stderr
+    assert lines[0].startswith("promptcache: /no/such/checkpoint: ")
+
+
+@pytest.mark.local
+@pytest.mark.parametrize("log_level", ["info", "warning"])
+def test_serve_port_0_banner_names_the_bound_port(log_level: str) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("uvicorn")
+    proc = subprocess.Popen([*SERVE, "--port", "0", "--log-level", log_level],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        banner = proc.stderr.readline()
+        match = re.search(r"backend on http://127\.0\.0\.1:(\d+) ", banner)
+        assert match, banner
+        port = int(match.group(1))
+        assert port != 0
+        # the port is really the server's: /v1/models answers there
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models",
+                                    timeout=TIMEOUT) as resp:
+            assert resp.status == 200
+    finally:
+        proc.terminate()
+        try:
+            proc.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
