@@ -8,6 +8,7 @@ counters are the ground truth the tracker must match.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import warnings
 from collections.abc import Iterator
@@ -241,3 +242,94 @@ def test_faults_never_change_what_the_backend_returns(
     assert f"no prices for model '{A_MODEL}'" in caplog.text
     [rec] = tracker.records
     assert rec.cache_read == plain.usage.cache_read_input_tokens
+
+
+# ---------------------------------------------------------------------------- SDK helpers
+def test_sync_helpers_equal_backend_metrics(promptcache_backend: LocalBackend,
+                                            promptcache_anthropic: anthropic.Anthropic,
+                                            promptcache_openai: openai.OpenAI) -> None:
+    tracker = UsageTracker()
+    ac = wrap(promptcache_anthropic, tracker=tracker, auto_cache=True)
+    oc = wrap(promptcache_openai, tracker=tracker)
+    before = _counters(promptcache_backend)
+    ac.messages.parse(**_a("Fern?"))
+    ac.messages.parse(**_a("Fern?"))
+    # max_tokens=4: the SDK refuses a completion cut by max_tokens (it was billed: recorded)
+    with contextlib.suppress(openai.LengthFinishReasonError):
+        oc.chat.completions.parse(**_o("Fern?"))
+    with oc.chat.completions.stream(**_o("Fern?"),
+                                    stream_options={"include_usage": True}) as stream:
+        with contextlib.suppress(openai.LengthFinishReasonError):
+            stream.get_final_completion()  # (recorded before it raises)
+    with oc.chat.completions.stream(**_o("Fern?"),
+                                    stream_options={"include_usage": True}) as stream:
+        for _ in stream:
+            pass
+    oc.responses.parse(model=O_MODEL, instructions=SYSTEM, input="Orchid?", max_output_tokens=4)
+    with oc.responses.stream(model=O_MODEL, instructions=SYSTEM, input="Orchid?",
+                             max_output_tokens=4) as rstream:
+        rstream.until_done()  # (max_output_tokens=4: response.incomplete, no final response)
+    assert len(tracker.records) == 7
+    assert _totals(tracker) == _delta(before, _counters(promptcache_backend))
+    # each provider template's first call writes its prefix, the later ones read it
+    assert [(r.cache_read or 0) > 0 for r in tracker.records] == [
+        False, True, False, True, True, False, True]
+
+
+async def test_async_helpers_equal_backend_metrics(
+        promptcache_backend: LocalBackend, promptcache_async_anthropic: anthropic.AsyncAnthropic,
+        promptcache_async_openai: openai.AsyncOpenAI) -> None:
+    tracker = UsageTracker()
+    ac = wrap(promptcache_async_anthropic, tracker=tracker, auto_cache=True)
+    oc = wrap(promptcache_async_openai, tracker=tracker, auto_cache=True)
+    before = _counters(promptcache_backend)
+    await ac.messages.parse(**_a("Fern?"))
+    await ac.messages.parse(**_a("Fern?"))
+    with contextlib.suppress(openai.LengthFinishReasonError):
+        await oc.chat.completions.parse(**_o("Fern?"))
+    async with oc.chat.completions.stream(**_o("Fern?"),
+                                          stream_options={"include_usage": True}) as stream:
+        with contextlib.suppress(openai.LengthFinishReasonError):
+            await stream.get_final_completion()  # (recorded before it raises)
+    await oc.responses.parse(model=O_MODEL, instructions=SYSTEM, input="Orchid?",
+                             max_output_tokens=4)
+    async with oc.responses.stream(model=O_MODEL, instructions=SYSTEM, input="Orchid?",
+                                   max_output_tokens=4) as rstream:
+        async for _ in rstream:
+            pass
+    assert len(tracker.records) == 6
+    assert _totals(tracker) == _delta(before, _counters(promptcache_backend))
+    assert [(r.cache_read or 0) > 0 for r in tracker.records] == [
+        False, True, False, True, False, True]
+
+
+def test_helper_streams_match_create_and_record_early_exits_once(
+        promptcache_backend: LocalBackend, promptcache_openai: openai.OpenAI) -> None:
+    oc = wrap(promptcache_openai, lint="off")
+    oc.chat.completions.create(**_o("Fern?"))  # writes the prefix; the calls below read it
+    plain = oc.chat.completions.create(**_o("Fern?"))
+    with oc.chat.completions.stream(**_o("Fern?"),
+                                    stream_options={"include_usage": True}) as stream:
+        with contextlib.suppress(openai.LengthFinishReasonError):
+            stream.get_final_completion()  # (recorded before it raises)
+    for _ in range(2):  # the Responses template differs from chat's: warm its prefix too
+        r_plain = oc.responses.create(model=O_MODEL, instructions=SYSTEM, input="Fern?",
+                                      max_output_tokens=4)
+    with oc.responses.stream(model=O_MODEL, instructions=SYSTEM, input="Fern?",
+                             max_output_tokens=4) as rstream:
+        rstream.until_done()  # (max_output_tokens=4: response.incomplete, no final response)
+    _, c_plain, c_stream, _, r_rec, r_stream = tracker_of(oc).records
+    assert c_plain.cache_read == plain.usage.prompt_tokens_details.cached_tokens  # type: ignore[union-attr]
+    assert (c_stream.cache_read, c_stream.total_input) == (c_plain.cache_read, c_plain.total_input)
+    assert r_rec.cache_read == r_plain.usage.input_tokens_details.cached_tokens  # type: ignore[union-attr]
+    assert (r_stream.cache_read, r_stream.total_input) == (r_rec.cache_read, r_rec.total_input)
+    # early exits: one record each, the moment the stream is left
+    with oc.chat.completions.stream(**_o("Fern?"),
+                                    stream_options={"include_usage": True}) as stream:
+        for _ in stream:
+            break
+    with oc.responses.stream(model=O_MODEL, instructions=SYSTEM, input="Fern?",
+                             max_output_tokens=4):
+        pass
+    assert len(tracker_of(oc).records) == 8
+    assert all("stream_usage_missing" in r.flags for r in tracker_of(oc).records[6:])

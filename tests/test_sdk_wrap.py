@@ -17,6 +17,7 @@ from typing import Any
 import anthropic
 import httpx2
 import openai
+import pydantic
 import pytest
 
 from promptcache import PromptCacheLintError
@@ -118,12 +119,41 @@ def _response() -> dict[str, Any]:
                       "total_tokens": 1505}}
 
 
+ANSWER = '{"answer": "Twice a week."}'  # a structured-output answer (parse helpers)
+
+
+def _structured_response() -> dict[str, Any]:
+    out = _response()
+    out["output"] = [{"type": "message", "id": "msg_1", "role": "assistant",
+                      "status": "completed",
+                      "content": [{"type": "output_text", "text": ANSWER, "annotations": []}]}]
+    return out
+
+
+def _responses_sse() -> bytes:
+    created = {**_response(), "status": "in_progress", "usage": None}
+    return _sse([
+        ("response.created", {"type": "response.created", "sequence_number": 0,
+                              "response": created}),
+        ("response.in_progress", {"type": "response.in_progress", "sequence_number": 1,
+                                  "response": created}),
+        ("response.completed", {"type": "response.completed", "sequence_number": 2,
+                                "response": _response()}),
+    ])
+
+
 class Api:
-    """A MockTransport handler speaking both providers; keeps every request body it got."""
+    """A MockTransport handler speaking both providers; keeps every request body it got.
+
+    A request asking for structured output (Anthropic ``output_config.format``, OpenAI
+    ``response_format`` / ``text.format``) gets :data:`ANSWER` as its text; ``finish`` sets the
+    chat completions' finish reason.
+    """
 
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
         self.fail_with: tuple[int, dict[str, Any]] | None = None
+        self.finish = "stop"
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         body = json.loads(request.content or b"{}")
@@ -135,13 +165,25 @@ class Api:
         if path.endswith("/v1/messages"):
             if body.get("stream"):
                 return httpx2.Response(200, content=_anthropic_sse(), headers=sse)
-            return httpx2.Response(200, json=_message())
+            msg = _message()
+            if (body.get("output_config") or {}).get("format"):
+                msg["content"] = [{"type": "text", "text": ANSWER}]
+            return httpx2.Response(200, json=msg)
         if path.endswith("/chat/completions"):
             if body.get("stream"):
                 usage = bool((body.get("stream_options") or {}).get("include_usage"))
                 return httpx2.Response(200, content=_chat_sse(usage), headers=sse)
-            return httpx2.Response(200, json=_completion())
+            completion = _completion()
+            choice = completion["choices"][0]
+            choice["finish_reason"] = self.finish
+            if body.get("response_format"):
+                choice["message"]["content"] = ANSWER
+            return httpx2.Response(200, json=completion)
         if path.endswith("/responses"):
+            if body.get("stream"):
+                return httpx2.Response(200, content=_responses_sse(), headers=sse)
+            if (body.get("text") or {}).get("format"):
+                return httpx2.Response(200, json=_structured_response())
             return httpx2.Response(200, json=_response())
         return httpx2.Response(404, json={"error": {"message": "not found"}})
 
@@ -836,3 +878,195 @@ def test_token_events() -> None:
     text = role_only.model_copy(update={"choices": [role_only.choices[0].model_copy(
         update={"delta": role_only.choices[0].delta.model_copy(update={"content": "Hi"})})]})
     assert not is_token_event(role_only) and is_token_event(text)
+
+
+# ---------------------------------------------------------------------------- SDK helpers
+class Answer(pydantic.BaseModel):
+    answer: str
+
+
+def test_parse_helpers_are_observed(api: Api, raw_anthropic: anthropic.Anthropic,
+                                    raw_openai: openai.OpenAI) -> None:
+    ac = wrap(raw_anthropic, lint="off")
+    msg = ac.messages.parse(**a_request(), output_format=Answer)
+    assert type(msg).__name__.startswith("ParsedMessage") and msg.parsed_output == Answer(
+        answer="Twice a week.")
+    ac.messages.create(**a_request())
+    parsed, plain = tracker_of(ac).records
+    assert counts(parsed) == counts(plain)
+    # the wrapper saw the body as sent: output_format as the SDK's JSON schema
+    assert sent_requests(ac)[0].payload["output_config"] == api.bodies[0]["output_config"]
+    assert "output_format" not in sent_requests(ac)[0].payload
+
+    oc = wrap(raw_openai, lint="off")
+    completion = oc.chat.completions.parse(**oa_request(), response_format=Answer)
+    assert completion.choices[0].message.parsed == Answer(answer="Twice a week.")
+    oc.chat.completions.create(**oa_request())
+    response = oc.responses.parse(model=OA_MODEL, input="hello", instructions=SYSTEM,
+                                  text_format=Answer)
+    assert response.output_parsed == Answer(answer="Twice a week.")
+    oc.responses.create(model=OA_MODEL, input="hello", instructions=SYSTEM)
+    c_parsed, c_plain, r_parsed, r_plain = tracker_of(oc).records
+    assert counts(c_parsed) == counts(c_plain) and c_parsed.cache_read == 1408
+    assert counts(r_parsed) == counts(r_plain) and r_parsed.provider == "openai-responses"
+    sent = sent_requests(oc)
+    assert sent[0].payload["response_format"] == api.bodies[2]["response_format"]
+    assert sent[2].payload["text"] == api.bodies[4]["text"]
+    assert "text_format" not in sent[2].payload
+
+
+def test_parse_helpers_get_auto_cache_lint_and_overrides(
+        api: Api, raw_anthropic: anthropic.Anthropic, raw_openai: openai.OpenAI) -> None:
+    ac = wrap(raw_anthropic, auto_cache=True, lint="off")
+    req = a_request()
+    req["messages"] = [{"role": "user", "content": [{"type": "text", "text": "Q " * 50}]}]
+    ac.messages.parse(**req, output_format=Answer, promptcache_label="structured")
+    assert "cache_control" in api.bodies[0]["messages"][-1]["content"][-1]
+    assert "promptcache_label" not in api.bodies[0]
+    assert tracker_of(ac).records[0].label == "structured"
+    oc = wrap(raw_openai, auto_cache=True, lint="off")
+    oc.chat.completions.parse(**oa_request(), response_format=Answer)
+    oc.responses.parse(model=OA_MODEL, input="hello", instructions=SYSTEM, text_format=Answer)
+    assert api.bodies[1]["prompt_cache_key"].startswith("pc-")
+    assert api.bodies[2]["prompt_cache_key"].startswith("pc-")
+    strict = wrap(raw_anthropic, lint="error")
+    with pytest.raises(PromptCacheLintError):
+        strict.messages.parse(**too_many_breakpoints(), output_format=Answer)
+    assert len(api.bodies) == 3  # not sent
+
+
+def test_parse_refusing_a_billed_completion_still_records_it(api: Api,
+                                                             raw_openai: openai.OpenAI) -> None:
+    api.finish = "length"
+    client = wrap(raw_openai, lint="off")
+    with pytest.raises(openai.LengthFinishReasonError):
+        client.chat.completions.parse(**oa_request(), response_format=Answer)
+    [rec] = tracker_of(client).records
+    assert (rec.cache_read, rec.output) == (1408, 5)
+
+
+def test_chat_completions_stream_manager(api: Api, raw_openai: openai.OpenAI) -> None:
+    from openai.lib.streaming.chat import ChatCompletionStream, ChatCompletionStreamManager
+
+    client = wrap(raw_openai, lint="off")
+    manager = client.chat.completions.stream(**oa_request(),
+                                             stream_options={"include_usage": True})
+    assert isinstance(manager, ChatCompletionStreamManager)
+    with manager as stream:
+        assert isinstance(stream, ChatCompletionStream)
+        kinds = [e.type for e in stream]
+        final = stream.get_final_completion()  # after iterating: still one record
+    assert kinds[0] == "chunk" and "content.delta" in kinds
+    assert final.choices[0].message.content == "Twice a week."
+    with client.chat.completions.stream(**oa_request(),
+                                        stream_options={"include_usage": True}) as stream:
+        stream.get_final_completion()
+    with client.chat.completions.stream(**oa_request(),
+                                        stream_options={"include_usage": True}) as stream:
+        assert stream.until_done() is stream
+    client.chat.completions.create(**oa_request())
+    recs = tracker_of(client).records
+    assert len(recs) == 4
+    assert counts(recs[0]) == counts(recs[1]) == counts(recs[2]) == counts(recs[3])
+    assert recs[0].first_token is not None and recs[0].first_token >= recs[0].start  # type: ignore[operator]
+    assert api.bodies[0]["stream"] is True
+
+
+def test_chat_completions_stream_without_usage_and_early_exit(
+        api: Api, raw_openai: openai.OpenAI) -> None:
+    client = wrap(raw_openai, lint="off")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PromptCacheWarning)
+        with client.chat.completions.stream(**oa_request()) as stream:
+            stream.get_final_completion()
+    assert "stream_options" not in api.bodies[0]
+    assert len([w for w in caught if "include_usage" in str(w.message)]) == 1
+    with client.chat.completions.stream(**oa_request(),
+                                        stream_options={"include_usage": True}) as stream:
+        for _ in stream:
+            break  # left early: recorded at once
+        assert len(tracker_of(client).records) == 2
+    with client.chat.completions.stream(**oa_request(),
+                                        stream_options={"include_usage": True}) as stream:
+        pass  # never read: recorded when the block exits
+    with client.chat.completions.stream(**oa_request(),
+                                        stream_options={"include_usage": True}) as stream:
+        next(stream)
+    unknown, broke, unread, one = tracker_of(client).records
+    assert all(r.cache_read is None and "stream_usage_missing" in r.flags
+               for r in (unknown, broke, unread, one))
+
+
+def test_responses_stream_manager(api: Api, raw_openai: openai.OpenAI) -> None:
+    from openai.lib.streaming.responses import ResponseStream, ResponseStreamManager
+
+    client = wrap(raw_openai, lint="off")
+    with client.responses.stream(model=OA_MODEL, input="hello", instructions=SYSTEM) as stream:
+        assert isinstance(stream, ResponseStream)
+        kinds = [e.type for e in stream]
+    assert kinds == ["response.created", "response.in_progress", "response.completed"]
+    with client.responses.stream(model=OA_MODEL, input="hello", instructions=SYSTEM,
+                                 text_format=Answer) as stream:
+        final = stream.get_final_response()
+    assert type(final).__name__.startswith("ParsedResponse")
+    with client.responses.stream(model=OA_MODEL, input="hello", instructions=SYSTEM) as stream:
+        for _ in stream:
+            break
+    client.responses.create(model=OA_MODEL, input="hello", instructions=SYSTEM)
+    looped, final_rec, broke, plain = tracker_of(client).records
+    assert counts(looped) == counts(final_rec) == counts(plain)
+    assert broke.cache_read is None and "stream_usage_missing" in broke.flags
+    assert api.bodies[1]["text"]["format"]["type"] == "json_schema"
+    assert sent_requests(client)[1].payload["text"] == api.bodies[1]["text"]
+    # re-streaming a response created earlier sends no prompt: passed through, unobserved
+    manager = client.responses.stream(response_id="resp_1", promptcache_label="x")  # type: ignore[call-arg]
+    assert type(manager) is ResponseStreamManager
+    assert len(sent_requests(client)) == 4
+
+
+async def test_async_helpers(api: Api, async_anthropic: anthropic.AsyncAnthropic,
+                             async_openai: openai.AsyncOpenAI) -> None:
+    import asyncio
+
+    tracker = UsageTracker()
+    ac = wrap(async_anthropic, tracker=tracker, lint="off")
+    oc = wrap(async_openai, tracker=tracker, lint="off")
+    msg = await ac.messages.parse(**a_request(), output_format=Answer)
+    assert msg.parsed_output == Answer(answer="Twice a week.")
+    await ac.messages.create(**a_request())
+    completion = await oc.chat.completions.parse(**oa_request(), response_format=Answer)
+    assert completion.choices[0].message.parsed == Answer(answer="Twice a week.")
+    async with oc.chat.completions.stream(**oa_request(),
+                                          stream_options={"include_usage": True}) as stream:
+        await stream.get_final_completion()
+    async with oc.chat.completions.stream(**oa_request(),
+                                          stream_options={"include_usage": True}) as stream:
+        async for _ in stream:
+            pass
+    await oc.chat.completions.create(**oa_request())
+    response = await oc.responses.parse(model=OA_MODEL, input="hello", instructions=SYSTEM,
+                                        text_format=Answer)
+    assert response.output_parsed == Answer(answer="Twice a week.")
+    async with oc.responses.stream(model=OA_MODEL, input="hello",
+                                   instructions=SYSTEM) as rstream:
+        await rstream.get_final_response()
+    await oc.responses.create(model=OA_MODEL, input="hello", instructions=SYSTEM)
+    recs = tracker.records
+    assert len(recs) == 9
+    assert counts(recs[0]) == counts(recs[1])
+    assert counts(recs[2]) == counts(recs[3]) == counts(recs[4]) == counts(recs[5])
+    assert counts(recs[6]) == counts(recs[7]) == counts(recs[8])
+    assert recs[3].first_token is not None
+    async with oc.chat.completions.stream(**oa_request(),
+                                          stream_options={"include_usage": True}) as stream:
+        async for _ in stream:
+            break
+        for _ in range(3):  # the event loop closes the abandoned async generator
+            await asyncio.sleep(0)
+    async with oc.responses.stream(model=OA_MODEL, input="hello", instructions=SYSTEM):
+        pass
+    assert len(tracker.records) == 11
+    api.finish = "length"
+    with pytest.raises(openai.LengthFinishReasonError):
+        await oc.chat.completions.parse(**oa_request(), response_format=Answer)
+    assert tracker.records[-1].cache_read == 1408 and len(tracker.records) == 12

@@ -268,6 +268,63 @@ def body_of(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return body if out is None else out
 
 
+def helper_kwargs(shape: Shape, helper: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``create()`` keyword arguments an SDK helper method sends for ``kwargs``.
+
+    The helpers (``messages.parse`` / ``messages.stream``, ``chat.completions.parse`` /
+    ``stream``, ``responses.parse`` / ``stream``) take a structured-output *type* that the SDK
+    turns into a JSON schema before sending: Anthropic ``output_format`` (merged into
+    ``output_config.format``), OpenAI chat ``response_format``, Responses ``text_format``
+    (into ``text.format``; ``parse_as`` only reads the answer). This is that conversion, made
+    with the SDK's own schema functions, so lint and the live diff see the body as sent. A
+    ``stream`` helper sends ``stream: true``. The caller's mapping is not mutated.
+
+    A type the schema functions reject is left out of the payload (the SDK raises its own error
+    for it when sending).
+    """
+    out = dict(kwargs)
+    try:
+        if shape == "anthropic":
+            fmt = out.pop("output_format", None)
+            if fmt is not None and _given(fmt) and not isinstance(fmt, Mapping):
+                cfg = out.get("output_config")
+                base = dict(cfg) if isinstance(cfg, Mapping) else {}
+                base["format"] = _anthropic_output_format(fmt)
+                out["output_config"] = base
+        elif shape == "openai-chat":
+            rf = out.get("response_format")
+            if rf is not None and _given(rf) and not isinstance(rf, Mapping):
+                del out["response_format"]
+                from openai.lib._parsing._completions import type_to_response_format_param
+
+                out["response_format"] = type_to_response_format_param(rf)
+        else:
+            out.pop("parse_as", None)
+            fmt = out.pop("text_format", None)
+            if fmt is not None and _given(fmt):
+                from openai.lib._parsing._responses import type_to_text_format_param
+
+                text = out.get("text")
+                base = dict(text) if isinstance(text, Mapping) else {}
+                base["format"] = type_to_text_format_param(fmt)
+                out["text"] = base
+    except Exception as exc:
+        fault("reading the structured-output type", exc,
+              "the request is checked without its schema")
+    if helper == "stream":
+        out["stream"] = True
+    return out
+
+
+def _anthropic_output_format(fmt: Any) -> dict[str, Any]:
+    """What ``messages.parse`` / ``stream`` send for ``output_format=fmt`` (a type)."""
+    import anthropic
+    import pydantic
+
+    schema = pydantic.TypeAdapter(fmt).json_schema()
+    return {"type": "json_schema", "schema": anthropic.transform_schema(schema)}
+
+
 class Observer:
     """Settings of one ``wrap()`` call plus the state its copies share.
 
@@ -311,8 +368,12 @@ class Observer:
             warnings.warn(message, PromptCacheWarning, stacklevel=4)
 
     # ------------------------------------------------------------------ before sending
-    def prepare(self, shape: Shape, kwargs: dict[str, Any]) -> Call:
+    def prepare(self, shape: Shape, kwargs: dict[str, Any], helper: str | None = None) -> Call:
         """Strip the overrides, plan, lint and diff one request (see the module docstring).
+
+        ``helper``: ``"parse"`` or ``"stream"`` when ``kwargs`` are those of an SDK helper
+        method (``messages.parse``, ``chat.completions.stream``, ...): the payload is then the
+        body that helper sends (:func:`helper_kwargs`); None for ``create``.
 
         Returns:
             The :class:`Call` to send (``call.kwargs``: what goes to the SDK method).
@@ -333,7 +394,7 @@ class Observer:
         call = Call(shape, kwargs, label, session, stream=kwargs.get("stream") is True)
         blocking: list[Any] = []
         try:
-            blocking = self._prepare(call, auto, lint)
+            blocking = self._prepare(call, auto, lint, helper)
         except Exception as exc:  # promptcache's own fault: the call goes on unchanged
             fault("request preparation", exc, "sending the request unchanged")
         if blocking:
@@ -343,8 +404,10 @@ class Observer:
                 blocking)
         return call
 
-    def _prepare(self, call: Call, auto: bool, lint: LintMode) -> list[Any]:
-        body = body_of(call.kwargs)
+    def _prepare(self, call: Call, auto: bool, lint: LintMode, helper: str | None = None
+                 ) -> list[Any]:
+        body = body_of(call.kwargs if helper is None
+                       else helper_kwargs(call.shape, helper, call.kwargs))
         model = body.get("model")
         call.model = model if isinstance(model, str) else None
         with self.shared.lock:

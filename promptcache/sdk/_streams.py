@@ -2,9 +2,11 @@
 
 A proxy wraps one SDK stream object (``anthropic.Stream`` / ``AsyncStream``,
 ``anthropic.lib.streaming.MessageStream`` and its manager, ``openai.Stream`` /
-``AsyncStream``). It yields exactly the events the SDK yields, passes every other attribute
-through (``response``, ``request_id``, ``text_stream``, ...) and reports ``isinstance`` as the
-SDK class. Usage is recorded once, at the first of:
+``AsyncStream``, ``openai.lib.streaming.chat.ChatCompletionStream`` and
+``openai.lib.streaming.responses.ResponseStream`` and their managers, and the async twins of
+each). It yields exactly the events the SDK yields, passes every other attribute through
+(``response``, ``request_id``, ``text_stream``, ``current_completion_snapshot``, ...) and
+reports ``isinstance`` as the SDK class. Usage is recorded once, at the first of:
 
 - the last event (iteration ends);
 - ``close()`` or leaving a ``with`` / ``async with`` block;
@@ -12,7 +14,12 @@ SDK class. Usage is recorded once, at the first of:
   once; for ``async for`` the event loop closes it soon after);
 - ``get_final_message()`` / ``get_final_text()`` / ``until_done()`` (Anthropic
   ``MessageStream``: the usage comes from the SDK's accumulated message snapshot, so it is the
-  same record a non-streamed call of the same request gives).
+  same record a non-streamed call of the same request gives);
+- ``get_final_completion()`` / ``get_final_response()`` / ``until_done()`` (OpenAI
+  ``ChatCompletionStream`` / ``ResponseStream``: the proxy reads the rest of the stream through
+  itself, so the usage chunk / ``response.completed`` event is seen as in a loop, then returns
+  the SDK's own final object). A ``ChatCompletionStream`` yields helper events; the usage and
+  the first token are read from its ``chunk`` events (the raw chunks).
 
 A stream that carried no usage (an OpenAI chat stream without
 ``stream_options={"include_usage": True}``, or one left before its usage event) is recorded
@@ -29,11 +36,19 @@ from typing import Any
 from promptcache.sdk._observe import _USAGE_FORMAT, Call, Observer, fault
 
 __all__ = [
+    "AsyncChatCompletionStreamManagerProxy",
+    "AsyncChatCompletionStreamProxy",
     "AsyncMessageStreamManagerProxy",
     "AsyncMessageStreamProxy",
+    "AsyncResponseStreamManagerProxy",
+    "AsyncResponseStreamProxy",
     "AsyncStreamProxy",
+    "ChatCompletionStreamManagerProxy",
+    "ChatCompletionStreamProxy",
     "MessageStreamManagerProxy",
     "MessageStreamProxy",
+    "ResponseStreamManagerProxy",
+    "ResponseStreamProxy",
     "StreamProxy",
     "is_token_event",
 ]
@@ -131,13 +146,28 @@ class _Tap:
             fault("stream usage tracking", exc, "the stream goes on")
 
 
+class _ChunkTap(_Tap):
+    """Tap of an OpenAI ``ChatCompletionStream``: its ``chunk`` events carry the raw chunks
+    (usage, first token); the other helper events (``content.delta``, ...) repeat them."""
+
+    __slots__ = ()
+
+    def feed(self, event: Any) -> None:
+        if getattr(event, "type", None) == "chunk":
+            chunk = getattr(event, "chunk", None)
+            if chunk is not None:
+                super().feed(chunk)
+
+
 class _Base:
     __slots__ = ("_pc_buffer", "_pc_tap", "_pc_target")
+
+    _pc_tap_cls: type[_Tap] = _Tap
 
     def __init__(self, target: Any, obs: Observer | None = None, call: Call | None = None
                  ) -> None:
         object.__setattr__(self, "_pc_target", target)
-        object.__setattr__(self, "_pc_tap", _Tap(obs, call))
+        object.__setattr__(self, "_pc_tap", self._pc_tap_cls(obs, call))
         object.__setattr__(self, "_pc_buffer", deque())
 
     @property  # type: ignore[misc]
@@ -266,10 +296,62 @@ class MessageStreamProxy(StreamProxy):
             self._pc_finish("read to its end")
 
 
-class MessageStreamManagerProxy(_Base):
-    """Proxy of ``anthropic.lib.streaming.MessageStreamManager`` (``messages.stream()``)."""
+class _FinalStreamProxy(StreamProxy):
+    """An OpenAI helper stream (``ChatCompletionStream``, ``ResponseStream``): its final
+    object is read after the proxy itself has read the stream to its end."""
+
+    __slots__ = ()
+
+    def _pc_drain(self) -> None:
+        for _ in self:
+            pass
+
+    def until_done(self) -> Any:
+        """The SDK's ``until_done()`` (read through the proxy: records the usage); the proxy."""
+        try:
+            self._pc_drain()
+            self._pc_target.until_done()
+        finally:
+            self._pc_finish("end")
+        return self
+
+    def _pc_final(self, name: str) -> Any:
+        try:
+            self._pc_drain()
+            return getattr(self._pc_target, name)()
+        finally:
+            self._pc_finish("end")
+
+
+class ChatCompletionStreamProxy(_FinalStreamProxy):
+    """Proxy of ``openai.lib.streaming.chat.ChatCompletionStream``
+    (``chat.completions.stream()``)."""
+
+    __slots__ = ()
+    _pc_tap_cls = _ChunkTap
+
+    def get_final_completion(self) -> Any:
+        """The SDK's ``get_final_completion()``; records the stream's usage first."""
+        return self._pc_final("get_final_completion")
+
+
+class ResponseStreamProxy(_FinalStreamProxy):
+    """Proxy of ``openai.lib.streaming.responses.ResponseStream`` (``responses.stream()``)."""
+
+    __slots__ = ()
+
+    def get_final_response(self) -> Any:
+        """The SDK's ``get_final_response()``; records the stream's usage first."""
+        return self._pc_final("get_final_response")
+
+
+class _StreamManagerProxy(_Base):
+    """Proxy of a helper's stream manager: ``with manager as stream`` sends the request and
+    yields the stream, here wrapped in ``_pc_stream_cls``; leaving the block records it."""
 
     __slots__ = ("_pc_call", "_pc_obs", "_pc_stream")
+
+    _pc_stream_cls: type[StreamProxy] = StreamProxy
 
     def __init__(self, target: Any, obs: Observer, call: Call) -> None:
         super().__init__(target)
@@ -279,7 +361,7 @@ class MessageStreamManagerProxy(_Base):
 
     def __enter__(self) -> Any:
         self._pc_call.start = time.time()
-        stream = MessageStreamProxy(self._pc_target.__enter__(), self._pc_obs, self._pc_call)
+        stream = self._pc_stream_cls(self._pc_target.__enter__(), self._pc_obs, self._pc_call)
         object.__setattr__(self, "_pc_stream", stream)
         return stream
 
@@ -289,6 +371,27 @@ class MessageStreamManagerProxy(_Base):
         finally:
             if self._pc_stream is not None:
                 self._pc_stream._pc_finish("closed")
+
+
+class MessageStreamManagerProxy(_StreamManagerProxy):
+    """Proxy of ``anthropic.lib.streaming.MessageStreamManager`` (``messages.stream()``)."""
+
+    __slots__ = ()
+    _pc_stream_cls = MessageStreamProxy
+
+
+class ChatCompletionStreamManagerProxy(_StreamManagerProxy):
+    """Proxy of ``openai.lib.streaming.chat.ChatCompletionStreamManager``."""
+
+    __slots__ = ()
+    _pc_stream_cls = ChatCompletionStreamProxy
+
+
+class ResponseStreamManagerProxy(_StreamManagerProxy):
+    """Proxy of ``openai.lib.streaming.responses.ResponseStreamManager``."""
+
+    __slots__ = ()
+    _pc_stream_cls = ResponseStreamProxy
 
 
 class AsyncStreamProxy(_Base):
@@ -393,10 +496,59 @@ class AsyncMessageStreamProxy(AsyncStreamProxy):
             self._pc_finish("read to its end")
 
 
-class AsyncMessageStreamManagerProxy(_Base):
-    """Proxy of ``anthropic.lib.streaming.AsyncMessageStreamManager``."""
+class _AsyncFinalStreamProxy(AsyncStreamProxy):
+    """Async twin of :class:`_FinalStreamProxy`."""
+
+    __slots__ = ()
+
+    async def _pc_drain(self) -> None:
+        async for _ in self:
+            pass
+
+    async def until_done(self) -> Any:
+        """The SDK's ``until_done()`` (read through the proxy: records the usage); the proxy."""
+        try:
+            await self._pc_drain()
+            await self._pc_target.until_done()
+        finally:
+            self._pc_finish("end")
+        return self
+
+    async def _pc_final(self, name: str) -> Any:
+        try:
+            await self._pc_drain()
+            return await getattr(self._pc_target, name)()
+        finally:
+            self._pc_finish("end")
+
+
+class AsyncChatCompletionStreamProxy(_AsyncFinalStreamProxy):
+    """Proxy of ``openai.lib.streaming.chat.AsyncChatCompletionStream``."""
+
+    __slots__ = ()
+    _pc_tap_cls = _ChunkTap
+
+    async def get_final_completion(self) -> Any:
+        """The SDK's ``get_final_completion()``; records the stream's usage first."""
+        return await self._pc_final("get_final_completion")
+
+
+class AsyncResponseStreamProxy(_AsyncFinalStreamProxy):
+    """Proxy of ``openai.lib.streaming.responses.AsyncResponseStream``."""
+
+    __slots__ = ()
+
+    async def get_final_response(self) -> Any:
+        """The SDK's ``get_final_response()``; records the stream's usage first."""
+        return await self._pc_final("get_final_response")
+
+
+class _AsyncStreamManagerProxy(_Base):
+    """Async twin of :class:`_StreamManagerProxy`."""
 
     __slots__ = ("_pc_call", "_pc_obs", "_pc_stream")
+
+    _pc_stream_cls: type[AsyncStreamProxy] = AsyncStreamProxy
 
     def __init__(self, target: Any, obs: Observer, call: Call) -> None:
         super().__init__(target)
@@ -406,8 +558,8 @@ class AsyncMessageStreamManagerProxy(_Base):
 
     async def __aenter__(self) -> Any:
         self._pc_call.start = time.time()
-        stream = AsyncMessageStreamProxy(await self._pc_target.__aenter__(), self._pc_obs,
-                                         self._pc_call)
+        stream = self._pc_stream_cls(await self._pc_target.__aenter__(), self._pc_obs,
+                                     self._pc_call)
         object.__setattr__(self, "_pc_stream", stream)
         return stream
 
@@ -417,3 +569,24 @@ class AsyncMessageStreamManagerProxy(_Base):
         finally:
             if self._pc_stream is not None:
                 self._pc_stream._pc_finish("closed")
+
+
+class AsyncMessageStreamManagerProxy(_AsyncStreamManagerProxy):
+    """Proxy of ``anthropic.lib.streaming.AsyncMessageStreamManager``."""
+
+    __slots__ = ()
+    _pc_stream_cls = AsyncMessageStreamProxy
+
+
+class AsyncChatCompletionStreamManagerProxy(_AsyncStreamManagerProxy):
+    """Proxy of ``openai.lib.streaming.chat.AsyncChatCompletionStreamManager``."""
+
+    __slots__ = ()
+    _pc_stream_cls = AsyncChatCompletionStreamProxy
+
+
+class AsyncResponseStreamManagerProxy(_AsyncStreamManagerProxy):
+    """Proxy of ``openai.lib.streaming.responses.AsyncResponseStreamManager``."""
+
+    __slots__ = ()
+    _pc_stream_cls = AsyncResponseStreamProxy

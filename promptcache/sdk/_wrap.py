@@ -6,16 +6,29 @@ except the observed methods
 
 =========================================  ==============================================
 anthropic ``Anthropic`` / ``AsyncAnthropic``  ``messages.create`` (``stream=True`` too),
-                                              ``messages.stream``
+                                              ``messages.stream``, ``messages.parse``
 openai ``OpenAI`` / ``AsyncOpenAI``           ``chat.completions.create`` (``stream=True``
-(any ``base_url``: vLLM, SGLang, ...)          too), ``responses.create`` (``stream=True`` too)
+(any ``base_url``: vLLM, SGLang, ...)          too), ``chat.completions.parse``,
+                                              ``chat.completions.stream``,
+                                              ``responses.create`` (``stream=True`` too),
+                                              ``responses.parse``, ``responses.stream``
 =========================================  ==============================================
 
 and ``copy`` / ``with_options``, whose result is wrapped with the same settings and shared
-state. Observed methods return the SDK's own objects unmodified; streams come back as a proxy
-that yields the SDK's own events unchanged and passes every other attribute through. The API's
-exceptions propagate unchanged. ``with_raw_response`` / ``with_streaming_response`` and the
-``beta`` namespaces are passed through unobserved.
+state. (A method the installed SDK version lacks is simply absent, as on the client.) Observed
+methods return the SDK's own objects unmodified; streams come back as a proxy that yields the
+SDK's own events unchanged and passes every other attribute through; the stream managers of
+``messages.stream`` / ``chat.completions.stream`` / ``responses.stream`` come back as a proxy
+whose ``with`` / ``async with`` block yields such a stream proxy (the request is sent on
+entering the block, as by the SDK). The ``parse`` helpers and the stream managers are planned,
+linted and diffed on the body they send (a structured-output type turned into its JSON schema
+by the SDK's own functions). The API's exceptions propagate unchanged; when an openai
+``parse`` helper refuses a completion it received (``LengthFinishReasonError``,
+``ContentFilterFinishReasonError``), its usage is recorded first.
+
+Passed through unobserved: ``with_raw_response`` / ``with_streaming_response``, the ``beta``
+namespaces, and ``responses.stream(response_id=...)`` (it re-streams a response created
+earlier: no prompt is sent, and its usage belongs to the request that created it).
 
 Per-call overrides (keyword arguments the wrapper reads and removes before sending):
 
@@ -40,11 +53,15 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from promptcache.sdk._observe import LintMode, Observer, Shape
+from promptcache.sdk._observe import OVERRIDES, LintMode, Observer, Shape
 from promptcache.sdk._streams import (
+    AsyncChatCompletionStreamManagerProxy,
     AsyncMessageStreamManagerProxy,
+    AsyncResponseStreamManagerProxy,
     AsyncStreamProxy,
+    ChatCompletionStreamManagerProxy,
     MessageStreamManagerProxy,
+    ResponseStreamManagerProxy,
     StreamProxy,
 )
 
@@ -55,14 +72,29 @@ __all__ = ["is_wrapped", "observer_of", "tracker_of", "unwrap", "wrap"]
 
 T = TypeVar("T")
 
-# path of attribute names from the client -> (shape, kind); kind: "create" | "stream"
+# path of attribute names from the client -> (shape, kind); kind: "create" (returns the
+# response, or a raw stream with stream=True), "parse" (an SDK helper returning the parsed
+# response) or "stream" (an SDK helper returning a stream manager). A path whose method the
+# installed SDK lacks is simply never looked up.
 _ANTHROPIC_HOOKS: dict[tuple[str, ...], tuple[Shape, str]] = {
     ("messages", "create"): ("anthropic", "create"),
     ("messages", "stream"): ("anthropic", "stream"),
+    ("messages", "parse"): ("anthropic", "parse"),
 }
 _OPENAI_HOOKS: dict[tuple[str, ...], tuple[Shape, str]] = {
     ("chat", "completions", "create"): ("openai-chat", "create"),
+    ("chat", "completions", "parse"): ("openai-chat", "parse"),
+    ("chat", "completions", "stream"): ("openai-chat", "stream"),
     ("responses", "create"): ("openai-responses", "create"),
+    ("responses", "parse"): ("openai-responses", "parse"),
+    ("responses", "stream"): ("openai-responses", "stream"),
+}
+
+# stream manager proxy per shape: (sync, async)
+_MANAGERS: dict[str, tuple[type[Any], type[Any]]] = {
+    "anthropic": (MessageStreamManagerProxy, AsyncMessageStreamManagerProxy),
+    "openai-chat": (ChatCompletionStreamManagerProxy, AsyncChatCompletionStreamManagerProxy),
+    "openai-responses": (ResponseStreamManagerProxy, AsyncResponseStreamManagerProxy),
 }
 
 
@@ -176,20 +208,32 @@ def _rewrapping(method: Callable[..., Any], obs: Observer) -> Callable[..., Any]
     return copy
 
 
+def _existing_response(kwargs: dict[str, Any]) -> bool:
+    """``responses.stream(response_id=...)``: streams a response created earlier (no prompt is
+    sent; its usage belongs to the request that created it)."""
+    return any(kwargs.get(k) is not None and type(kwargs[k]).__name__ not in ("Omit", "NotGiven")
+               for k in ("response_id", "starting_after"))
+
+
 def _observed(method: Callable[..., Any], obs: Observer, shape: Shape, kind: str,
               is_async: bool) -> Callable[..., Any]:
     if kind == "stream":
+        manager_proxy = _MANAGERS[shape][1 if is_async else 0]
+
         @functools.wraps(method)
         def stream(*args: Any, **kwargs: Any) -> Any:
-            call = obs.prepare(shape, kwargs)
+            if shape == "openai-responses" and _existing_response(kwargs):
+                return method(*args, **{k: v for k, v in kwargs.items() if k not in OVERRIDES})
+            call = obs.prepare(shape, kwargs, "stream")
             call.start = time.time()
             call.stream = True
             manager = method(*args, **call.kwargs)
-            if is_async:
-                return AsyncMessageStreamManagerProxy(manager, obs, call)
-            return MessageStreamManagerProxy(manager, obs, call)
+            return manager_proxy(manager, obs, call)
 
         return stream
+
+    if kind == "parse":
+        return _parsing(method, obs, shape, is_async)
 
     if is_async:
         @functools.wraps(method)
@@ -215,6 +259,56 @@ def _observed(method: Callable[..., Any], obs: Observer, shape: Shape, kind: str
         return result
 
     return create
+
+
+def _parsing(method: Callable[..., Any], obs: Observer, shape: Shape, is_async: bool
+             ) -> Callable[..., Any]:
+    """``messages.parse`` / ``chat.completions.parse`` / ``responses.parse``: as ``create``;
+    the parsed response (a subclass of the plain one) carries the same usage. When the SDK
+    refuses a completion it received (``openai.LengthFinishReasonError``,
+    ``ContentFilterFinishReasonError``: the request was billed), the completion's usage is
+    recorded before the exception propagates unchanged."""
+    if is_async:
+        @functools.wraps(method)
+        async def aparse(*args: Any, **kwargs: Any) -> Any:
+            call = obs.prepare(shape, kwargs, "parse")
+            call.start = time.time()
+            try:
+                result = await method(*args, **call.kwargs)
+            except Exception as exc:
+                refused = _refused_completion(exc)
+                if refused is not None:
+                    await obs.arecord_response(call, refused, time.time())
+                raise
+            await obs.arecord_response(call, result, time.time())
+            return result
+
+        return aparse
+
+    @functools.wraps(method)
+    def parse(*args: Any, **kwargs: Any) -> Any:
+        call = obs.prepare(shape, kwargs, "parse")
+        call.start = time.time()
+        try:
+            result = method(*args, **call.kwargs)
+        except Exception as exc:
+            refused = _refused_completion(exc)
+            if refused is not None:
+                obs.record_response(call, refused, time.time())
+            raise
+        obs.record_response(call, result, time.time())
+        return result
+
+    return parse
+
+
+def _refused_completion(exc: BaseException) -> Any:
+    """The completion an openai parse helper received and then refused to parse (its finish
+    reason was ``length`` or ``content_filter``), or None for any other exception."""
+    if type(exc).__name__ not in ("LengthFinishReasonError", "ContentFilterFinishReasonError"):
+        return None
+    completion = getattr(exc, "completion", None)
+    return completion if getattr(completion, "usage", None) is not None else None
 
 
 def _make(client: Any, obs: Observer) -> Any:
@@ -253,10 +347,18 @@ def wrap(client: T, *, tracker: UsageTracker | None = None, label: str | None = 
             request has error- or warning-severity findings; info findings are warned) or
             ``"off"``.
 
+    Observed: ``messages.create`` / ``stream`` / ``parse`` (Anthropic);
+    ``chat.completions.create`` / ``parse`` / ``stream`` and ``responses.create`` / ``parse`` /
+    ``stream`` (OpenAI); sync and async. Everything else passes through unobserved (see the
+    module docstring).
+
     Returns:
-        The wrapped client, typed as ``client``. Streams: usage is recorded when the stream
-        ends, is closed (context manager, ``close()``), is left early with ``break`` or gives
-        its final message (``get_final_message()``). OpenAI chat streams carry usage only with
+        The wrapped client, typed as ``client``. Streams: usage is recorded once, when the
+        stream ends, is closed (context manager, ``close()``, leaving a stream manager's
+        ``with`` block), is left early with ``break`` or gives its final object
+        (``get_final_message()``, ``get_final_completion()``, ``get_final_response()``,
+        ``until_done()``). OpenAI chat streams (``create(stream=True)`` and
+        ``chat.completions.stream()``) carry usage only with
         ``stream_options={"include_usage": True}``; the wrapper never adds it (that would change
         the response) and records unknown usage with a one-time warning instead.
 
