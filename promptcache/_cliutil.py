@@ -9,6 +9,7 @@ wrong (no minimum, no prices), so the command stops and names the closest catalo
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -16,8 +17,16 @@ import click
 
 from promptcache._errors import InputError, UnknownModelError
 
-__all__ = ["check_model", "fail", "is_blank_file", "read_json_object", "read_text",
-           "unknown_model_message"]
+__all__ = ["NOT_A_REQUEST", "REQUEST_FIELDS", "check_model", "fail", "is_blank_file", "json_document_reason",
+           "loads_json", "read_json_object", "read_request", "read_text", "unknown_model_message",
+           "unwrap_request"]
+
+#: Top-level fields of which a request (Anthropic Messages, OpenAI chat or Responses) has at
+#: least one; an object with none of them is "not a request".
+REQUEST_FIELDS = ("messages", "system", "input", "instructions")
+#: The reason given for a JSON object that holds no request (the words ``promptcache lint`` uses).
+NOT_A_REQUEST = "not a request (no messages / system / input)"
+_WRAPPER_KEYS = ("request", "body", "payload", "params")
 
 
 def fail(message: str) -> NoReturn:
@@ -74,13 +83,31 @@ def read_text(name: str) -> str:
         raise InputError(name, f"not UTF-8 text (byte {exc.start})") from None
 
 
+def loads_json(text: str, name: str, *, hint: str = "") -> Any:
+    """``json.loads(text)``; bad JSON raises :class:`InputError` naming file ``name``.
+
+    A document nested too deeply for the parser (``[[[[...]]]]``) is bad input too (it
+    raises RecursionError inside ``json``), never a traceback. ``hint`` is appended to the
+    invalid-JSON reason.
+
+    Raises:
+        InputError: ``invalid JSON (...)`` or ``JSON nested too deeply``.
+    """
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InputError(name, f"invalid JSON ({exc}){hint}") from None
+    except RecursionError:
+        raise InputError(name, "JSON nested too deeply") from None
+
+
 def read_json_object(name: str, *, hint: str = "") -> dict[str, Any]:
     """The JSON object (a request) in file ``name``; on bad input, :func:`fail` (exit 2).
 
     ``hint`` is appended to the invalid-JSON reason (``"; use --text for text"``).
     """
-    import json
-
     try:
         text = read_text(name)
     except InputError as exc:
@@ -88,12 +115,81 @@ def read_json_object(name: str, *, hint: str = "") -> dict[str, Any]:
     if not text.strip():
         fail(f"{name}: empty file")
     try:
-        obj = json.loads(text)
-    except ValueError as exc:
-        fail(f"{name}: invalid JSON ({exc}){hint}")
+        obj = loads_json(text, name, hint=hint)
+    except InputError as exc:
+        fail(str(exc))
     if not isinstance(obj, dict):
         fail(f"{name}: expected a JSON object (a request), got {type(obj).__name__}")
     return obj
+
+
+def unwrap_request(obj: Any) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
+    """``(request, wrapper)`` found in a JSON object, or None when it holds no request.
+
+    A bare request body (any of :data:`REQUEST_FIELDS` at the top) is the request itself,
+    with an empty wrapper. Otherwise the request is looked for the way ``promptcache lint``
+    does (:func:`promptcache.lint.sources.request_json.find_request`: under ``request`` /
+    ``body`` / ``payload`` / ``params`` / ..., up to three levels), and the wrapper is the
+    whole object (it may hold ``usage``, ``response``, ``timestamp``). Failing that, an object
+    under ``request`` / ``body`` / ``payload`` / ``params`` with a request field is returned
+    so that rendering it reports what is wrong with it.
+    """
+    if not isinstance(obj, Mapping):
+        return None
+    if any(k in obj for k in REQUEST_FIELDS):
+        return obj, {}
+    from promptcache.lint.sources.request_json import find_request
+
+    found = find_request(obj)
+    if found is not None:
+        return found[0], obj
+    for key in _WRAPPER_KEYS:
+        inner = obj.get(key)
+        if isinstance(inner, Mapping) and any(k in inner for k in REQUEST_FIELDS):
+            return inner, obj
+    return None
+
+
+def read_request(name: str, *, hint: str = "") -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """``(request, wrapper)`` from the request JSON file ``name`` (see :func:`unwrap_request`).
+
+    On bad input (unreadable, not JSON, nested too deeply, not an object, or an object that
+    holds no request: ``{}``, ``{"foo": 1}``, ``{"request": 5}``) :func:`fail` (exit 2).
+    ``hint`` is appended to the invalid-JSON and not-a-request reasons.
+    """
+    obj = read_json_object(name, hint=hint)
+    found = unwrap_request(obj)
+    if found is None:
+        fail(f"{name}: {NOT_A_REQUEST[:-1]}{hint})")
+    return found
+
+
+def json_document_reason(path: str, holds: str) -> str | None:
+    """Why JSONL file ``path`` is not JSONL, when it is one (pretty-printed) JSON document.
+
+    Called after the first non-blank line failed to parse: when the whole file parses as one
+    JSON object or array, the reason names it and the ``jq -c`` command that converts it
+    (``holds`` says what a line should be: ``"one request per line"``); else None (the
+    caller reports the line's own error). Files over 64 MiB are not parsed whole (None).
+    """
+    import json
+    import os
+    import shlex
+
+    try:
+        if os.stat(path).st_size > 64 * 1024 * 1024:
+            return None
+        with open(path, encoding="utf-8-sig") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError, RecursionError):  # ValueError: JSON and UTF-8 errors
+        return None
+    if isinstance(doc, dict):
+        kind, convert = "document", f"jq -c . {shlex.quote(path)}"
+    elif isinstance(doc, list):
+        kind, convert = "array", f"jq -c '.[]' {shlex.quote(path)}"
+    else:
+        return None
+    return f"a JSON {kind}, not JSONL: {holds} ({convert} converts it)"
 
 
 def is_blank_file(name: str) -> bool:

@@ -1192,15 +1192,19 @@ def _openai_breakpoint(part: Mapping[str, Any], path: str, ttl: str | None) -> B
 def render_command(source: str, provider: str | None, fmt: str) -> None:
     """Show SOURCE (a request JSON; '-' is stdin) as the ordered segments its provider caches.
 
+    SOURCE holds a request body as sent to the API, or an object with the body under
+    "request" / "body" (plus optional "usage", "timestamp"...), as diff and lint read it.
     Exit status: 0 shown, 2 bad input (one line on stderr: ``promptcache: FILE: reason``).
     """
-    from promptcache._cliutil import fail, read_json_object
+    from promptcache._cliutil import fail, read_request
 
-    payload = read_json_object(source)
+    payload, _ = read_request(source)  # a bare body, or one under "request" / "body" / ...
     try:
         view = render(payload, provider)
     except ValueError as exc:  # InvalidRequestError is a ValueError too
         fail(f"{source}: {exc}")
+    except RecursionError:  # parsed, yet too deep to walk
+        fail(f"{source}: request nested too deeply")
     rows = [
         {"index": s.index, "path": s.path, "tier": s.tier, "kind": s.kind, "tokens": s.tokens,
          "start_token": s.start_token, "position": s.position,

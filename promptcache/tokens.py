@@ -325,12 +325,15 @@ def _count_with_client(client: Any, payload: Mapping[str, Any], *,
 def count_command(source: str, model: str | None, as_text: bool, estimate: bool) -> None:
     """Count the tokens of SOURCE (a request JSON, or text with --text; '-' is stdin).
 
+    A request JSON holds the body as sent to the API, or an object with it under "request" /
+    "body" (as diff and lint read it); an object that holds no request is an error.
+
     A --model the catalog does not know is an error (exit 2, closest catalog ids named)
     unless --estimate is given. A count for a model the catalog does not know (a payload's
     own model, or --model with --estimate) is an o200k_base estimate, and a note on stderr
     says so. Exit status: 0 counted, 2 bad input (one line: ``promptcache: FILE: reason``).
     """
-    from promptcache._cliutil import check_model, fail, read_json_object, read_text
+    from promptcache._cliutil import check_model, fail, read_request, read_text
     from promptcache._errors import InputError, PromptCacheError
 
     if not estimate:
@@ -344,11 +347,13 @@ def count_command(source: str, model: str | None, as_text: bool, estimate: bool)
         except InputError as exc:
             fail(str(exc))
     else:
-        target = read_json_object(source, hint="; use --text for text")
+        target, _ = read_request(source, hint="; use --text for text")
     try:
         result = count_tokens(target, model)
     except PromptCacheError as exc:
         fail(f"{source}: {exc}")
+    except RecursionError:  # parsed, yet too deep to walk
+        fail(f"{source}: request nested too deeply")
     if result.method.startswith("unknown-model-estimate"):
         named = model or (target.get("model") if isinstance(target, Mapping) else None)
         click.echo(f"promptcache: note: {source}: the count is an estimate ({result.method}): "

@@ -21,11 +21,19 @@ from promptcache.diff._model import DiffResult, ExplainReport
 __all__ = ["diff_command", "explain_command"]
 
 _PROVIDERS = click.Choice(["anthropic", "openai", "openai-chat", "openai-responses"])
-_REQUEST_KEYS = ("request", "body", "payload")
 
 
 def _load(path: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
-    """(request body, wrapper) from a request JSON file; the wrapper may hold usage etc."""
+    """(request body, wrapper) from a request JSON file; the wrapper may hold usage etc.
+
+    The request is found as render, count and lint find it
+    (:func:`promptcache._cliutil.unwrap_request`); a file that holds no request is bad input.
+
+    Raises:
+        InputError: unreadable, not JSON, nested too deeply, not an object, or no request.
+    """
+    from promptcache._cliutil import NOT_A_REQUEST, loads_json, unwrap_request
+
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -35,17 +43,13 @@ def _load(path: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
         raise InputError(path, f"not UTF-8 text ({exc.reason})") from None
     if not text.strip():
         raise InputError(path, "empty file")
-    try:
-        obj = json.loads(text)
-    except ValueError as exc:
-        raise InputError(path, f"invalid JSON ({exc})") from None
+    obj = loads_json(text, path)
     if not isinstance(obj, Mapping):
         raise InputError(path, "a request must be a JSON object")
-    for key in _REQUEST_KEYS:
-        inner = obj.get(key)
-        if isinstance(inner, Mapping):
-            return inner, obj
-    return obj, {}
+    found = unwrap_request(obj)
+    if found is None:
+        raise InputError(path, NOT_A_REQUEST)
+    return found
 
 
 def _wrapper_time(w: Mapping[str, Any]) -> Any:
@@ -64,7 +68,7 @@ def _wrapper_time(w: Mapping[str, Any]) -> Any:
 @click.option("--model", default=None, help="Model id (default: the requests' own).")
 @click.option("--provider", type=_PROVIDERS, default=None,
               help="Request shape (default: detected).")
-@click.option("--gap", type=float, default=None,
+@click.option("--gap", type=click.FloatRange(min=0), default=None,
               help="Seconds from A's start to B's start (enables the TTL check).")
 def diff_command(a: str, b: str, fmt: str, redact: bool, model: str | None,
                  provider: str | None, gap: float | None) -> None:
@@ -101,6 +105,9 @@ def diff_command(a: str, b: str, fmt: str, redact: bool, model: str | None,
         return
     except ValueError as exc:
         fail(f"{a} / {b}: {exc}")
+        return
+    except RecursionError:  # parsed, yet too deep to compare
+        fail(f"{a} / {b}: request nested too deeply")
         return
     if fmt == "json":
         click.echo(result.model_dump_json(indent=2))
@@ -228,21 +235,29 @@ def explain_command(log: str, fmt: str, model: str | None, provider: str | None,
 
     Each line holds a request (under "request" or "body", or the bare body) and optionally
     "usage" / "response", "timestamp", "session_id", "response_id" and provider
-    diagnostics. Exit status: 0 no miss, 1 misses, 2 bad input.
+    diagnostics. Usage-only lines (a usage tracker log) are checked with the append-only
+    identity; a log with no request in it is bad input unless that check finds a
+    regression. Exit status: 0 no miss, 1 misses, 2 bad input.
     """
     from promptcache._cliutil import check_model, is_blank_file
-    from promptcache.diff._explain import explain
+    from promptcache.diff._explain import explain_counted
 
     unknown = check_model(model)
     if unknown is not None:
         fail(unknown)
     try:
-        report = explain(log, provider=provider, model=model)
+        report, with_request = explain_counted(log, provider=provider, model=model)
     except PromptCacheError as exc:
         fail(str(exc))
         return
     if not report.requests:  # "0 requests, 0 misses" would read as a clean log
         fail(f"{log}: {'empty file' if is_blank_file(log) else 'no requests in the log'}")
+    if not with_request and not report.misses:
+        # a usage log: only the append-only check ran, and "0 misses" would read as a
+        # clean request log (a regression it finds is still reported, exit 1)
+        n = len(report.requests)
+        fail(f"{log}: no line holds a request ({n} usage-only line{'s' if n != 1 else ''}; "
+             "explain needs the request bodies: 'promptcache report' reads usage logs)")
     if fmt == "json":
         click.echo(report.model_dump_json(indent=2))
     else:

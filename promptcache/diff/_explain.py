@@ -8,7 +8,9 @@ A log is JSONL, one request per line. Each line is an object with the request un
 ``diagnostics`` / ``prompt_cache_diagnostics``, ``provider`` and ``model``. Lines written by
 the usage tracker's JSONL sink (serialised ``UsageRecord`` s) are read as usage-only lines.
 Lines with usage but no request are checked with the append-only identity ``read[n] >=
-read[n-1] + write[n-1]`` (case BR-18's tracker rule).
+read[n-1] + write[n-1]`` (case BR-18's tracker rule). A line with neither a request nor usage,
+or whose ``request`` / ``body`` holds no messages / system / input, is bad input (an
+:class:`InputError` naming the line), as is a pretty-printed JSON document (not JSONL).
 
 Sessions: an explicit id wins. Otherwise a request joins the session whose last request's
 content keys (segment fingerprints without cache markers) are a prefix of its own (the
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from promptcache._cliutil import NOT_A_REQUEST, REQUEST_FIELDS
 from promptcache._errors import InputError, PromptCacheError
 from promptcache.diff._causes import NO_CHANGE_CAUSES
 from promptcache.diff._engine import Prepared, compare, prepare
@@ -49,7 +52,7 @@ from promptcache.diff._inputs import (
 )
 from promptcache.diff._model import CauseSummary, DiffResult, ExplainReport, RequestExplanation
 
-__all__ = ["explain", "iter_log"]
+__all__ = ["explain", "explain_counted", "iter_log"]
 
 _REQUEST_KEYS = ("request", "body", "payload", "params")
 _TIME_KEYS = ("timestamp", "ts", "time", "start", "started_at", "created_at", "sent_at")
@@ -96,10 +99,18 @@ def iter_log(log: str | Path | Iterable[Any], *, name: str | None = None
         except OSError as exc:
             raise InputError(label, exc.strerror or str(exc)) from None
         with handle:
+            first = True
             try:
                 for n, text in enumerate(handle, 1):
                     if text.strip():
-                        yield n, _loads(text, label, n)
+                        try:
+                            obj = _loads(text, label, n)
+                        except InputError:
+                            if first:  # a pretty-printed request (or list) is not JSONL
+                                _raise_if_json_document(path, label)
+                            raise
+                        first = False
+                        yield n, obj
             except UnicodeDecodeError as exc:
                 raise InputError(label, f"not UTF-8 text ({exc.reason})") from None
         return
@@ -118,6 +129,18 @@ def _loads(text: str, label: str, n: int) -> Any:
         return json.loads(text)
     except ValueError as exc:
         raise InputError(label, f"line {n}: invalid JSON ({exc})") from None
+    except RecursionError:
+        raise InputError(label, f"line {n}: JSON nested too deeply") from None
+
+
+def _raise_if_json_document(path: Path, label: str) -> None:
+    """Raise "a JSON document, not JSONL" (with the ``jq -c`` command that converts it) when
+    the whole file is one JSON object or array; return when it is not."""
+    from promptcache._cliutil import json_document_reason
+
+    reason = json_document_reason(str(path), "request logs hold one request per line")
+    if reason is not None:
+        raise InputError(label, reason)
 
 
 def _is_zero(value: Any) -> bool:
@@ -145,6 +168,11 @@ def _entry(n: int, obj: Any, label: str) -> _Entry:
     usage = obj.get("usage")
     if usage is None and response is not None:
         usage = response.get("usage")
+    if request is not None and not any(k in request for k in REQUEST_FIELDS):
+        # {"request": {"foo": 1}} would render as an empty chat request: 0 tokens, no miss
+        raise InputError(label, f"line {n}: {NOT_A_REQUEST}")
+    if request is None and usage is None:
+        raise InputError(label, f"line {n}: {NOT_A_REQUEST[:-1]}, and no usage)")
     # the first time key that is set; a numeric 0 (an "unset" placeholder in many loggers, or
     # the start of a log in relative seconds) only when no other key holds a time
     times = [obj[k] for k in _TIME_KEYS if obj.get(k) is not None]
@@ -207,8 +235,23 @@ def explain(log: str | Path | Iterable[Any], *, provider: str | None = None,
         summary by cause (count, tokens lost, USD).
 
     Raises:
-        InputError: the log cannot be read, a line is not a JSON object, a request is
-            malformed, or a usage object cannot be parsed (the message names the line).
+        InputError: the log cannot be read (or is one pretty-printed JSON document, not
+            JSONL), a line is not a JSON object, holds neither a request nor usage, holds an
+            object that is not a request, a request is malformed or nested too deeply, or a
+            usage object cannot be parsed (the message names the line).
+    """
+    return explain_counted(log, provider=provider, model=model, prices=prices,
+                           progress=progress, name=name)[0]
+
+
+def explain_counted(log: str | Path | Iterable[Any], *, provider: str | None = None,
+                    model: str | None = None, prices: Any = None,
+                    progress: bool | None = None, name: str | None = None
+                    ) -> tuple[ExplainReport, int]:
+    """:func:`explain`, and how many lines held a request (the rest are usage-only).
+
+    ``promptcache explain`` uses the count: a log with no request in it (a usage log) is
+    not a request log, and "0 misses" from it would read as a clean bill.
     """
     label = name or (str(log) if isinstance(log, (str, Path)) else "<log>")
     # Rendering a long log allocates many long-lived objects and few cycles: pausing the
@@ -223,7 +266,8 @@ def explain(log: str | Path | Iterable[Any], *, provider: str | None = None,
 
 
 def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
-             model: str | None, prices: Any, progress: bool | None) -> ExplainReport:
+             model: str | None, prices: Any, progress: bool | None
+             ) -> tuple[ExplainReport, int]:
     entries = [_entry(n, obj, label) for n, obj in iter_log(log, name=label)]
     # responses that requests name as the provider's diagnostics baseline
     baselines_wanted = {b for e in entries if (b := _baseline_id(e.request)) is not None}
@@ -251,6 +295,8 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
             e.usage = read_usage(e.usage_raw, family)
         except PromptCacheError as exc:  # InvalidRequestError included
             raise InputError(label, f"line {e.line}: {exc}") from None
+        except RecursionError:  # parsed, yet too deep to render
+            raise InputError(label, f"line {e.line}: request nested too deeply") from None
 
         # ---- session
         sess: _Session | None = None
@@ -268,7 +314,10 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
             sess = sessions.get("(no session)") or sessions.setdefault(
                 "(no session)", _Session("(no session)"))
         prev = sess.last
-        row = _explain_one(e, prev, sess, prices_for)
+        try:
+            row = _explain_one(e, prev, sess, prices_for)
+        except RecursionError:  # parsed, yet too deep to compare
+            raise InputError(label, f"line {e.line}: request nested too deeply") from None
         wanted = _baseline_id(e.request)
         if (wanted is not None and e.diagnostics is not None and e.prepared is not None
                 and wanted in baselines and (prev is None or prev.response_id != wanted)):
@@ -284,7 +333,7 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
         if e.prepared is not None and e.session is None:
             index.update(sess, e.prepared)
 
-    return _report(out, len(sessions))
+    return _report(out, len(sessions)), sum(1 for e in entries if e.request is not None)
 
 
 def _baseline_id(request: Mapping[str, Any] | None) -> str | None:
