@@ -589,7 +589,10 @@ def test_an_unreadable_request_is_sent_unchanged(api: Api, raw_anthropic: anthro
     with caplog.at_level(logging.WARNING, logger="promptcache"):
         client.messages.create(**req)
     assert api.bodies[0]["messages"] == [{"role": "user", "content": 42}]
-    assert "request preparation failed" in caplog.text
+    # the caller's mistake, not promptcache's fault: one line naming it, no traceback
+    assert "the request is malformed (messages[0].content" in caplog.text
+    assert "request preparation failed" not in caplog.text
+    assert all(r.exc_info is None for r in caplog.records)
 
 
 def test_a_sink_fault_inside_a_stream_never_fails_the_stream(

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
-from promptcache._errors import PromptCacheLintError, UnknownModelError
+from promptcache._errors import InvalidRequestError, PromptCacheLintError, UnknownModelError
 
 if TYPE_CHECKING:
     from promptcache.planner import BreakpointPlan
@@ -395,6 +395,12 @@ class Observer:
         blocking: list[Any] = []
         try:
             blocking = self._prepare(call, auto, lint, helper)
+        except InvalidRequestError as exc:
+            # the caller's request is malformed (the API will answer 400): a user error, one
+            # line once per path and reason, no traceback
+            self.warn_once(f"invalid-request:{exc}",
+                           f"promptcache: the request is malformed ({exc}); sending it "
+                           "unchanged without planning, lint or live diff")
         except Exception as exc:  # promptcache's own fault: the call goes on unchanged
             fault("request preparation", exc, "sending the request unchanged")
         if blocking:

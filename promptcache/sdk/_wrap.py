@@ -362,6 +362,10 @@ def wrap(client: T, *, tracker: UsageTracker | None = None, label: str | None = 
         ``stream_options={"include_usage": True}``; the wrapper never adds it (that would change
         the response) and records unknown usage with a one-time warning instead.
 
+        Wrapping a wrapped client wraps the same SDK client again with only the new settings
+        (tracker, label, session, auto_cache, lint; nothing is inherited); the two share the
+        sessions' live-diff state, and the first wrapper, where still used, keeps its own.
+
     Raises:
         TypeError: ``client`` is not one of the four client classes.
         ValueError: ``lint`` is not one of the three modes.
