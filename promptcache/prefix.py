@@ -875,8 +875,27 @@ class _Renderer:
             name = block.get("name")
             text = f"{name}({_dumps(block.get('input', {})).decode('utf-8', 'replace')})"
         elif btype == "tool_result":
-            text = _flatten_text(block.get("content"))
-            extra = _media_tokens(block.get("content"))
+            content = block.get("content")
+            if content is not None and type(content) is not str:
+                if not isinstance(content, list):
+                    raise InvalidRequestError(f"{path}.content",
+                                              "must be a string or an array of content blocks")
+                others: list[str] = []
+                for j, item in enumerate(content):
+                    if type(item) is not dict and not isinstance(item, Mapping):
+                        raise InvalidRequestError(f"{path}.content[{j}]",
+                                                  "a content block must be an object")
+                    if (not isinstance(item.get("text"), str)
+                            and item.get("type") not in ("image", "document")):
+                        # a search_result, tool_reference, ...: counted on its JSON, as a
+                        # top-level block of an unknown type is
+                        others.append(_dumps(_unmarked(item)).decode("utf-8", "replace"))
+                text = _flatten_text(content)
+                if others:
+                    token_text = "\n".join([text or "", *others])
+            else:
+                text = content
+            extra = _media_tokens(content)
         elif btype == "image":
             extra = _image_tokens(block.get("source"))
             text = None

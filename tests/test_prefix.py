@@ -623,3 +623,31 @@ def test_slot_constructor_builds_what_the_dataclass_init_builds() -> None:
     for cls in (NoSlots, PostInit):
         with pytest.raises(TypeError):
             slot_constructor(cls)
+
+
+def _tool_result(content: Any) -> dict[str, Any]:
+    return {"model": "claude-sonnet-4-6", "max_tokens": 5, "messages": [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": content}]}]}
+
+
+@pytest.mark.parametrize("content,path", [
+    ([["xxxx yyy"]], "messages[0].content[0].content[0]"),
+    (5, "messages[0].content[0].content"),
+    ({"type": "text", "text": "x"}, "messages[0].content[0].content"),
+])
+def test_tool_result_content_that_is_not_blocks_is_invalid(content: Any, path: str) -> None:
+    # it rendered as 0 tokens before: a silently wrong count
+    with pytest.raises(InvalidRequestError) as err:
+        render(_tool_result(content))
+    assert err.value.path == path
+
+
+def test_tool_result_blocks_without_text_are_counted() -> None:
+    found = {"type": "search_result", "source": "kb://1", "title": "Ferns",
+             "content": [{"type": "text", "text": "brown tips mean low humidity " * 20}]}
+    seg = render(_tool_result([found])).segments[-1]
+    assert seg.tokens > 100
+    plain = render(_tool_result("brown tips")).segments[-1]
+    assert plain.tokens == render(_tool_result([{"type": "text", "text": "brown tips"}])
+                                  ).segments[-1].tokens
