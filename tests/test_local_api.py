@@ -10,6 +10,7 @@ turns, and every reported read was physically reused by the block cache.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -441,3 +442,185 @@ def test_a_cached_block_is_read_when_it_comes_back_as_a_whole_message(
     through_question = prompt.span_of("messages[0].content").end
     assert written == through_question
     assert second.usage.cache_read_input_tokens == through_question
+
+
+# ---------------------------------------------------------------------------------- aborted streams
+# A client that leaves a stream early (break + close()) must be counted like any other request:
+# its prefill ran and wrote cache entries, so /metrics counts the request, its prompt, its cache
+# read and write, and the output tokens the engine actually generated (the engine stops decoding
+# once the SSE body is closed, so that is far fewer than max_tokens). Every counter that counts
+# output agrees, and a stream read to the end is still counted exactly once.
+ABORT_MAX_TOKENS = 256
+_COUNTERS = (
+    "promptcache_prompt_tokens_total",
+    "promptcache_cache_read_tokens_total",
+    "promptcache_cache_write_tokens_total",
+    "promptcache_output_tokens_total",
+    "promptcache_reused_tokens_total",
+    "promptcache_computed_tokens_total",
+    "engine.prompt_tokens_total",
+    "engine.generated_tokens_total",
+    "engine.requests_total",
+)
+
+
+@pytest.fixture
+def fresh() -> Iterator[LocalBackend]:
+    """A backend of its own, so the metric deltas below are this test's requests only."""
+    with LocalBackend(mode="fast", pool_mb=48, **SMALL_MODEL) as b:
+        yield b
+
+
+def _snapshot(backend: LocalBackend, endpoint: str) -> dict[str, float]:
+    m = backend.metrics()
+    out = {k: m.get(k, 0.0) for k in _COUNTERS}
+    out["requests"] = m.get(f'promptcache_requests_total{{endpoint="{endpoint}",status="200"}}', 0)
+    return out
+
+
+def _delta_after_one(backend: LocalBackend, endpoint: str, before: dict[str, float]) -> Any:
+    """The counters' change once the request's generation has finished (its worker may still be
+    running the last decode step when close() returns)."""
+    deadline = time.monotonic() + 60
+    while True:
+        now = _snapshot(backend, endpoint)
+        if now["promptcache_output_tokens_total"] > before["promptcache_output_tokens_total"]:
+            break
+        assert time.monotonic() < deadline, "the aborted generation was never counted"
+        time.sleep(0.05)
+    time.sleep(0.2)  # nothing else may arrive: a second record would show up here
+    return {k: _snapshot(backend, endpoint)[k] - before[k] for k in before}
+
+
+def _assert_counted_once(
+    d: dict[str, float], *, prompt: int, read: int, write: int, output: int | None = None
+) -> None:
+    assert d["requests"] == 1 and d["engine.requests_total"] == 1
+    assert d["promptcache_prompt_tokens_total"] == prompt == d["engine.prompt_tokens_total"]
+    assert d["promptcache_cache_read_tokens_total"] == read
+    assert d["promptcache_cache_write_tokens_total"] == write
+    assert d["promptcache_reused_tokens_total"] + d["promptcache_computed_tokens_total"] == prompt
+    assert d["promptcache_reused_tokens_total"] >= read  # a reported read was really reused
+    assert d["promptcache_output_tokens_total"] == d["engine.generated_tokens_total"] >= 1
+    if output is not None:
+        assert d["promptcache_output_tokens_total"] == output
+
+
+def test_aborted_anthropic_stream_is_counted_once(fresh: LocalBackend) -> None:
+    client = fresh.anthropic(api_key="tenant-abort-anthropic")
+    endpoint = "/v1/messages"
+    # turn 1, read to the end: counted once, with what the client saw
+    before = _snapshot(fresh, endpoint)
+    with client.messages.stream(**anthropic_payload(1)) as stream:
+        final = stream.get_final_message()
+    exp = anthropic_expected(1)
+    _assert_counted_once(
+        _delta_after_one(fresh, endpoint, before),
+        prompt=apply_template(anthropic_payload(1), "anthropic").total_tokens,
+        read=exp["cache_read_input_tokens"],
+        write=exp["cache_creation_input_tokens"],
+        output=final.usage.output_tokens,
+    )
+    # turn 2 reads turn 1's entry; the client leaves after the first text delta
+    payload = {**anthropic_payload(2), "max_tokens": ABORT_MAX_TOKENS}
+    before = _snapshot(fresh, endpoint)
+    events = client.messages.create(**payload, stream=True)
+    start: Any = None
+    for event in events:
+        if event.type == "message_start":
+            start = event
+        if event.type == "content_block_delta":
+            break
+    events.close()
+    d = _delta_after_one(fresh, endpoint, before)
+    exp = anthropic_expected(2)
+    assert exp["cache_read_input_tokens"] > 0
+    assert _anthropic_numbers(start.message.usage) == exp  # what the client saw ...
+    _assert_counted_once(  # ... is what /metrics counts
+        d,
+        prompt=apply_template(payload, "anthropic").total_tokens,
+        read=exp["cache_read_input_tokens"],
+        write=exp["cache_creation_input_tokens"],
+    )
+    assert d["promptcache_output_tokens_total"] < ABORT_MAX_TOKENS  # decoding stopped early
+    _no_violation(fresh)
+
+
+def test_aborted_chat_stream_is_counted_once(fresh: LocalBackend) -> None:
+    client = fresh.openai(api_key="tenant-abort-chat")
+    endpoint = "/v1/chat/completions"
+    before = _snapshot(fresh, endpoint)
+    chunks = list(
+        client.chat.completions.create(
+            **chat_payload(1), stream=True, stream_options={"include_usage": True}
+        )
+    )
+    usage = chunks[-1].usage
+    assert usage is not None
+    _assert_counted_once(
+        _delta_after_one(fresh, endpoint, before),
+        prompt=chat_expected(1)["prompt_tokens"],
+        read=0,
+        write=0,  # automatic caching (gpt-4o) reports no writes
+        output=usage.completion_tokens,
+    )
+    payload = {**chat_payload(2), "max_tokens": ABORT_MAX_TOKENS}
+    before = _snapshot(fresh, endpoint)
+    stream = client.chat.completions.create(
+        **payload, stream=True, stream_options={"include_usage": True}
+    )
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            break
+    stream.close()
+    d = _delta_after_one(fresh, endpoint, before)
+    exp = chat_expected(2)
+    assert exp["cached_tokens"] > 0
+    _assert_counted_once(d, prompt=exp["prompt_tokens"], read=exp["cached_tokens"], write=0)
+    assert d["promptcache_output_tokens_total"] < ABORT_MAX_TOKENS
+
+
+def test_aborted_responses_stream_is_counted_once(fresh: LocalBackend) -> None:
+    client = fresh.openai(api_key="tenant-abort-responses")
+    endpoint = "/v1/responses"
+    before = _snapshot(fresh, endpoint)
+    events = list(client.responses.create(**responses_payload(1), stream=True))
+    final: Any = events[-1].response  # type: ignore[union-attr]
+    exp = responses_expected(1)
+    _assert_counted_once(
+        _delta_after_one(fresh, endpoint, before),
+        prompt=exp["input_tokens"],
+        read=exp["cached_tokens"],
+        write=exp["cache_write_tokens"],
+        output=final.usage.output_tokens,
+    )
+    payload = {**responses_payload(2), "max_output_tokens": ABORT_MAX_TOKENS}
+    before = _snapshot(fresh, endpoint)
+    stream = client.responses.create(**payload, stream=True)
+    for event in stream:
+        if event.type == "response.output_text.delta":
+            break
+    stream.close()
+    d = _delta_after_one(fresh, endpoint, before)
+    exp = responses_expected(2)
+    assert exp["cached_tokens"] > 0
+    _assert_counted_once(
+        d, prompt=exp["input_tokens"], read=exp["cached_tokens"], write=exp["cache_write_tokens"]
+    )
+    assert d["promptcache_output_tokens_total"] < ABORT_MAX_TOKENS
+    _no_violation(fresh)
+
+
+def test_engine_stops_decoding_when_asked(fresh: LocalBackend) -> None:
+    engine: Any = fresh.engine
+    tokens = list(apply_template(anthropic_payload(1), "anthropic").token_ids)
+    ref = engine.generate(tokens, max_tokens=8).output_ids
+    before = engine.metrics["generated_tokens_total"]
+    seen: list[int] = []
+    res = engine.generate(
+        tokens, max_tokens=8, on_token=seen.append, should_stop=lambda: len(seen) >= 3
+    )
+    if len(ref) >= 3:  # (an early EOS would end both runs first)
+        assert res.stop_reason == "cancelled" and res.output_ids == seen == ref[:3]
+    assert engine.metrics["generated_tokens_total"] - before == len(res.output_ids)
+    assert res.reused_tokens > 0  # the prompt's blocks were committed as usual

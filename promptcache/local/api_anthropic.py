@@ -46,7 +46,9 @@ from promptcache.local.accounting import (
 from promptcache.local.app import (
     BackendService,
     GenerationOutcome,
+    GenerationStream,
     api_key_of,
+    cancel_on_close,
     read_json,
     sse,
 )
@@ -240,9 +242,20 @@ def model_info(model_id: str, created: int) -> dict[str, Any]:
     }
 
 
-async def _next(events: Any) -> tuple[str, Any]:
+async def _next(events: GenerationStream) -> tuple[str, Any]:
     item: tuple[str, Any] = await anyio.to_thread.run_sync(events.get)
     return item
+
+
+def usage_of(outcome: GenerationOutcome) -> tuple[int, int, int]:
+    """``(prompt_tokens, cache_read, cache_write)`` as the response reports them (/metrics)."""
+    assert outcome.plan is not None
+    counts = AnthropicUsageCounts.from_plan(outcome.plan)
+    return (
+        outcome.prompt.total_tokens,
+        counts.cache_read_input_tokens,
+        counts.cache_creation_input_tokens,
+    )
 
 
 def router(service: BackendService) -> APIRouter:
@@ -294,33 +307,31 @@ def router(service: BackendService) -> APIRouter:
             stop_token_seqs=stop_ids,
             temperature=req.temperature,
             seed=req.seed,
+            usage_of=usage_of,
         )
         message_id = _message_id()
-        if not req.stream:
+        if not req.stream:  # counted in /metrics by service.generate
             outcome = await run_in_threadpool(lambda: service.generate(prompt, policy, **kwargs))
-            body_out = message_body(req, message_id, outcome)
-            usage = body_out["usage"]
-            service.record_usage(
-                prompt_tokens=prompt.total_tokens,
-                read=usage["cache_read_input_tokens"],
-                write=usage["cache_creation_input_tokens"],
-            )
-            return JSONResponse(body_out)
+            return JSONResponse(message_body(req, message_id, outcome))
 
-        events = service.start_stream(prompt, policy, **kwargs)
+        events = service.start_stream(prompt, policy, **kwargs)  # counted by its worker
         plan: CachePlan | None = None
         first: tuple[str, Any]
-        while True:  # wait for the prefill, so admission errors get a proper status
-            first = await _next(events)
-            if first[0] == "plan":
-                plan = first[1]
-                continue
-            if first[0] == "error":
-                raise first[1]
-            break
+        try:
+            while True:  # wait for the prefill, so admission errors get a proper status
+                first = await _next(events)
+                if first[0] == "plan":
+                    plan = first[1]
+                    continue
+                if first[0] == "error":
+                    raise first[1]
+                break
+        except BaseException:  # e.g. cancelled: the client left before the first token
+            events.cancel()
+            raise
         assert plan is not None
         return StreamingResponse(
-            _stream(service, req, message_id, prompt, plan, first, events),
+            cancel_on_close(_stream(req, message_id, plan, first, events), events),
             media_type="text/event-stream",
             headers={"cache-control": "no-cache", "request-id": message_id},
         )
@@ -329,14 +340,13 @@ def router(service: BackendService) -> APIRouter:
 
 
 async def _stream(
-    service: BackendService,
     req: AnthropicRequest,
     message_id: str,
-    prompt: TemplatedPrompt,
     plan: CachePlan,
     first: tuple[str, Any],
-    events: Any,
+    events: GenerationStream,
 ) -> AsyncIterator[bytes]:
+    """The SSE body (usage is counted by the generation's worker, not here)."""
     counts = AnthropicUsageCounts.from_plan(plan)
     produced = 1 if first[0] == "token" else 0
     start_usage = usage_body(counts, produced)
@@ -405,11 +415,6 @@ async def _stream(
                 },
             )
             yield sse("message_stop", {"type": "message_stop"})
-            service.record_usage(
-                prompt_tokens=prompt.total_tokens,
-                read=counts.cache_read_input_tokens,
-                write=counts.cache_creation_input_tokens,
-            )
             return
         elif kind == "error":
             exc = value

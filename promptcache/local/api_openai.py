@@ -45,7 +45,9 @@ from promptcache.local.accounting import (
 from promptcache.local.app import (
     BackendService,
     GenerationOutcome,
+    GenerationStream,
     api_key_of,
+    cancel_on_close,
     read_json,
     sse,
 )
@@ -264,9 +266,15 @@ def _finish_reason(stop_reason: str) -> str:
     return "length" if stop_reason == "max_tokens" else "stop"
 
 
-async def _next(events: Any) -> tuple[str, Any]:
+async def _next(events: GenerationStream) -> tuple[str, Any]:
     item: tuple[str, Any] = await anyio.to_thread.run_sync(events.get)
     return item
+
+
+def usage_of(outcome: GenerationOutcome) -> tuple[int, int, int | None]:
+    """``(prompt_tokens, cached_tokens, cache_write_tokens)`` as the response reports them."""
+    counts = usage_counts(outcome)
+    return counts.prompt_tokens, counts.cached_tokens, counts.cache_write_tokens
 
 
 @dataclass(slots=True)
@@ -321,28 +329,28 @@ def router(service: BackendService) -> APIRouter:
             stop_token_seqs=stop_ids,
             temperature=req.temperature,
             seed=req.seed,
+            usage_of=usage_of,
         )
         return _Prepared(req, policy, prompt, kwargs, stop_ids)
 
     async def run(p: _Prepared) -> GenerationOutcome:
-        outcome = await run_in_threadpool(lambda: service.generate(p.prompt, p.policy, **p.kwargs))
-        counts = usage_counts(outcome)
-        service.record_usage(
-            prompt_tokens=counts.prompt_tokens,
-            read=counts.cached_tokens,
-            write=counts.cache_write_tokens,
-        )
-        return outcome
+        """A non-streamed generation (counted in /metrics by ``service.generate``)."""
+        return await run_in_threadpool(lambda: service.generate(p.prompt, p.policy, **p.kwargs))
 
-    async def start(p: _Prepared) -> tuple[Any, tuple[str, Any]]:
+    async def start(p: _Prepared) -> tuple[GenerationStream, tuple[str, Any]]:
+        """A streamed generation (counted in /metrics by its worker) and its first event."""
         events = service.start_stream(p.prompt, p.policy, **p.kwargs)
-        while True:
-            item = await _next(events)
-            if item[0] == "plan":
-                continue
-            if item[0] == "error":
-                raise item[1]
-            return events, item
+        try:
+            while True:
+                item = await _next(events)
+                if item[0] == "plan":
+                    continue
+                if item[0] == "error":
+                    raise item[1]
+                return events, item
+        except BaseException:  # e.g. cancelled: the client left before the first token
+            events.cancel()
+            raise
 
     @api.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
@@ -381,7 +389,8 @@ def router(service: BackendService) -> APIRouter:
             )
         events, first = await start(p)
         return StreamingResponse(
-            _chat_stream(service, p, cid, created, events, first), media_type="text/event-stream"
+            cancel_on_close(_chat_stream(service, p, cid, created, events, first), events),
+            media_type="text/event-stream",
         )
 
     @api.post("/v1/responses")
@@ -399,7 +408,7 @@ def router(service: BackendService) -> APIRouter:
             )
         events, first = await start(p)
         return StreamingResponse(
-            _responses_stream(service, body, p, rid, mid, created, events, first),
+            cancel_on_close(_responses_stream(body, p, rid, mid, created, events, first), events),
             media_type="text/event-stream",
         )
 
@@ -499,13 +508,8 @@ async def _chat_stream(
             if text:
                 yield chunk({"content": text})
             yield chunk({}, _finish_reason(outcome.result.stop_reason))
-            counts = usage_counts(outcome)
-            service.record_usage(
-                prompt_tokens=counts.prompt_tokens,
-                read=counts.cached_tokens,
-                write=counts.cache_write_tokens,
-            )
             if include_usage:
+                counts = usage_counts(outcome)
                 yield sse(
                     None,
                     {
@@ -543,7 +547,6 @@ async def _chat_stream(
 
 
 async def _responses_stream(
-    service: BackendService,
     body: dict[str, Any],
     p: _Prepared,
     rid: str,
@@ -618,12 +621,6 @@ async def _responses_stream(
                 },
             )
             final = _response_object(body, p, rid, mid, created, outcome, full)
-            counts = usage_counts(outcome)
-            service.record_usage(
-                prompt_tokens=counts.prompt_tokens,
-                read=counts.cached_tokens,
-                write=counts.cache_write_tokens,
-            )
             kind_done = (
                 "response.incomplete" if final["status"] == "incomplete" else "response.completed"
             )

@@ -17,6 +17,12 @@ the accounting decision and the generation, so the block cache cannot change bet
 (what is physically reused). Caches are isolated per API key and per requested model: both go
 into the engine's tenant salt.
 
+Counting: every generation that ran is counted once, when it ends, by :class:`BackendService`
+(prompt, cache read and write as the response reports them, reused / computed and generated
+tokens), whether or not its response reached the client. A streamed response whose client
+disconnects is cancelled (:func:`cancel_on_close`): decoding stops at the engine's next step, and
+the request is counted with the tokens generated until then, in every counter alike.
+
 Errors: a malformed request -> 400 in the provider's error JSON; an unknown model -> 404; a
 body over ``ServerOptions.max_body_bytes`` -> 413; pool exhausted -> 529 ``overloaded_error``
 (Anthropic) / 503 (OpenAI); anything unexpected -> 500 in the provider's shape, the server keeps
@@ -35,7 +41,7 @@ import queue
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -67,8 +73,11 @@ __all__ = [
     "BackendService",
     "EngineLike",
     "GenerationOutcome",
+    "GenerationStream",
     "ServerOptions",
+    "UsageOf",
     "build_engine",
+    "cancel_on_close",
     "create_app",
 ]
 
@@ -103,6 +112,7 @@ class EngineLike(Protocol):
         seed: int | None = None,
         keep_tail_at: Sequence[int] = (),
         on_token: Callable[[int], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> Any: ...
 
     def available_prefix(self, tokens: Sequence[int], *, tenant_salt: bytes = b"") -> int: ...
@@ -152,6 +162,33 @@ class GenerationOutcome:
 Planner = Callable[[int, float], "CachePlan | None"]
 """``planner(available_tokens, now) -> plan``: decides reads and writes under the lock."""
 
+UsageOf = Callable[[GenerationOutcome], "tuple[int, int, int | None]"]
+"""``usage_of(outcome) -> (prompt_tokens, cache_read_tokens, cache_write_tokens)``: the input-side
+usage the response reports (``cache_write_tokens`` None when the shape reports no writes)."""
+
+
+class GenerationStream:
+    """A generation running in a worker thread (:meth:`BackendService.start_stream`).
+
+    ``get()`` blocks for the next event: ``("plan", CachePlan | None)``, ``("token", id)`` per
+    generated token, then ``("done", GenerationOutcome)`` or ``("error", exception)``.
+    ``cancel()`` asks the engine to stop decoding (the client went away); the generation then
+    ends at its next decode step with ``stop_reason="cancelled"`` and is counted in /metrics
+    like any other (prompt, cache read/write and the tokens generated before it stopped).
+    """
+
+    def __init__(self) -> None:
+        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._cancel = threading.Event()
+
+    def get(self) -> tuple[str, Any]:
+        """The next event (blocking)."""
+        return self.events.get()
+
+    def cancel(self) -> None:
+        """Stop decoding at the next step (idempotent; a no-op once the generation ended)."""
+        self._cancel.set()
+
 
 @dataclass
 class _Counters:
@@ -164,10 +201,16 @@ class _Counters:
         with self.lock:
             self.values[(name, tuple(sorted(labels.items())))] += amount
 
+    def inc_many(self, amounts: Mapping[str, float]) -> None:
+        """Add to several unlabelled counters at once (a scrape sees all or none of them)."""
+        with self.lock:
+            for name, amount in amounts.items():
+                self.values[(name, ())] += amount
+
 
 _COUNTER_HELP = {
     "promptcache_requests_total": "Requests answered, by endpoint and HTTP status.",
-    "promptcache_prompt_tokens_total": "Prompt tokens of successful requests.",
+    "promptcache_prompt_tokens_total": "Prompt tokens of requests that ran (aborted streams included).",
     "promptcache_cache_read_tokens_total": "Tokens reported as cache reads.",
     "promptcache_cache_write_tokens_total": "Tokens reported as cache writes (creation).",
     "promptcache_reused_tokens_total": "Prompt tokens whose KV the block cache reused.",
@@ -241,8 +284,10 @@ class BackendService:
         stop_token_seqs: list[list[int]] | None,
         temperature: float,
         seed: int | None,
+        usage_of: UsageOf,
         on_plan: Callable[[CachePlan | None], None] | None,
         on_token: Callable[[int], None] | None,
+        should_stop: Callable[[], bool] | None,
     ) -> GenerationOutcome:
         tokens = list(prompt.token_ids)
         with self.lock:
@@ -261,6 +306,7 @@ class BackendService:
                     seed=seed,
                     keep_tail_at=plan.keep_tail_at if plan is not None else (),
                     on_token=on_token,
+                    **({"should_stop": should_stop} if should_stop is not None else {}),
                 )
             except PoolExhaustedError as exc:
                 raise BackendAPIError(529, "overloaded_error", "Overloaded") from exc
@@ -268,13 +314,25 @@ class BackendService:
                 raise BackendAPIError(400, "invalid_request_error", str(exc)) from exc
             if plan is not None and ledger is not None:
                 commit_plan(plan, ledger)
+        outcome = GenerationOutcome(prompt, plan, result, policy)
         if plan is not None and result.reused_tokens < plan.read_tokens:
             self.counters.inc("promptcache_accounting_violations_total")
             log.error("cache read %d > reused %d", plan.read_tokens, result.reused_tokens)
-        self.counters.inc("promptcache_reused_tokens_total", result.reused_tokens)
-        self.counters.inc("promptcache_computed_tokens_total", result.computed_tokens)
-        self.counters.inc("promptcache_output_tokens_total", len(result.output_ids))
-        return GenerationOutcome(prompt, plan, result, policy)
+        # Every generation that ran is counted here, once, whether or not its response reaches
+        # the client (an aborted stream still prefilled, wrote its cache entries and generated
+        # tokens until it was cancelled).
+        prompt_tokens, read, write = usage_of(outcome)
+        amounts: dict[str, float] = {
+            "promptcache_prompt_tokens_total": prompt_tokens,
+            "promptcache_cache_read_tokens_total": read,
+            "promptcache_reused_tokens_total": result.reused_tokens,
+            "promptcache_computed_tokens_total": result.computed_tokens,
+            "promptcache_output_tokens_total": len(result.output_ids),
+        }
+        if write:
+            amounts["promptcache_cache_write_tokens_total"] = write
+        self.counters.inc_many(amounts)
+        return outcome
 
     def generate(
         self,
@@ -285,11 +343,13 @@ class BackendService:
         planner: Planner,
         ledger: CacheLedger | None,
         max_tokens: int,
+        usage_of: UsageOf,
         stop_token_seqs: list[list[int]] | None = None,
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> GenerationOutcome:
-        """Run one request to completion (blocking; call from a worker thread).
+        """Run one request to completion (blocking; call from a worker thread) and count it in
+        /metrics (``usage_of`` gives the input-side usage the response reports).
 
         Raises:
             BackendAPIError: 529 when the KV pool is exhausted.
@@ -304,8 +364,10 @@ class BackendService:
             stop_token_seqs=stop_token_seqs,
             temperature=temperature,
             seed=seed,
+            usage_of=usage_of,
             on_plan=None,
             on_token=None,
+            should_stop=None,
         )
 
     def start_stream(
@@ -317,16 +379,21 @@ class BackendService:
         planner: Planner,
         ledger: CacheLedger | None,
         max_tokens: int,
+        usage_of: UsageOf,
         stop_token_seqs: list[list[int]] | None = None,
         temperature: float = 0.0,
         seed: int | None = None,
-    ) -> queue.Queue[tuple[str, Any]]:
-        """Start a generation in a thread; return its event queue.
+    ) -> GenerationStream:
+        """Start a generation in a thread; return its :class:`GenerationStream`.
 
         Events, in order: ``("plan", CachePlan | None)``, ``("token", id)`` per generated token,
         then ``("done", GenerationOutcome)`` or ``("error", BackendAPIError | Exception)``.
+        The generation is counted in /metrics by the worker when it ends, so a stream whose
+        client disconnects is counted exactly like a completed one; the SSE side only has to
+        call ``stream.cancel()`` when it is closed early, to stop decoding.
         """
-        events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        stream = GenerationStream()
+        events = stream.events
 
         def work() -> None:
             try:
@@ -340,8 +407,10 @@ class BackendService:
                     stop_token_seqs=stop_token_seqs,
                     temperature=temperature,
                     seed=seed,
+                    usage_of=usage_of,
                     on_plan=lambda plan: events.put(("plan", plan)),
                     on_token=lambda tok: events.put(("token", tok)),
+                    should_stop=stream._cancel.is_set,
                 )
             except Exception as exc:  # delivered to the HTTP side, which renders it
                 events.put(("error", exc))
@@ -349,14 +418,7 @@ class BackendService:
                 events.put(("done", outcome))
 
         threading.Thread(target=work, name="promptcache-generate", daemon=True).start()
-        return events
-
-    def record_usage(self, *, prompt_tokens: int, read: int, write: int | None) -> None:
-        """Count one successful request's reported usage in /metrics."""
-        self.counters.inc("promptcache_prompt_tokens_total", prompt_tokens)
-        self.counters.inc("promptcache_cache_read_tokens_total", read)
-        if write:
-            self.counters.inc("promptcache_cache_write_tokens_total", write)
+        return stream
 
     # ------------------------------------------------------------------ metrics
     def metrics_text(self) -> str:
@@ -514,13 +576,36 @@ def sse(event: str | None, data: Mapping[str, Any] | str) -> bytes:
     return f"{head}data: {payload}\n\n".encode()
 
 
-def iter_events(events: queue.Queue[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
-    """Blocking iterator over a generation's event queue (ends after done/error)."""
+def iter_events(
+    events: GenerationStream | queue.Queue[tuple[str, Any]],
+) -> Iterator[tuple[str, Any]]:
+    """Blocking iterator over a generation's events (ends after done/error)."""
     while True:
         kind, value = events.get()
         yield kind, value
         if kind in ("done", "error"):
             return
+
+
+async def cancel_on_close(
+    body: AsyncIterator[bytes], stream: GenerationStream
+) -> AsyncIterator[bytes]:
+    """An SSE body that cancels its generation when it ends, however it ends.
+
+    A client that disconnects mid-stream closes the body (``GeneratorExit`` at a ``yield``, or
+    ``CancelledError`` at an ``await`` when the server cancels the response task): decoding
+    then stops at the engine's next step instead of running to ``max_tokens``. Usage is not
+    counted here but by the generation's worker (:meth:`BackendService.start_stream`), so an
+    aborted stream is counted exactly once, like one read to the end.
+    """
+    try:
+        async for chunk in body:
+            yield chunk
+    finally:
+        stream.cancel()  # a no-op when the generation already ended
+        aclose = getattr(body, "aclose", None)
+        if aclose is not None:
+            await aclose()  # the body is suspended at a yield (or done): this does not block
 
 
 # ---------------------------------------------------------------------- app

@@ -10,7 +10,7 @@ One request, under one lock (the API may call from several threads)::
                      │                             fast:  one forward over the whole suffix
                      ├─► KVCacheManager.commit ──► KVStorage.write(new full blocks)
                      │   (+ TailStore.put at each keep_tail_at length)
-                     ├─► decode: greedy or seeded sampling, stop sequences, EOS, max_tokens
+                     ├─► decode: greedy or seeded sampling, stop sequences, EOS, max_tokens, cancel
                      └─► commit generated full blocks; free (tail first)
 
 Exactness: in ``mode="exact"`` both the miss and the hit path prefill in chunks that end at
@@ -47,7 +47,7 @@ from promptcache.local.model import ModelRunner, ModelShape
 
 __all__ = ["Engine", "GenerationResult", "StopReason"]
 
-StopReason = Literal["max_tokens", "stop", "eos"]
+StopReason = Literal["max_tokens", "stop", "eos", "cancelled"]
 Mode = Literal["exact", "fast"]
 
 DEFAULT_NUM_BLOCKS = 2048
@@ -62,7 +62,8 @@ class GenerationResult:
         reused_tokens: prompt tokens whose K/V was read from the cache (not recomputed).
         computed_tokens: prompt tokens prefilled now (``prompt_tokens - reused_tokens``).
         output_ids: generated ids, without EOS and without a matched stop sequence.
-        stop_reason: ``"max_tokens"``, ``"stop"`` (a stop sequence matched) or ``"eos"``.
+        stop_reason: ``"max_tokens"``, ``"stop"`` (a stop sequence matched), ``"eos"`` or
+            ``"cancelled"`` (``should_stop`` returned True: the caller went away).
         ttft_s: seconds from the call to the first generated token (to the end of prefill
             when ``max_tokens == 0``).
         total_s: seconds from the call to the return.
@@ -291,6 +292,7 @@ class Engine:
         seed: int | None = None,
         keep_tail_at: Sequence[int] = (),
         on_token: Callable[[int], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
         return_logits: bool = False,
     ) -> GenerationResult:
         """Prefill ``tokens`` reusing cached K/V, then decode up to ``max_tokens`` tokens.
@@ -307,6 +309,10 @@ class Engine:
                 later prompt matching up to exactly that length reuses all of it.
             on_token: called with each output token once it can no longer be part of a stop
                 sequence (in order; a streaming hook).
+            should_stop: polled before each decode step's forward pass; once it returns True
+                decoding ends with ``stop_reason="cancelled"`` (e.g. a streaming client
+                disconnected). The prompt's blocks are committed as usual and the tokens
+                generated so far are returned and counted.
 
         Raises:
             InvalidRequestError: empty prompt, bad token id, negative ``max_tokens`` or
@@ -345,6 +351,7 @@ class Engine:
                     seed=seed,
                     keep_tail_at=keep_tail_at,
                     on_token=on_token,
+                    should_stop=should_stop,
                     return_logits=return_logits,
                 )
             finally:
@@ -366,6 +373,7 @@ class Engine:
         seed: int | None,
         keep_tail_at: Sequence[int],
         on_token: Callable[[int], None] | None,
+        should_stop: Callable[[], bool] | None,
         return_logits: bool,
     ) -> GenerationResult:
         runner = self.runner
@@ -442,6 +450,9 @@ class Engine:
                     on_token(out[emitted])
                     emitted += 1
             if step + 1 < max_tokens:
+                if should_stop is not None and should_stop():
+                    stop_reason = "cancelled"
+                    break
                 logits = runner.forward([tok], cache, logits_to_keep=1)
         if on_token is not None:
             while emitted < len(out):
