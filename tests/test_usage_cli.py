@@ -7,6 +7,7 @@ import io
 import json
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -118,7 +119,7 @@ def test_breakeven_bad_input_exits_2() -> None:
     res = CliRunner().invoke(main, ["breakeven", "--model", "gpt-99-ultra",
                                     "--prefix-tokens", "5000"])
     assert res.exit_code == 2 and res.stderr.startswith(
-        "promptcache: --model: unknown model 'gpt-99-ultra'")
+        "promptcache: --model gpt-99-ultra: unknown model; closest catalog ids: ")
     res = CliRunner().invoke(main, ["breakeven", "--model", "claude-sonnet-4-5",
                                     "--prefix-tokens", "5000", "--ttl", "2h"])
     assert res.exit_code == 2 and res.stderr.startswith("promptcache: --ttl: ")
@@ -295,3 +296,104 @@ def test_report_pretty_printed_json_document_says_jsonl_is_expected(
     path.write_text('{"usage": \n{"input_tokens": 5}\n', encoding="utf-8")
     res = CliRunner().invoke(main, ["report", str(path)])
     assert res.stderr == f"promptcache: {path}:1: not JSON (Expecting value)\n"
+
+
+def _one_line_exit_2(res: Any, start: str) -> None:
+    """Exit 2, nothing on stdout, one line on stderr that starts with ``start``."""
+    assert res.exit_code == 2, res.output
+    assert res.stdout == ""
+    assert res.stderr.count("\n") == 1 and res.stderr.startswith(start), res.stderr
+
+
+@pytest.mark.parametrize("lines", [["[" * 100_000 + "]" * 100_000],
+                                   ['{"input_tokens": 5, "output_tokens": 1}',
+                                    '{"usage": ' + "[" * 100_000 + "]" * 100_000 + "}"]])
+def test_report_deeply_nested_json_is_bad_input_not_a_traceback(
+        tmp_path: Path, lines: list[str]) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    res = CliRunner().invoke(main, ["report", str(path)])
+    _one_line_exit_2(res, f"promptcache: {path}:{len(lines)}: JSON nested too deeply")
+
+
+def test_report_deeply_nested_prices_file_is_bad_input(tmp_path: Path) -> None:
+    good = tmp_path / "good.jsonl"
+    good.write_text('{"input_tokens": 5, "output_tokens": 1}\n', encoding="utf-8")
+    prices = tmp_path / "deep.toml"
+    prices.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    res = CliRunner().invoke(main, ["report", str(good), "--prices", str(prices)])
+    _one_line_exit_2(res, f"promptcache: {prices}: ")
+
+
+@pytest.mark.parametrize(("target", "reason"), [
+    ("adir", "is a directory"),
+    ("missing/x.png", "directory "),
+    ("noext", "no suffix"),
+    ("plot.jpg", "suffix '.jpg'"),
+])
+def test_report_plot_target_is_checked_before_anything_is_printed(
+        log: Path, tmp_path: Path, target: str, reason: str) -> None:
+    (tmp_path / "adir").mkdir()
+    out = tmp_path / target
+    res = CliRunner().invoke(main, ["report", str(log), "--plot", str(out)])
+    _one_line_exit_2(res, f"promptcache: {out}: {reason}")
+    assert not (tmp_path / "adir.png").exists() and not (tmp_path / "noext.png").exists()
+
+
+@pytest.mark.parametrize(("name", "magic"), [("plot.svg", b"<?xml"), ("plot.PDF", b"%PDF")])
+def test_report_plot_suffix_picks_the_format(log: Path, tmp_path: Path, name: str,
+                                             magic: bytes) -> None:
+    pytest.importorskip("matplotlib")
+    out = tmp_path / name
+    res = CliRunner().invoke(main, ["report", str(log), "--format", "csv", "--plot", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes().startswith(magic)
+    help_text = CliRunner().invoke(main, ["report", "--help"]).output
+    assert "--plot FILE" in help_text and ".svg" in help_text
+
+
+@pytest.mark.parametrize(("model", "ttl"), [("gpt-5", "banana"), ("gpt-5", "1h"),
+                                            ("gpt-4o", "5m")])
+def test_breakeven_ttl_for_a_model_without_ttl_is_an_error(model: str, ttl: str) -> None:
+    res = CliRunner().invoke(main, ["breakeven", "--model", model, "--prefix-tokens", "5000",
+                                    "--ttl", ttl])
+    _one_line_exit_2(res, f"promptcache: --ttl {ttl}: {model} caches automatically and takes "
+                          "no --ttl")
+
+
+def test_breakeven_offered_ttls_still_work() -> None:
+    for model, ttl in (("gpt-5.6", "30m"), ("claude-sonnet-4-6", "1h")):
+        res = CliRunner().invoke(main, ["breakeven", "--model", model, "--prefix-tokens",
+                                        "5000", "--ttl", ttl])
+        assert res.exit_code == 0 and f"TTL {ttl}:" in res.stdout, res.output
+    res = CliRunner().invoke(main, ["breakeven", "--model", "gpt-5.6", "--prefix-tokens",
+                                    "5000", "--ttl", "5m"])
+    _one_line_exit_2(res, "promptcache: --ttl: gpt-5.6: TTL '5m' not offered (offered: 30m)")
+
+
+@pytest.mark.parametrize("option", [["--requests", "3"], ["--suffix-tokens", "10"],
+                                    ["--output-tokens", "10"], ["--keepalive-cap", "1"]])
+def test_breakeven_policy_options_need_interval(option: list[str]) -> None:
+    res = CliRunner().invoke(main, ["breakeven", "--model", "claude-sonnet-4-6",
+                                    "--prefix-tokens", "5000", *option])
+    _one_line_exit_2(res, f"promptcache: {option[0]}: needs --interval")
+    with_interval = CliRunner().invoke(main, ["breakeven", "--model", "claude-sonnet-4-6",
+                                              "--prefix-tokens", "5000", "--interval", "600",
+                                              *option])
+    assert with_interval.exit_code == 0, with_interval.output
+
+
+def test_breakeven_keepalive_cap_needs_a_model_with_a_ttl() -> None:
+    res = CliRunner().invoke(main, ["breakeven", "--model", "gpt-5", "--prefix-tokens", "5000",
+                                    "--interval", "600", "--keepalive-cap", "1"])
+    _one_line_exit_2(res, "promptcache: --keepalive-cap: gpt-5 has no TTL to keep alive")
+
+
+def test_breakeven_unknown_model_names_the_closest_ids_and_help_has_units() -> None:
+    res = CliRunner().invoke(main, ["breakeven", "--model", "gpt5", "--prefix-tokens", "5"])
+    _one_line_exit_2(res, "promptcache: --model gpt5: unknown model; closest catalog ids: ")
+    assert "gpt-5" in res.stderr
+    from promptcache.usage.cli import breakeven_command
+
+    helps = {p.name: getattr(p, "help", None) or "" for p in breakeven_command.params}
+    assert "tokens" in helps["suffix_tokens"] and "tokens" in helps["output_tokens"]

@@ -11,12 +11,17 @@ report (OpenAI usage without ``prompt_tokens_details``: no cached count, so no u
 is unknown (``?`` / ``null``), never a partial sum. Anomalies (the tracker's ``usage_anomaly``
 events, and OpenAI ``cached_tokens`` off the catalog's caching grid, case BR-15) are listed once
 per distinct message with their count (json: ``anomalies``). ``--format text|json|csv``;
-``--plot out.png`` draws cumulative hit rate and cost over time (needs the ``plot`` extra:
-matplotlib).
+``--plot FILE`` draws cumulative hit rate and cost over time (needs the ``plot`` extra:
+matplotlib); the suffix of ``FILE`` picks the format (``.png``, ``.svg``, ``.pdf``), and the
+target is checked before anything is read or printed.
 
 ``breakeven --model M --prefix-tokens N [--ttl 5m|1h] [--interval SECONDS]``: the number of
 requests within the TTL from which caching pays; with ``--interval`` also every TTL policy priced
-for that inter-arrival time and the cheapest.
+for that inter-arrival time and the cheapest. ``--ttl`` must be one the model offers (a model
+that caches automatically, without a TTL parameter, takes none); ``--requests``,
+``--suffix-tokens``, ``--output-tokens`` and ``--keepalive-cap`` price that comparison, so they
+need ``--interval`` (and ``--keepalive-cap`` a model with a TTL to keep alive): given without,
+they are an error, never silently ignored.
 
 Exit codes: 0 success, 2 bad input (one line on stderr, ``promptcache: FILE: reason``, naming
 the file or option and the reason).
@@ -27,13 +32,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from collections import Counter
 from decimal import Decimal
 from typing import Any, NoReturn
 
 import click
 
-from promptcache._cliutil import fail
+from promptcache._cliutil import check_model, fail, unknown_model_message
 from promptcache._errors import CatalogError, InputError, UnknownModelError
 from promptcache.usage.record import UsageRecord
 from promptcache.usage.sinks import iter_usage_log_lines
@@ -127,8 +133,9 @@ def _anomalies(tracker: UsageTracker) -> list[dict[str, Any]]:
 @click.argument("usage_file", metavar="USAGE.jsonl")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
               show_default=True, help="Output format.")
-@click.option("--plot", "plot_path", metavar="OUT.png", default=None,
-              help="Write cumulative hit rate and cost over time to a PNG (needs matplotlib).")
+@click.option("--plot", "plot_path", metavar="FILE", default=None,
+              help="Write cumulative hit rate and cost over time to FILE; its suffix picks the "
+                   "format: .png, .svg or .pdf (needs matplotlib).")
 @click.option("--prices", "prices_file", metavar="PRICES.toml", default=None,
               help="Price override file (see promptcache.catalog.load_overrides).")
 @click.option("--batch", is_flag=True, help="Price every record with the batch discount.")
@@ -143,10 +150,14 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
     usage object (Anthropic, OpenAI chat or Responses, DeepSeek, Bedrock, Gemini; detected
     from the field names) or a whole response. Exit status: 0 success, 2 bad input.
     """
+    if plot_path is not None:
+        _check_plot_target(plot_path)
     try:
         located = list(iter_usage_log_lines(usage_file))
     except InputError as exc:
         _fail(exc.file, exc.reason)
+    except RecursionError:  # json raises it for [[[[...]]]]: bad input, not a crash
+        _fail(_too_deep_line(usage_file), "JSON nested too deeply")
     if not located:  # an empty table would read as "nothing was spent"
         from promptcache._cliutil import is_blank_file
 
@@ -159,6 +170,8 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
             load_overrides(prices_file)
         except CatalogError as exc:
             _fail(prices_file, str(exc).removeprefix(f"{prices_file}: "))
+        except RecursionError:
+            _fail(prices_file, "TOML nested too deeply")
     if model is not None:
         _check_model(model, located)
         records = [r.model_copy(update={"model": model}) for r in records]
@@ -173,6 +186,8 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
             for (label, model), s in groups]
     events: Counter[str] = Counter(str(e.kind) for e in tracker.events)
     anomalies = _anomalies(tracker)
+    if plot_path is not None:  # before the report: a failed plot leaves no report behind
+        _plot(tracker, plot_path)
     if fmt == "json":
         click.echo(json.dumps({"file": usage_file, "groups": rows,
                                "total": _row(None, None, total, total_unknown),
@@ -202,8 +217,50 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
             click.echo(f"  {event.kind}: {event.message}")
         if len(shown) > _MAX_EVENTS:
             click.echo(f"  ... {len(shown) - _MAX_EVENTS} more (--format json lists them all)")
-    if plot_path is not None:
-        _plot(tracker, plot_path)
+
+
+def _too_deep_line(path: str) -> str:
+    """``path:line`` of the first line nested too deeply for :mod:`json` (``path`` when none
+    is: the whole file was parsed as one document)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                try:
+                    json.loads(line)
+                except RecursionError:
+                    return f"{path}:{lineno}"
+                except ValueError:
+                    continue
+    except OSError:
+        pass
+    return path
+
+
+#: ``--plot`` suffixes and the matplotlib format each one selects.
+_PLOT_FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+
+
+def _check_plot_target(path: str) -> None:
+    """Exit 2 (one line, before any work) when ``--plot path`` cannot be written: a directory,
+    a missing or unwritable parent directory, a suffix that is not ``.png``/``.svg``/``.pdf``
+    (matplotlib would append ``.png`` to a name without one), or matplotlib not installed."""
+    import importlib.util
+
+    suffixes = ", ".join(_PLOT_FORMATS)
+    if os.path.isdir(path):
+        _fail(path, "is a directory (--plot takes a file name)")
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in _PLOT_FORMATS:
+        what = f"suffix {suffix!r}" if suffix else "no suffix"
+        _fail(path, f"{what}: --plot writes {suffixes} (the suffix picks the format)")
+    parent = os.path.dirname(path) or "."
+    if not os.path.isdir(parent):
+        _fail(path, f"directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK) or (
+            os.path.exists(path) and not os.access(path, os.W_OK)):
+        _fail(path, "permission denied")
+    if importlib.util.find_spec("matplotlib") is None:
+        _fail(path, "plotting needs matplotlib: pip install 'promptcache[plot]'")
 
 
 _FAMILY = {"anthropic": "anthropic", "openai": "openai", "openai-responses": "openai"}
@@ -324,26 +381,65 @@ def _plot(tracker: UsageTracker, path: str) -> None:
     ax2.set_xlabel("minutes since first request" if use_time else "request #")
     fig.tight_layout()
     try:
-        fig.savefig(path)
+        fig.savefig(path, format=_PLOT_FORMATS.get(os.path.splitext(path)[1].lower()))
     except OSError as exc:
         _fail(path, exc.strerror or str(exc))
     finally:
         plt.close(fig)
 
 
+def _check_breakeven_options(model: str, ttl: str | None, interval: float | None,
+                             keepalive_cap: float | None) -> None:
+    """Exit 2 (one line) on an unknown ``--model`` (naming the closest catalog ids), a
+    ``--ttl`` for a model without a TTL parameter, an option that only prices the
+    ``--interval`` comparison given without ``--interval``, or ``--keepalive-cap`` for a model
+    with no TTL to keep alive: each would otherwise be silently ignored."""
+    from click.core import ParameterSource
+
+    from promptcache.catalog import get_policy
+
+    error = check_model(model)
+    if error is not None:
+        fail(error)
+    pol = get_policy(model)
+    if ttl is not None and not pol.ttls:
+        if pol.automatic_caching:
+            kept = [r for r in pol.prompt_cache_retention if r != "in_memory"]
+            hint = (f" (its retention options in_memory, {', '.join(kept)}: compare them with "
+                    "--interval)" if kept else "")
+            _fail(f"--ttl {ttl}", f"{model} caches automatically and takes no --ttl{hint}")
+        _fail(f"--ttl {ttl}", f"{model} has no cache TTL to choose")
+    ctx = click.get_current_context()
+    if interval is None:
+        for param, option in (("n_requests", "--requests"), ("suffix_tokens", "--suffix-tokens"),
+                              ("output_tokens", "--output-tokens"),
+                              ("keepalive_cap", "--keepalive-cap")):
+            if ctx.get_parameter_source(param) not in (None, ParameterSource.DEFAULT):
+                _fail(option, "needs --interval (it prices the TTL policy comparison; the "
+                              "break-even count depends on the prefix alone)")
+    if keepalive_cap is not None and not pol.ttls:
+        _fail("--keepalive-cap", f"{model} has no TTL to keep alive (it caches automatically); "
+                                 "drop --keepalive-cap")
+
+
 @click.command("breakeven")
 @click.option("--model", required=True, help="Model id (catalog).")
 @click.option("--prefix-tokens", type=click.IntRange(min=0), required=True,
               help="Tokens of the shared prefix.")
-@click.option("--ttl", default=None, help="TTL to price: 5m or 1h (Anthropic), 30m (OpenAI 5.6+).")
+@click.option("--ttl", default=None,
+              help="TTL to price: 5m or 1h (Anthropic), 30m (OpenAI 5.6+); default: the model's "
+                   "default. Models that cache automatically without a TTL take none.")
 @click.option("--interval", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds between requests: also compare every TTL policy.")
 @click.option("--requests", "n_requests", type=click.IntRange(min=1), default=100,
-              show_default=True, help="Requests in the horizon (with --interval).")
-@click.option("--suffix-tokens", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--output-tokens", type=click.IntRange(min=0), default=0, show_default=True)
+              show_default=True, help="Requests in the horizon (needs --interval).")
+@click.option("--suffix-tokens", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Uncached suffix after the prefix, per request (tokens; needs --interval).")
+@click.option("--output-tokens", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Output per request (tokens; needs --interval).")
 @click.option("--keepalive-cap", type=click.FloatRange(min=0), default=None,
-              help="Spend cap in USD on keepalive pings over the horizon.")
+              help="Spend cap in USD on keepalive pings over the horizon (needs --interval and "
+                   "a model with a TTL).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
 def breakeven_command(model: str, prefix_tokens: int, ttl: str | None, interval: float | None,
@@ -352,14 +448,16 @@ def breakeven_command(model: str, prefix_tokens: int, ttl: str | None, interval:
     """Requests within the TTL from which caching pays, and the cheapest TTL policy."""
     from promptcache.usage.breakeven import breakeven, ttl_policy
 
+    _check_breakeven_options(model, ttl, interval, keepalive_cap)
     try:
         be = breakeven(model, prefix_tokens, ttl)
         pol = None if interval is None else ttl_policy(
             model, prefix_tokens, interval, requests=n_requests, suffix_tokens=suffix_tokens,
             output_tokens=output_tokens, keepalive_cap_usd=keepalive_cap)
     except UnknownModelError as exc:
-        near = f"; closest known ids: {', '.join(exc.suggestions)}" if exc.suggestions else ""
-        _fail("--model", f"unknown model {exc.model!r}{near}")
+        fail(unknown_model_message(exc))
+    except CatalogError as exc:
+        _fail("--model", str(exc))
     except ValueError as exc:
         _fail("--ttl" if "TTL" in str(exc) else "breakeven", str(exc))
     if fmt == "json":
