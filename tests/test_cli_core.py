@@ -199,9 +199,10 @@ def test_json_that_parses_but_is_too_deep_to_walk_is_one_line_exit_2(tmp_path: P
 
     limit = sys.getrecursionlimit()
     for n in range(limit - 120, limit + 10, 6):
-        nested = "[" * n + '"x"' + "]" * n
-        text = ('{"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": '
-                '[{"type": "tool_result", "tool_use_id": "a", "content": ' + nested + "}]}]}")
+        nested = '{"a": ' * n + '"x"' + "}" * n  # a tool call's input: any JSON object
+        text = ('{"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "hi"}, '
+                '{"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", '
+                '"input": ' + nested + "}]}]}")
         path = tmp_path / f"d{n}.json"
         path.write_text(text)
         log = tmp_path / f"d{n}.jsonl"
