@@ -17,16 +17,15 @@ import click
 
 from promptcache._errors import InputError, UnknownModelError
 
-__all__ = ["NOT_A_REQUEST", "REQUEST_FIELDS", "check_model", "fail", "is_blank_file", "json_document_reason",
-           "loads_json", "read_json_object", "read_request", "read_text", "unknown_model_message",
-           "unwrap_request"]
+__all__ = ["NOT_A_REQUEST", "REQUEST_FIELDS", "check_model", "fail", "is_blank_file",
+           "json_document_reason", "loads_json", "not_a_request_reason", "read_json_object",
+           "read_request", "read_text", "unknown_model_message", "unwrap_request"]
 
 #: Top-level fields of which a request (Anthropic Messages, OpenAI chat or Responses) has at
 #: least one; an object with none of them is "not a request".
 REQUEST_FIELDS = ("messages", "system", "input", "instructions")
 #: The reason given for a JSON object that holds no request (the words ``promptcache lint`` uses).
 NOT_A_REQUEST = "not a request (no messages / system / input)"
-_WRAPPER_KEYS = ("request", "body", "payload", "params")
 
 
 def fail(message: str) -> NoReturn:
@@ -128,26 +127,46 @@ def unwrap_request(obj: Any) -> tuple[Mapping[str, Any], Mapping[str, Any]] | No
 
     A bare request body (any of :data:`REQUEST_FIELDS` at the top) is the request itself,
     with an empty wrapper. Otherwise the request is looked for the way ``promptcache lint``
-    does (:func:`promptcache.lint.sources.request_json.find_request`: under ``request`` /
-    ``body`` / ``payload`` / ``params`` / ..., up to three levels), and the wrapper is the
-    whole object (it may hold ``usage``, ``response``, ``timestamp``). Failing that, an object
-    under ``request`` / ``body`` / ``payload`` / ``params`` with a request field is returned
-    so that rendering it reports what is wrong with it.
+    does (:func:`promptcache.lint.sources.request_json.find_request`: under its
+    ``WRAPPER_KEYS``, ``request`` / ``body`` / ``payload`` / ..., up to three levels), and the
+    wrapper is the whole object (it may hold ``usage``, ``response``, ``timestamp``). Failing
+    that, an object under one of those keys with a request field is returned so that rendering
+    it reports what is wrong with it.
     """
     if not isinstance(obj, Mapping):
         return None
     if any(k in obj for k in REQUEST_FIELDS):
         return obj, {}
-    from promptcache.lint.sources.request_json import find_request
+    from promptcache.lint.sources.request_json import WRAPPER_KEYS, find_request
 
     found = find_request(obj)
     if found is not None:
         return found[0], obj
-    for key in _WRAPPER_KEYS:
+    for key in WRAPPER_KEYS:
         inner = obj.get(key)
         if isinstance(inner, Mapping) and any(k in inner for k in REQUEST_FIELDS):
             return inner, obj
     return None
+
+
+#: Responses parameters that point at a prompt kept server-side (its text is not in the body).
+_STORED_PROMPT_FIELDS = ("prompt", "previous_response_id", "conversation")
+
+
+def not_a_request_reason(obj: Any) -> str:
+    """Why ``obj`` (a JSON value :func:`unwrap_request` found no request in) is not one:
+    :data:`NOT_A_REQUEST`, or, for an OpenAI Responses body whose prompt is stored server-side
+    (``prompt`` / ``previous_response_id`` / ``conversation`` and no input), that its text is
+    not in the request, so nothing can be rendered, counted or compared."""
+    if isinstance(obj, Mapping):
+        for inner in (obj, *(obj.get(k) for k in ("request", "body"))):
+            if isinstance(inner, Mapping):
+                held = [k for k in _STORED_PROMPT_FIELDS if k in inner]
+                if held:
+                    return (f"not a request promptcache can read: its prompt is stored "
+                            f"server-side ({' / '.join(held)}) and its text is not in the "
+                            "request (add the input or instructions it stands for)")
+    return NOT_A_REQUEST
 
 
 def read_request(name: str, *, hint: str = "") -> tuple[Mapping[str, Any], Mapping[str, Any]]:
@@ -160,7 +179,10 @@ def read_request(name: str, *, hint: str = "") -> tuple[Mapping[str, Any], Mappi
     obj = read_json_object(name, hint=hint)
     found = unwrap_request(obj)
     if found is None:
-        fail(f"{name}: {NOT_A_REQUEST[:-1]}{hint})")
+        reason = not_a_request_reason(obj)
+        if reason == NOT_A_REQUEST:
+            reason = f"{NOT_A_REQUEST[:-1]}{hint})"
+        fail(f"{name}: {reason}")
     return found
 
 

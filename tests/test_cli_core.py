@@ -295,7 +295,7 @@ def test_explain_still_reports_a_usage_only_regression(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("line", "reason"), [
     ("{}", "line 2: not a request (no messages / system / input, and no usage)"),
     ('{"foo": 1}', "line 2: not a request (no messages / system / input, and no usage)"),
-    ('{"request": {"foo": 1}}', "line 2: not a request (no messages / system / input)"),
+    ('{"request": {"foo": 1}}', "line 2: not a request (no messages / system / input, and no usage)"),
 ])
 def test_explain_names_a_line_that_holds_no_request(tmp_path: Path, line: str,
                                                     reason: str) -> None:

@@ -453,3 +453,35 @@ def test_empty_files_exit_2_saying_empty(tmp_path: Path, content: str) -> None:
         result = CliRunner().invoke(main, ["diff", *args])
         assert result.exit_code == 2, result.output
         assert result.output.splitlines() == [f"promptcache: {empty}: empty file"]
+
+
+def test_requests_are_found_as_the_other_commands_find_them() -> None:
+    """A recorded exchange (``request.body``, usage in ``response.body``) and a bare Responses
+    line with only ``instructions`` are requests to explain as they are to lint and diff."""
+    a, b = conversation("rec", 2)
+    exchange = [{"request": {"method": "POST", "url": "https://api.anthropic.com/v1/messages",
+                             "body": r},
+                 "response": {"body": {"usage": {"input_tokens": 3,
+                                                 "cache_read_input_tokens": read,
+                                                 "cache_creation_input_tokens": 1800 - read,
+                                                 "output_tokens": 5}}},
+                 "timestamp": 1000 + 10 * k}
+                for k, (r, read) in enumerate(((a, 0), (b, 1800)))]
+    report = explain(exchange)
+    assert len(report.requests) == 2 and report.misses == 0
+    assert report.requests[1].status == "hit"
+    instructions = text(1500, "instr")
+    bare = [{"model": "gpt-5.4", "instructions": instructions, "timestamp": 1000 + k,
+             "usage": {"input_tokens": 1600, "output_tokens": 5,
+                       "input_tokens_details": {"cached_tokens": cached}}}
+            for k, cached in enumerate((0, 1536))]
+    report = explain(bare)
+    assert len(report.requests) == 2 and report.sessions == 1
+
+
+def test_a_stored_prompt_is_named_not_called_a_non_request(tmp_path: Path) -> None:
+    log = tmp_path / "stored.jsonl"
+    log.write_text(json.dumps({"model": "gpt-5.4", "prompt": {"id": "pmpt_abc"}}) + "\n")
+    res = CliRunner().invoke(main, ["explain", str(log)])
+    assert res.exit_code == 2
+    assert "prompt is stored server-side (prompt)" in res.output

@@ -32,7 +32,7 @@ def _load(path: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     Raises:
         InputError: unreadable, not JSON, nested too deeply, not an object, or no request.
     """
-    from promptcache._cliutil import NOT_A_REQUEST, loads_json, unwrap_request
+    from promptcache._cliutil import loads_json, not_a_request_reason, unwrap_request
 
     p = Path(path)
     try:
@@ -48,7 +48,7 @@ def _load(path: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
         raise InputError(path, "a request must be a JSON object")
     found = unwrap_request(obj)
     if found is None:
-        raise InputError(path, NOT_A_REQUEST)
+        raise InputError(path, not_a_request_reason(obj))
     return found
 
 

@@ -37,7 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from promptcache._cliutil import NOT_A_REQUEST, REQUEST_FIELDS
+from promptcache._cliutil import (
+    NOT_A_REQUEST,
+    REQUEST_FIELDS,
+    not_a_request_reason,
+    unwrap_request,
+)
 from promptcache._errors import InputError, PromptCacheError
 from promptcache.diff._causes import NO_CHANGE_CAUSES
 from promptcache.diff._engine import Prepared, compare, prepare
@@ -51,10 +56,13 @@ from promptcache.diff._inputs import (
     read_usage,
 )
 from promptcache.diff._model import CauseSummary, DiffResult, ExplainReport, RequestExplanation
+from promptcache.lint.sources.request_json import WRAPPER_KEYS, usage_of
 
 __all__ = ["explain", "explain_counted", "iter_log"]
 
-_REQUEST_KEYS = ("request", "body", "payload", "params")
+#: Fields of a log line that are the logger's, not request parameters (a bare-body line).
+_LOG_FIELDS = frozenset({"usage", "response", "timestamp", "session_id", "response_id",
+                         "diagnostics", "prompt_cache_diagnostics"})
 _TIME_KEYS = ("timestamp", "ts", "time", "start", "started_at", "created_at", "sent_at")
 _SESSION_KEYS = ("session_id", "session", "conversation_id", "thread_id")
 #: Show a progress bar (on a TTY) from this many requests on.
@@ -151,28 +159,34 @@ def _entry(n: int, obj: Any, label: str) -> _Entry:
     if not isinstance(obj, Mapping):
         raise InputError(label, f"line {n}: a log line must be a JSON object")
     response = obj.get("response") if isinstance(obj.get("response"), Mapping) else None
-    request = next((obj[k] for k in _REQUEST_KEYS if isinstance(obj.get(k), Mapping)), None)
+    request: Any = None
+    if not _is_usage_record(obj):
+        # found as render, count, diff and lint find it: a bare body, or under a wrapper key
+        found = unwrap_request(obj)
+        if found is not None:
+            request, wrapper = found
+            if not wrapper:  # a bare body: the log's own fields are not request parameters
+                request = {k: v for k, v in request.items() if k not in _LOG_FIELDS}
     if request is None:  # some loggers store the body as a JSON string
-        raw = next((obj[k] for k in _REQUEST_KEYS if isinstance(obj.get(k), str)), None)
+        raw = next((obj[k] for k in WRAPPER_KEYS if isinstance(obj.get(k), str)), None)
         if raw is not None and raw.lstrip().startswith("{"):
             try:
                 request = json.loads(raw)
             except ValueError:
                 raise InputError(label, f"line {n}: the request is not valid JSON") from None
+            except RecursionError:
+                raise InputError(label, f"line {n}: JSON nested too deeply") from None
     if request is None and _is_usage_record(obj):
         return _record_entry(n, obj, label)
-    if request is None and ("messages" in obj or "input" in obj):
-        request = {k: v for k, v in obj.items()
-                   if k not in ("usage", "response", "timestamp", "session_id", "response_id",
-                                "diagnostics", "prompt_cache_diagnostics")}
-    usage = obj.get("usage")
-    if usage is None and response is not None:
-        usage = response.get("usage")
-    if request is not None and not any(k in request for k in REQUEST_FIELDS):
+    usage = usage_of(obj)
+    if request is not None and not (isinstance(request, Mapping)
+                                    and any(k in request for k in REQUEST_FIELDS)):
         # {"request": {"foo": 1}} would render as an empty chat request: 0 tokens, no miss
-        raise InputError(label, f"line {n}: {NOT_A_REQUEST}")
+        raise InputError(label, f"line {n}: {not_a_request_reason(obj)}")
     if request is None and usage is None:
-        raise InputError(label, f"line {n}: {NOT_A_REQUEST[:-1]}, and no usage)")
+        reason = not_a_request_reason(obj)
+        raise InputError(label, f"line {n}: " + (
+            f"{NOT_A_REQUEST[:-1]}, and no usage)" if reason == NOT_A_REQUEST else reason))
     # the first time key that is set; a numeric 0 (an "unset" placeholder in many loggers, or
     # the start of a log in relative seconds) only when no other key holds a time
     times = [obj[k] for k in _TIME_KEYS if obj.get(k) is not None]

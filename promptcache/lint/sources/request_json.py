@@ -33,7 +33,8 @@ from promptcache.prefix import render
 __all__ = ["SOURCE", "RequestJsonSource", "find_request", "load_json", "make_context",
            "parse_timestamp", "usage_of"]
 
-_WRAPPER_KEYS = ("request", "body", "payload", "params", "kwargs", "json", "data")
+#: Keys a logger or recorder wraps a request body in (every command looks under the same ones).
+WRAPPER_KEYS = ("request", "body", "payload", "params", "kwargs", "json", "data")
 _TIME_KEYS = ("timestamp", "ts", "time", "sent_at", "created_at", "created", "start_time",
               "startTime", "date")
 
@@ -56,7 +57,7 @@ def find_request(obj: Any, depth: int = 0) -> tuple[Mapping[str, Any], list[str 
         return None
     if _looks_like_request(obj):
         return obj, []
-    for key in _WRAPPER_KEYS:
+    for key in WRAPPER_KEYS:
         inner = obj.get(key)
         if isinstance(inner, Mapping):
             found = find_request(inner, depth + 1)
