@@ -37,6 +37,20 @@ def test_serve_on_a_port_in_use_exits_2_with_one_line(busy_port: int) -> None:
     assert res.stdout == ""
 
 
+def test_serve_takes_an_ipv6_host_in_brackets() -> None:
+    try:
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        sock.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback on this machine")
+    with sock:
+        sock.listen()
+        port = sock.getsockname()[1]
+        res = _run("--host", "[::1]", "--port", str(port))  # as in a URL
+    assert res.returncode == 2, res.stderr
+    assert res.stderr == f"promptcache: [::1]:{port}: address already in use\n"
+
+
 def test_serve_on_a_host_that_does_not_resolve_exits_2_with_one_line() -> None:
     res = _run("--host", "999.1.1.1", "--port", "0")
     assert res.returncode == 2, res.stderr

@@ -127,6 +127,8 @@ def serve_command(
 ) -> None:
     """Serve the local reference backend (Anthropic /v1/messages, OpenAI /v1/chat/completions
     and /v1/responses, /v1/models, /metrics)."""
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]  # an IPv6 address written as in a URL: [::1]
     try:
         sock = _bind_socket(host, port)
     except OSError as exc:
