@@ -590,9 +590,28 @@ def test_an_unreadable_request_is_sent_unchanged(api: Api, raw_anthropic: anthro
         client.messages.create(**req)
     assert api.bodies[0]["messages"] == [{"role": "user", "content": 42}]
     # the caller's mistake, not promptcache's fault: one line naming it, no traceback
-    assert "the request is malformed (messages[0].content" in caplog.text
+    assert "cannot read this request (messages[0].content" in caplog.text
     assert "request preparation failed" not in caplog.text
     assert all(r.exc_info is None for r in caplog.records)
+
+
+def test_sdk_blocks_inside_a_tool_result_are_read(api: Api, raw_anthropic: anthropic.Anthropic,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """An SDK block object passed back inside a tool_result (two levels below the message's
+    blocks) is dumped as the SDK dumps it, so the request is planned and linted."""
+    client = wrap(raw_anthropic, auto_cache=True)
+    req = a_request()
+    req["messages"] += [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "look",
+                                           "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [
+            anthropic.types.TextBlock(type="text", text="Water weekly.")]}]}]
+    with caplog.at_level(logging.WARNING, logger="promptcache"):
+        client.messages.create(**req)
+    assert "cannot read this request" not in caplog.text
+    sent = api.bodies[0]["messages"][2]["content"][0]
+    assert sent["content"][0]["text"] == "Water weekly."
+    assert "cache_control" in sent  # planned: the marker on the new turn
 
 
 def test_a_sink_fault_inside_a_stream_never_fails_the_stream(

@@ -247,6 +247,10 @@ def _given(value: Any) -> bool:
     return name not in ("NotGiven", "Omit")
 
 
+#: Body fields whose pydantic models may sit five levels down (tool_result content blocks).
+_DEEP_KEYS = frozenset({"messages", "input"})
+
+
 def body_of(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """The JSON body the SDK will send for ``kwargs`` (request options left out, ``extra_body``
     merged over the fields, NOT_GIVEN / omit dropped, pydantic models dumped)."""
@@ -259,8 +263,9 @@ def body_of(kwargs: Mapping[str, Any]) -> dict[str, Any]:
         if type(value) in _SCALARS:
             continue
         # three levels below the body: a message's content blocks, a tool's schema (OpenAI:
-        # tools[i].function.parameters) may be pydantic models
-        d = _dump(value, 3)
+        # tools[i].function.parameters) may be pydantic models; five in the messages, where a
+        # tool_result's own content blocks sit two levels below its block
+        d = _dump(value, 5 if key in _DEEP_KEYS else 3)
         if d is not value:
             if out is None:
                 out = dict(body)
@@ -396,11 +401,12 @@ class Observer:
         try:
             blocking = self._prepare(call, auto, lint, helper)
         except InvalidRequestError as exc:
-            # the caller's request is malformed (the API will answer 400): a user error, one
-            # line once per path and reason, no traceback
+            # a request promptcache's renderer cannot read: most often malformed (the API
+            # answers 400), else a shape it does not know; either way not a fault of
+            # promptcache's own to trace: one line, once per path and reason
             self.warn_once(f"invalid-request:{exc}",
-                           f"promptcache: the request is malformed ({exc}); sending it "
-                           "unchanged without planning, lint or live diff")
+                           f"promptcache: cannot read this request ({exc}); sending it "
+                           "unchanged, without planning, lint or live diff")
         except Exception as exc:  # promptcache's own fault: the call goes on unchanged
             fault("request preparation", exc, "sending the request unchanged")
         if blocking:
