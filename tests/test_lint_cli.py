@@ -82,6 +82,8 @@ def test_skipped_file_is_reported_in_text_and_json(files: dict[str, Path],
     code, out, _ = run([str(arr), str(files["clean"])])
     assert code == 0 and "All checks passed (1 file, 1 skipped)." in out
     assert f"{arr}: skipped: not a request" in out
+    code, out, _ = run([str(arr), str(files["bad"])])
+    assert code == 1 and "in 1 file, 1 skipped." in out
     code, out, _ = run([str(arr), "--format", "json"])
     doc = json.loads(out)
     assert doc["files"] == [str(arr)]

@@ -137,7 +137,7 @@ class UsageSummary:
     first_start: float | None
     last_end: float | None
     #: cache-read tokens of the records whose usage is known (tokens)
-    known_cache_read: int = 0
+    known_cache_read: int
 
     @property
     def hit_rate(self) -> float | None:

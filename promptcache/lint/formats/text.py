@@ -19,16 +19,16 @@ def emit(result: LintResult, stream: IO[str]) -> None:
         if f.fix:
             stream.write(f"    fix: {f.fix}\n")
     n = len(result.findings)
+    checked = len(result.files) - len(result.skipped)
+    skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
     if n:
         counts = {s: sum(1 for f in result.findings if f.severity.value == s)
                   for s in ("error", "warning", "info")}
         parts = ", ".join(f"{v} {k}{'s' if v != 1 and k != 'info' else ''}"
                           for k, v in counts.items() if v)
         stream.write(f"Found {n} finding{'s' if n != 1 else ''} ({parts}) in "
-                     f"{len(result.files)} file{'s' if len(result.files) != 1 else ''}.\n")
+                     f"{checked} file{'s' if checked != 1 else ''}{skipped}.\n")
     elif not result.errors:
-        checked = len(result.files) - len(result.skipped)
-        skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
         stream.write(f"All checks passed ({checked} "
                      f"file{'s' if checked != 1 else ''}{skipped}).\n")
     for file, why in sorted(result.skipped.items()):
