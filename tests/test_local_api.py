@@ -15,9 +15,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
+import anyio
 import openai
 import pytest
+from starlette.requests import ClientDisconnect
 
+from promptcache.local.app import GenerationResponse, GenerationStream
 from promptcache.local.template import TemplatedPrompt, apply_template
 from promptcache.local.testing import SMALL_MODEL, LocalBackend
 from tests.cases import filler
@@ -471,6 +474,31 @@ def fresh() -> Iterator[LocalBackend]:
         yield b
 
 
+@pytest.fixture
+def results(fresh: LocalBackend, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The engine's GenerationResult of every request ``fresh`` runs, in order: shows whether
+    a generation ended because it was cancelled (``stop_reason == "cancelled"``)."""
+    seen: list[Any] = []
+    generate = fresh.engine.generate
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        res = generate(*args, **kwargs)
+        seen.append(res)
+        return res
+
+    monkeypatch.setattr(fresh.engine, "generate", spy)
+    return seen
+
+
+def _assert_cancelled(results: list[Any], output: float) -> None:
+    """The read-to-the-end request ran to its end; the aborted one was cancelled by the engine
+    (``should_stop``), not stopped by itself, after generating what /metrics counts."""
+    assert len(results) == 2
+    assert results[0].stop_reason != "cancelled"
+    assert results[1].stop_reason == "cancelled"
+    assert len(results[1].output_ids) == output < ABORT_MAX_TOKENS
+
+
 def _snapshot(backend: LocalBackend, endpoint: str) -> dict[str, float]:
     m = backend.metrics()
     out = {k: m.get(k, 0.0) for k in _COUNTERS}
@@ -506,7 +534,9 @@ def _assert_counted_once(
         assert d["promptcache_output_tokens_total"] == output
 
 
-def test_aborted_anthropic_stream_is_counted_once(fresh: LocalBackend) -> None:
+def test_aborted_anthropic_stream_is_counted_once(
+    fresh: LocalBackend, results: list[Any]
+) -> None:
     client = fresh.anthropic(api_key="tenant-abort-anthropic")
     endpoint = "/v1/messages"
     # turn 1, read to the end: counted once, with what the client saw
@@ -542,11 +572,13 @@ def test_aborted_anthropic_stream_is_counted_once(fresh: LocalBackend) -> None:
         read=exp["cache_read_input_tokens"],
         write=exp["cache_creation_input_tokens"],
     )
-    assert d["promptcache_output_tokens_total"] < ABORT_MAX_TOKENS  # decoding stopped early
+    _assert_cancelled(results, d["promptcache_output_tokens_total"])  # decoding stopped early
     _no_violation(fresh)
 
 
-def test_aborted_chat_stream_is_counted_once(fresh: LocalBackend) -> None:
+def test_aborted_chat_stream_is_counted_once(
+    fresh: LocalBackend, results: list[Any]
+) -> None:
     client = fresh.openai(api_key="tenant-abort-chat")
     endpoint = "/v1/chat/completions"
     before = _snapshot(fresh, endpoint)
@@ -577,10 +609,12 @@ def test_aborted_chat_stream_is_counted_once(fresh: LocalBackend) -> None:
     exp = chat_expected(2)
     assert exp["cached_tokens"] > 0
     _assert_counted_once(d, prompt=exp["prompt_tokens"], read=exp["cached_tokens"], write=0)
-    assert d["promptcache_output_tokens_total"] < ABORT_MAX_TOKENS
+    _assert_cancelled(results, d["promptcache_output_tokens_total"])
 
 
-def test_aborted_responses_stream_is_counted_once(fresh: LocalBackend) -> None:
+def test_aborted_responses_stream_is_counted_once(
+    fresh: LocalBackend, results: list[Any]
+) -> None:
     client = fresh.openai(api_key="tenant-abort-responses")
     endpoint = "/v1/responses"
     before = _snapshot(fresh, endpoint)
@@ -607,20 +641,145 @@ def test_aborted_responses_stream_is_counted_once(fresh: LocalBackend) -> None:
     _assert_counted_once(
         d, prompt=exp["input_tokens"], read=exp["cached_tokens"], write=exp["cache_write_tokens"]
     )
-    assert d["promptcache_output_tokens_total"] < ABORT_MAX_TOKENS
+    _assert_cancelled(results, d["promptcache_output_tokens_total"])
     _no_violation(fresh)
 
 
 def test_engine_stops_decoding_when_asked(fresh: LocalBackend) -> None:
     engine: Any = fresh.engine
     tokens = list(apply_template(anthropic_payload(1), "anthropic").token_ids)
-    ref = engine.generate(tokens, max_tokens=8).output_ids
+    ref = engine.generate(tokens, max_tokens=8)
+    # the (seeded, greedy) tiny model generates all 8 tokens: no EOS ends the run first
+    assert ref.stop_reason == "max_tokens" and len(ref.output_ids) == 8
     before = engine.metrics["generated_tokens_total"]
     seen: list[int] = []
     res = engine.generate(
         tokens, max_tokens=8, on_token=seen.append, should_stop=lambda: len(seen) >= 3
     )
-    if len(ref) >= 3:  # (an early EOS would end both runs first)
-        assert res.stop_reason == "cancelled" and res.output_ids == seen == ref[:3]
-    assert engine.metrics["generated_tokens_total"] - before == len(res.output_ids)
+    assert res.stop_reason == "cancelled"
+    assert res.output_ids == seen == ref.output_ids[:3]
+    assert engine.metrics["generated_tokens_total"] - before == 3
     assert res.reused_tokens > 0  # the prompt's blocks were committed as usual
+
+
+# A client that leaves before the first token (while its request waits for the engine lock or
+# for its prefill) is not seen by the route handler, which servers do not cancel: the handler's
+# disconnect watcher (app.first_event) cancels the generation, so it stops after one token.
+def _asgi_request(path: str, api_key: str) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"testserver"),
+            (b"content-type", b"application/json"),
+            (b"authorization", f"Bearer {api_key}".encode()),
+            (b"x-api-key", api_key.encode()),
+            (b"anthropic-version", b"2023-06-01"),
+        ],
+        "client": ("127.0.0.1", 1234),
+        "server": ("testserver", 80),
+    }
+
+
+async def _leave_while_waiting(
+    backend: LocalBackend, path: str, payload: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Send ``payload`` while the engine is busy (its lock held), disconnect, then free the
+    engine; return what the app sent."""
+    body = json.dumps(payload).encode()
+    left = anyio.Event()
+    sent: list[dict[str, Any]] = []
+    delivered = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await left.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    lock = backend.service.lock
+    lock.acquire()  # another request is running: this one waits for the engine
+    try:
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                scope = _asgi_request(path, "tenant-leave")
+                tg.start_soon(backend.app, scope, receive, send)
+                await anyio.sleep(0.3)  # the request is parsed and its worker waits for the lock
+                left.set()  # the client leaves before the first token
+                await anyio.sleep(0.3)
+                lock.release()
+                lock = None
+    finally:
+        if lock is not None:
+            lock.release()
+    return sent
+
+
+@pytest.mark.parametrize(
+    ("path", "payload"),
+    [
+        ("/v1/messages", {**anthropic_payload(1), "max_tokens": ABORT_MAX_TOKENS, "stream": True}),
+        (
+            "/v1/chat/completions",
+            {**chat_payload(1), "max_tokens": ABORT_MAX_TOKENS, "stream": True},
+        ),
+        (
+            "/v1/responses",
+            {**responses_payload(1), "max_output_tokens": ABORT_MAX_TOKENS, "stream": True},
+        ),
+    ],
+)
+def test_a_client_that_leaves_before_the_first_token_stops_decoding(
+    fresh: LocalBackend, results: list[Any], path: str, payload: dict[str, Any]
+) -> None:
+    anyio.run(_leave_while_waiting, fresh, path, payload)
+    deadline = time.monotonic() + 60  # the worker may still be counting when the app returns
+    while fresh.metrics().get("promptcache_output_tokens_total", 0) == 0:
+        assert time.monotonic() < deadline, "the generation was never counted"
+        time.sleep(0.05)
+    assert len(results) == 1
+    assert results[0].stop_reason == "cancelled"
+    assert len(results[0].output_ids) == 1  # the token sampled from the prefill's logits
+    m = fresh.metrics()  # counted once, like any other generation
+    assert m["engine.requests_total"] == 1
+    assert m["promptcache_output_tokens_total"] == m["engine.generated_tokens_total"] == 1
+    assert m["promptcache_prompt_tokens_total"] == results[0].prompt_tokens
+    _no_violation(fresh)
+
+
+def test_a_response_never_started_still_cancels_its_generation() -> None:
+    # The client leaves between the handler's return and the body's first chunk: sending the
+    # headers fails, the body generator never runs (so its own finally never would), and the
+    # response still cancels the generation.
+    started = False
+
+    async def body() -> Any:
+        nonlocal started
+        started = True
+        yield b"data: {}\n\n"
+
+    async def receive() -> dict[str, Any]:
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    async def send(message: dict[str, Any]) -> None:
+        raise OSError("client gone")
+
+    stream = GenerationStream()
+    response = GenerationResponse(body(), stream)
+    scope = {"type": "http", "asgi": {"version": "3.0", "spec_version": "2.4"}}
+    with pytest.raises(ClientDisconnect):  # what starlette makes of the OSError
+        anyio.run(response, scope, receive, send)
+    assert not started and stream._cancel.is_set()

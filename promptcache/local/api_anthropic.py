@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from promptcache._errors import InvalidRequestError
@@ -46,9 +45,11 @@ from promptcache.local.accounting import (
 from promptcache.local.app import (
     BackendService,
     GenerationOutcome,
+    GenerationResponse,
     GenerationStream,
     api_key_of,
-    cancel_on_close,
+    first_event,
+    next_event,
     read_json,
     sse,
 )
@@ -242,11 +243,6 @@ def model_info(model_id: str, created: int) -> dict[str, Any]:
     }
 
 
-async def _next(events: GenerationStream) -> tuple[str, Any]:
-    item: tuple[str, Any] = await anyio.to_thread.run_sync(events.get)
-    return item
-
-
 def usage_of(outcome: GenerationOutcome) -> tuple[int, int, int]:
     """``(prompt_tokens, cache_read, cache_write)`` as the response reports them (/metrics)."""
     assert outcome.plan is not None
@@ -315,24 +311,11 @@ def router(service: BackendService) -> APIRouter:
             return JSONResponse(message_body(req, message_id, outcome))
 
         events = service.start_stream(prompt, policy, **kwargs)  # counted by its worker
-        plan: CachePlan | None = None
-        first: tuple[str, Any]
-        try:
-            while True:  # wait for the prefill, so admission errors get a proper status
-                first = await _next(events)
-                if first[0] == "plan":
-                    plan = first[1]
-                    continue
-                if first[0] == "error":
-                    raise first[1]
-                break
-        except BaseException:  # e.g. cancelled: the client left before the first token
-            events.cancel()
-            raise
+        plan, first = await first_event(request, events)
         assert plan is not None
-        return StreamingResponse(
-            cancel_on_close(_stream(req, message_id, plan, first, events), events),
-            media_type="text/event-stream",
+        return GenerationResponse(
+            _stream(req, message_id, plan, first, events),
+            events,
             headers={"cache-control": "no-cache", "request-id": message_id},
         )
 
@@ -422,4 +405,4 @@ async def _stream(
             message = exc.message if isinstance(exc, BackendAPIError) else "Internal server error."
             yield sse("error", {"type": "error", "error": {"type": err_type, "message": message}})
             return
-        item = await _next(events)
+        item = await next_event(events)

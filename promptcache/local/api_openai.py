@@ -29,9 +29,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import anyio
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from promptcache._errors import InvalidRequestError
@@ -45,9 +44,11 @@ from promptcache.local.accounting import (
 from promptcache.local.app import (
     BackendService,
     GenerationOutcome,
+    GenerationResponse,
     GenerationStream,
     api_key_of,
-    cancel_on_close,
+    first_event,
+    next_event,
     read_json,
     sse,
 )
@@ -266,11 +267,6 @@ def _finish_reason(stop_reason: str) -> str:
     return "length" if stop_reason == "max_tokens" else "stop"
 
 
-async def _next(events: GenerationStream) -> tuple[str, Any]:
-    item: tuple[str, Any] = await anyio.to_thread.run_sync(events.get)
-    return item
-
-
 def usage_of(outcome: GenerationOutcome) -> tuple[int, int, int | None]:
     """``(prompt_tokens, cached_tokens, cache_write_tokens)`` as the response reports them."""
     counts = usage_counts(outcome)
@@ -337,20 +333,11 @@ def router(service: BackendService) -> APIRouter:
         """A non-streamed generation (counted in /metrics by ``service.generate``)."""
         return await run_in_threadpool(lambda: service.generate(p.prompt, p.policy, **p.kwargs))
 
-    async def start(p: _Prepared) -> tuple[GenerationStream, tuple[str, Any]]:
+    async def start(p: _Prepared, request: Request) -> tuple[GenerationStream, tuple[str, Any]]:
         """A streamed generation (counted in /metrics by its worker) and its first event."""
         events = service.start_stream(p.prompt, p.policy, **p.kwargs)
-        try:
-            while True:
-                item = await _next(events)
-                if item[0] == "plan":
-                    continue
-                if item[0] == "error":
-                    raise item[1]
-                return events, item
-        except BaseException:  # e.g. cancelled: the client left before the first token
-            events.cancel()
-            raise
+        _, first = await first_event(request, events)
+        return events, first
 
     @api.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
@@ -387,11 +374,8 @@ def router(service: BackendService) -> APIRouter:
                     ),
                 }
             )
-        events, first = await start(p)
-        return StreamingResponse(
-            cancel_on_close(_chat_stream(service, p, cid, created, events, first), events),
-            media_type="text/event-stream",
-        )
+        events, first = await start(p, request)
+        return GenerationResponse(_chat_stream(service, p, cid, created, events, first), events)
 
     @api.post("/v1/responses")
     async def responses(request: Request) -> Response:
@@ -406,10 +390,9 @@ def router(service: BackendService) -> APIRouter:
             return JSONResponse(
                 _response_object(body, p, rid, mid, created, outcome, decode_tokens(ids))
             )
-        events, first = await start(p)
-        return StreamingResponse(
-            cancel_on_close(_responses_stream(body, p, rid, mid, created, events, first), events),
-            media_type="text/event-stream",
+        events, first = await start(p, request)
+        return GenerationResponse(
+            _responses_stream(body, p, rid, mid, created, events, first), events
         )
 
     return api
@@ -543,7 +526,7 @@ async def _chat_stream(
                 },
             )
             return
-        item = await _next(events)
+        item = await next_event(events)
 
 
 async def _responses_stream(
@@ -631,4 +614,4 @@ async def _responses_stream(
             message = exc.message if isinstance(exc, BackendAPIError) else "Internal server error."
             yield event("error", {"code": "server_error", "message": message, "param": None})
             return
-        item = await _next(events)
+        item = await next_event(events)

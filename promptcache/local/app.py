@@ -19,9 +19,13 @@ into the engine's tenant salt.
 
 Counting: every generation that ran is counted once, when it ends, by :class:`BackendService`
 (prompt, cache read and write as the response reports them, reused / computed and generated
-tokens), whether or not its response reached the client. A streamed response whose client
-disconnects is cancelled (:func:`cancel_on_close`): decoding stops at the engine's next step, and
-the request is counted with the tokens generated until then, in every counter alike.
+tokens), whether or not its response reached the client. A streamed generation whose client
+disconnects is cancelled: while the request waits for its first token (engine lock, prefill) by
+a disconnect watcher (:func:`first_event`), once the response exists by the response itself
+(:class:`GenerationResponse`, whether or not its body was started). Decoding then stops at the
+engine's next step (after at most one token when the client left before the first), and the
+request is counted with the tokens generated until then, in every counter alike. The prompt of
+a request whose client left while it waited is still prefilled, cached and counted.
 
 Errors: a malformed request -> 400 in the provider's error JSON; an unknown model -> 404; a
 body over ``ServerOptions.max_body_bytes`` -> 413; pool exhausted -> 529 ``overloaded_error``
@@ -45,8 +49,10 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+import anyio
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from promptcache._errors import InvalidRequestError, PoolExhaustedError, UnknownModelError
 from promptcache.catalog import CachePolicy, get_policy, known_models
@@ -73,12 +79,15 @@ __all__ = [
     "BackendService",
     "EngineLike",
     "GenerationOutcome",
+    "GenerationResponse",
     "GenerationStream",
     "ServerOptions",
     "UsageOf",
     "build_engine",
     "cancel_on_close",
     "create_app",
+    "first_event",
+    "next_event",
 ]
 
 log = logging.getLogger(__name__)
@@ -606,6 +615,76 @@ async def cancel_on_close(
         aclose = getattr(body, "aclose", None)
         if aclose is not None:
             await aclose()  # the body is suspended at a yield (or done): this does not block
+
+
+async def next_event(events: GenerationStream) -> tuple[str, Any]:
+    """The generation's next event, awaited in a worker thread."""
+    item: tuple[str, Any] = await anyio.to_thread.run_sync(events.get)
+    return item
+
+
+async def first_event(
+    request: Request, events: GenerationStream
+) -> tuple[CachePlan | None, tuple[str, Any]]:
+    """Wait for a streamed generation's plan and first ``token`` (or ``done``) event.
+
+    Waiting lets admission errors (pool exhausted, bad token) get a proper status: an
+    ``error`` event is raised. While it waits (for the engine lock, then the prefill), a
+    watcher listens for the client's ``http.disconnect`` and cancels the generation, which then
+    stops after at most one token instead of decoding to ``max_tokens`` (servers do not cancel a
+    route handler when its client leaves). The watcher ends with the wait; the generation is
+    also cancelled if the wait itself is cancelled or fails.
+    """
+
+    async def watch() -> None:
+        while True:
+            message = await request.receive()
+            if message.get("type") == "http.disconnect":
+                log.debug("client left before the first token: cancelling the generation")
+                events.cancel()
+                return
+
+    plan: CachePlan | None = None
+    item: tuple[str, Any]
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            while True:
+                item = await next_event(events)
+                if item[0] == "plan":
+                    plan = item[1]
+                    continue
+                break
+            tg.cancel_scope.cancel()  # stop watching: the response listens from here on
+        if item[0] == "error":
+            raise item[1]
+    except BaseException:  # cancelled, or an admission error: nothing will read the stream
+        events.cancel()
+        raise
+    return plan, item
+
+
+class GenerationResponse(StreamingResponse):
+    """The SSE response of a streamed generation: it cancels the generation when it ends,
+    however it ends (read to the end, client gone, server shutting down), even if its body
+    was never started (an async generator that never ran has no ``finally`` to run)."""
+
+    def __init__(
+        self,
+        body: AsyncIterator[bytes],
+        events: GenerationStream,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(
+            cancel_on_close(body, events), media_type="text/event-stream", headers=headers
+        )
+        self.generation = events
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.generation.cancel()  # a no-op when the generation already ended
 
 
 # ---------------------------------------------------------------------- app
