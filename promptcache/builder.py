@@ -30,7 +30,9 @@ Canonicalisation (on by default, each switch separate): tools sorted by name
 (``normalize_whitespace``), and sets refused with :class:`TypeError` where their iteration
 order would leak into the prompt (``refuse_sets``; when off, sets are sorted). Equal inputs give
 byte-identical payloads. Blank text parts are always dropped: the Anthropic API rejects
-whitespace-only text blocks (BR-10).
+whitespace-only text blocks (BR-10). A history or example message left with no content is
+refused by :meth:`PromptBuilder.to_anthropic` (Anthropic rejects empty content) and sent with
+an empty text (``"content": ""``) by the OpenAI outputs, which document no such rule.
 
 Example (an agent loop; each request reads what the previous one wrote)::
 
@@ -74,7 +76,7 @@ from promptcache.prefix import PrefixView, render
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from promptcache.catalog import CachePolicy
+    from promptcache.catalog import CachePolicy, ProviderRules
 
 __all__ = [
     "ExplainRow",
@@ -103,13 +105,10 @@ _FORMAT_NAMES: dict[str, str] = {"anthropic": "an Anthropic Messages",
                                  "openai-chat": "an OpenAI Chat Completions",
                                  "openai-responses": "an OpenAI Responses"}
 _SYSTEM_ROLES = ("system", "developer")
-# Token-limit parameters per output format, with the smallest value the API accepts (Anthropic
-# max_tokens=0 is a pre-warm; the Responses API refuses max_output_tokens below 16).
-_TOKEN_LIMITS: dict[str, dict[str, int]] = {
-    "anthropic": {"max_tokens": 0},
-    "openai-chat": {"max_completion_tokens": 1, "max_tokens": 1},
-    "openai-responses": {"max_output_tokens": 16},
-}
+# The builder's own sanity floor for an output-token limit, not a provider fact: a limit of 0
+# asks for no output, which is meaningless unless the provider documents it as a pre-warm
+# (catalog: ProviderRules.prewarm_max_tokens). Provider minima come from the catalog.
+_MIN_OUTPUT_LIMIT = 1
 # Responses parameters that give the model something to answer without any input item.
 _RESPONSES_INPUT_SOURCES = ("instructions", "prompt", "previous_response_id", "conversation")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -335,6 +334,7 @@ class _Msg:
     role: Literal["user", "assistant"]
     parts: tuple[Any, ...]  # canonical parts: str, Image, ToolCall, ToolResult, Thinking, dict
     section: Section
+    where: str = ""  # the message's name in errors ("history message 2", "example 0")
 
 
 # ============================================================================ explain
@@ -638,7 +638,10 @@ class PromptBuilder:
 
         Raises:
             OrderingError, VolatileValueError: see the class docstring.
-            InvalidRequestError: either text is blank (the API rejects empty messages).
+
+        A blank text makes an empty message: :meth:`to_anthropic` then raises
+        :class:`~promptcache._errors.InvalidRequestError` at ``example N``; the OpenAI outputs
+        send it with an empty text.
         """
         self._enter("context")
         where = f"example {len(self._examples) // 2}"
@@ -655,9 +658,13 @@ class PromptBuilder:
         Raises:
             OrderingError, VolatileValueError: see the class docstring.
             InvalidRequestError: a message is not a :class:`Message` or a mapping, has a role
-                other than ``user`` / ``assistant`` / ``tool``, a malformed content or tool
-                call, or no content at all (``{"role": "user"}``, blank text only): the API
-                rejects empty messages. The path names the message (``history message 2``).
+                other than ``user`` / ``assistant`` / ``tool``, or a malformed content or tool
+                call. The path names the message (``history message 2``).
+
+        A message with no content at all (``{"role": "user"}``, blank text only) is kept:
+        :meth:`to_anthropic` refuses it (Anthropic rejects empty content, "text content
+        blocks must be non-empty") naming ``history message N``; the OpenAI outputs send it
+        with an empty text (``"content": ""``).
         """
         self._enter("history")
         if len(messages) == 1 and isinstance(messages[0], (list, tuple)):
@@ -743,15 +750,11 @@ class PromptBuilder:
             else:
                 raise TypeError(f"{pw}: unsupported part type {type(p).__name__}")
         flush()
-        if not parts and section not in ("turn", "tail"):  # those two: see _check_request
-            raise InvalidRequestError(where, f"the {msg.role} message is empty (no content, or "
-                                             "only blank text); the API rejects messages with "
-                                             "empty content")
         self._check_volatiles(canon, section)
         if section not in _CACHED_VOLATILE_OK:
             for p in parts:
                 self._record_early(_part_text(p), where, section)
-        return _Msg(msg.role, tuple(parts), section)
+        return _Msg(msg.role, tuple(parts), section, where)
 
     # ------------------------------------------------------------------ rendering
     def _sorted_tools(self) -> list[_Tool]:
@@ -899,8 +902,9 @@ class PromptBuilder:
 
     def _check_request(self, fmt: OutputFormat, payload: Mapping[str, Any],
                        params: Mapping[str, Any]) -> None:
-        """Refuse a request the API would answer with a 400: no message, a bad token limit,
-        an Anthropic pre-warm (``max_tokens=0``) combined with what it excludes."""
+        """Refuse a request the API would answer with a 400: no message, an empty history or
+        example message (Anthropic), a bad token limit, an Anthropic pre-warm
+        (``max_tokens=0``) combined with what it excludes (catalog ``prewarm_rejects``)."""
         if self._stage in ("turn", "tail") and not self._turn and not self._tail:
             raise InvalidRequestError("turn", "the new turn is empty (no parts, or only blank "
                                               "text); the API rejects an empty user text")
@@ -913,31 +917,27 @@ class PromptBuilder:
                     else "a turn() or a history() message; system text alone is not a message")
             raise InvalidRequestError(field, f"{_FORMAT_NAMES[fmt]} request needs at least one "
                                              f"message: add {what}")
-        for key, minimum in _TOKEN_LIMITS[fmt].items():
+        if fmt == "anthropic":
+            for msg in (*self._examples, *self._history):
+                if not msg.parts:
+                    raise InvalidRequestError(msg.where, f"the {msg.role} message is empty (no "
+                                              "content, or only blank text); the Anthropic API "
+                                              "rejects empty content (text content blocks must "
+                                              "be non-empty)")
+        from promptcache.catalog import provider_rules
+
+        rules = provider_rules("anthropic" if fmt == "anthropic" else "openai")
+        for key, (minimum, why) in _token_limits(fmt, rules).items():
             if key not in params:
                 continue
             value = params[key]
             if value is None and fmt != "anthropic":
                 continue  # OpenAI: null means no limit
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise InvalidRequestError(key, f"must be an int >= {minimum}, not {value!r}"
-                                          + (" (0 = pre-warm: prefill and cache writes only)"
-                                             if fmt == "anthropic" else ""))
-        if fmt == "anthropic" and params.get("max_tokens") == 0:
-            thinking = params.get("thinking")
-            choice = params.get("tool_choice")
-            config = params.get("output_config")
-            for bad, name in (
-                    (params.get("stream") is True, "stream"),
-                    (isinstance(thinking, Mapping) and thinking.get("type") == "enabled",
-                     "thinking"),
-                    (isinstance(choice, Mapping) and choice.get("type") in ("tool", "any"),
-                     "tool_choice"),
-                    (isinstance(config, Mapping) and config.get("format") is not None,
-                     "output_config.format")):
-                if bad:
-                    raise InvalidRequestError(name, "cannot be combined with max_tokens=0 (a "
-                                                    "pre-warm request)")
+                raise InvalidRequestError(key, f"must be an int >= {minimum}, not {value!r}{why}")
+        if (fmt == "anthropic" and rules.prewarm_max_tokens is not None
+                and params.get("max_tokens") == rules.prewarm_max_tokens):
+            rules.check_prewarm(params)
 
     def _output(self, fmt: OutputFormat, previous: PreviousLike, params: Mapping[str, Any]
                 ) -> dict[str, Any]:
@@ -964,16 +964,23 @@ class PromptBuilder:
             max_tokens: the required ``max_tokens``: an int >= 0 (not a bool); ``0`` is a
                 pre-warm (prefill and cache writes only), which the API refuses together with
                 ``stream=True``, thinking enabled, a forced ``tool_choice`` or
-                ``output_config.format``.
+                ``output_config.format``. Both facts are catalog data
+                (:attr:`promptcache.catalog.ProviderRules.prewarm_max_tokens` and
+                ``prewarm_rejects``; source
+                https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md,
+                also https://platform.claude.com/docs/en/build-with-claude/prompt-caching).
             previous: the previous request's plan (default: the builder's ``previous``).
             params: other create() parameters (temperature, tool_choice, ...), canonicalised.
 
         Raises:
             PlanError: the model is not an Anthropic model.
-            InvalidRequestError: the new turn is empty (``turn("")``), the request has no
-                message (no turn and no history; system text is not a message), ``max_tokens`` is not an int >= 0, a pre-warm is
-                combined with what the API refuses with it, a parameter is one the builder
-                sets, or a text holds a lone surrogate (the path names it).
+            InvalidRequestError: the new turn is empty (``turn("")``), a history or example
+                message is empty (``history message N`` / ``example N``), the request has no
+                message (no turn and no history; system text is not a message),
+                ``max_tokens`` is not an int >= 0, a pre-warm is combined with what the API
+                refuses with it (the path names the setting, e.g. ``thinking.type``), a
+                parameter is one the builder sets, or a text holds a lone surrogate (the path
+                names it).
         """
         return self._output("anthropic", previous if previous is not None else _UNSET,
                             {"max_tokens": max_tokens, **params})
@@ -983,14 +990,17 @@ class PromptBuilder:
 
         Includes ``prompt_cache_key`` (sha256 of the stable prefix) and, on models the catalog
         marks as supporting them (GPT-5.6+), ``prompt_cache_breakpoint`` markers and
-        ``prompt_cache_options``.
+        ``prompt_cache_options``. An empty history or example message is sent with an empty
+        text. ``max_completion_tokens`` / ``max_tokens`` must be at least 1: the builder's own
+        sanity rule (OpenAI documents no minimum; a limit of 0 asks for no output, and OpenAI
+        has no pre-warm).
 
         Raises:
             PlanError: the model is not an OpenAI model.
             InvalidRequestError: the new turn is empty (``turn("")``), the request has no
-                message (no system text, turn or history), ``max_completion_tokens`` / ``max_tokens`` is not None or an int >= 1 (not a
-                bool), a parameter is one the builder sets, or a text holds a lone surrogate
-                (the path names it).
+                message (no system text, turn or history), ``max_completion_tokens`` /
+                ``max_tokens`` is not None or an int >= 1 (not a bool), a parameter is one the
+                builder sets, or a text holds a lone surrogate (the path names it).
         """
         return self._output("openai-chat", previous if previous is not None else _UNSET,
                             params)
@@ -1004,9 +1014,11 @@ class PromptBuilder:
             InvalidRequestError: the new turn is empty (``turn("")``), ``input`` would be empty
                 (no system text, turn or history) and
                 no ``instructions`` / ``prompt`` / ``previous_response_id`` / ``conversation``
-                is given, ``max_output_tokens`` is not None or an int >= 16 (the API's
-                minimum; not a bool), a parameter is one the builder sets, or a text holds a
-                lone surrogate (the path names it).
+                is given, ``max_output_tokens`` is not None or an int >= the catalog's
+                :attr:`~promptcache.catalog.ProviderRules.min_max_output_tokens` (16; not a
+                bool), a parameter is one the builder sets, or a text holds a lone surrogate
+                (the path names it). The 16 is UNCONFIRMED: no official source, only the API's
+                error text quoted in https://github.com/vectorize-io/hindsight/issues/58.
         """
         return self._output("openai-responses", previous if previous is not None else _UNSET,
                             params)
@@ -1053,6 +1065,25 @@ class PromptBuilder:
             rows.append(ExplainRow(seg.index, seg.path, sec, seg.kind, seg.tokens,
                                    seg.end_token, seg.position, bp, "; ".join(note_parts)))
         return Explanation(tuple(rows), plan, not view.counter_exact)
+
+
+def _token_limits(fmt: OutputFormat, rules: ProviderRules) -> dict[str, tuple[int, str]]:
+    """Token-limit parameter -> (smallest accepted value, why) for ``fmt``: the catalog's
+    provider minimum where it has one (Anthropic's pre-warm ``max_tokens``, the Responses
+    ``max_output_tokens`` minimum), else the builder's own floor of 1."""
+    if fmt == "anthropic":
+        pre = rules.prewarm_max_tokens
+        if pre is None:
+            return {"max_tokens": (_MIN_OUTPUT_LIMIT, "")}
+        return {"max_tokens": (pre, f" ({pre} = pre-warm: prefill and cache writes only)")}
+    if fmt == "openai-chat":
+        return {k: (_MIN_OUTPUT_LIMIT, "") for k in ("max_completion_tokens", "max_tokens")}
+    least = rules.min_max_output_tokens
+    if least is None:
+        return {"max_output_tokens": (_MIN_OUTPUT_LIMIT, "")}
+    src = rules.sources["min_max_output_tokens"]
+    status = "" if src.confirmed else ", unconfirmed"
+    return {"max_output_tokens": (least, f" (the API's minimum{status}: {src.url})")}
 
 
 class _Unset:
@@ -1225,6 +1256,8 @@ def _result_text(part: ToolResult) -> str:
 def _chat_messages(msg: _Msg) -> list[tuple[dict[str, Any], dict[str, Section]]]:
     """OpenAI chat messages for one builder message, with part-path -> section maps."""
     out: list[tuple[dict[str, Any], dict[str, Section]]] = []
+    if not msg.parts:  # an empty history / example message is sent as it is (empty text)
+        return [({"role": msg.role, "content": ""}, {"content": msg.section})]
     if msg.role == "assistant":
         texts = [p for p in msg.parts if isinstance(p, str)]
         calls = [p for p in msg.parts if isinstance(p, ToolCall)]
@@ -1278,6 +1311,8 @@ def _chat_messages(msg: _Msg) -> list[tuple[dict[str, Any], dict[str, Section]]]
 def _responses_items(msg: _Msg) -> list[tuple[dict[str, Any], dict[str, Section]]]:
     """OpenAI Responses input items for one builder message."""
     out: list[tuple[dict[str, Any], dict[str, Section]]] = []
+    if not msg.parts:  # an empty history / example message is sent as it is (empty text)
+        return [({"role": msg.role, "content": ""}, {"content": msg.section})]
     if msg.role == "assistant":
         texts = [p for p in msg.parts if isinstance(p, str)]
         if texts:

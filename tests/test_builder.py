@@ -507,15 +507,33 @@ def test_an_empty_new_turn_is_refused(model: str, method: str) -> None:
                                      {"role": "assistant", "content": ""}, user(""),
                                      user(" ", "\n")])
 def test_an_empty_history_message_is_refused_naming_it(message: Any) -> None:
-    b = PromptBuilder(CLAUDE).history(user("q"), assistant("a"))
+    # Anthropic's rule (empty content is rejected): refused by to_anthropic, naming the message
+    b = PromptBuilder(CLAUDE).history(user("q"), assistant("a")).history(message).turn("n")
     with pytest.raises(InvalidRequestError, match="empty") as e:
-        b.history(message)
+        b.to_anthropic()
     assert e.value.path == "history message 2"
     with pytest.raises(InvalidRequestError) as e:
-        PromptBuilder(CLAUDE).example("", "a")
+        PromptBuilder(CLAUDE).example("", "a").turn("q").to_anthropic()
     assert e.value.path == "example 0"
     # a tool message without content is a tool_result without content: valid
     PromptBuilder(CLAUDE).history({"role": "tool", "tool_call_id": "c1"})
+
+
+@pytest.mark.parametrize("message", [{"role": "user"}, {"role": "user", "content": []},
+                                     {"role": "user", "content": " "},
+                                     {"role": "assistant", "content": ""}, user(""),
+                                     user(" ", "\n")])
+def test_an_empty_history_message_is_built_for_openai(message: Any) -> None:
+    # no reference says Chat Completions or Responses reject an empty content string: the
+    # message is kept, in place, with an empty text
+    role = message["role"] if isinstance(message, dict) else message.role
+    b = PromptBuilder(GPT_IMPLICIT).history(user("q"), assistant("a")).history(message) \
+        .turn("n")
+    assert b.to_openai_chat()["messages"][2] == {"role": role, "content": ""}
+    assert b.to_openai_responses()["input"][2] == {"role": role, "content": ""}
+    ex = PromptBuilder(GPT_IMPLICIT).example("", "a").turn("q").to_openai_chat()
+    assert ex["messages"][:2] == [{"role": "user", "content": ""},
+                                  {"role": "assistant", "content": "a"}]
 
 
 def test_system_role_is_checked_at_run_time() -> None:
@@ -537,14 +555,23 @@ def test_anthropic_max_tokens_must_be_an_int(value: Any) -> None:
 
 def test_anthropic_max_tokens_zero_is_a_prewarm_with_its_restrictions() -> None:
     assert PromptBuilder(CLAUDE).turn("q").to_anthropic(max_tokens=0)["max_tokens"] == 0
+    # hosted-api-rules.md 1.5: rejected with stream: true, thinking.type "enabled",
+    # output_config.format and a forced tool_choice (tool / any); the path names the setting
     for extra, path in (({"stream": True}, "stream"),
-                        ({"thinking": {"type": "enabled", "budget_tokens": 1024}}, "thinking"),
-                        ({"tool_choice": {"type": "any"}}, "tool_choice"),
+                        ({"thinking": {"type": "enabled", "budget_tokens": 1024}},
+                         "thinking.type"),
+                        ({"tool_choice": {"type": "any"}}, "tool_choice.type"),
+                        ({"tool_choice": {"type": "tool", "name": "t"}}, "tool_choice.type"),
                         ({"output_config": {"format": {"type": "json_schema"}}},
                          "output_config.format")):
-        with pytest.raises(InvalidRequestError) as e:
+        with pytest.raises(InvalidRequestError, match="pre-warm") as e:
             PromptBuilder(CLAUDE).turn("q").to_anthropic(max_tokens=0, **extra)
         assert e.value.path == path
+        assert "prompt-caching" in e.value.reason  # the source URL
+    # what the rule does not name is accepted
+    for extra in ({"stream": False}, {"thinking": {"type": "disabled"}},
+                  {"tool_choice": {"type": "auto"}}, {"output_config": {"effort": "low"}}):
+        PromptBuilder(CLAUDE).turn("q").to_anthropic(max_tokens=0, **extra)
     PromptBuilder(CLAUDE).turn("q").to_anthropic(max_tokens=1, stream=True)
 
 
@@ -562,6 +589,24 @@ def test_openai_token_limits_are_checked(method: str, key: str, bad: list[Any],
     for value in good:
         assert getattr(PromptBuilder(GPT_IMPLICIT).turn("q"), method)(**{key: value})[key] \
             == value
+
+
+def test_token_limit_minima_come_from_the_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
+    from promptcache.catalog import provider_rules
+
+    openai_rules = provider_rules("openai")
+    # the Responses minimum is the catalog's (unconfirmed) value; the error names its source
+    with pytest.raises(InvalidRequestError, match=r"unconfirmed.*hindsight") as e:
+        PromptBuilder(GPT_IMPLICIT).turn("q").to_openai_responses(max_output_tokens=15)
+    assert e.value.path == "max_output_tokens"
+    # without the catalog value only the builder's own floor (an int >= 1) is left
+    import promptcache.catalog as catalog
+
+    without = openai_rules.model_copy(update={"min_max_output_tokens": None})
+    monkeypatch.setattr(catalog, "provider_rules",
+                        lambda p: without if p == "openai" else provider_rules(p))
+    assert PromptBuilder(GPT_IMPLICIT).turn("q").to_openai_responses(
+        max_output_tokens=1)["max_output_tokens"] == 1
 
 
 def test_document_title_and_closing_tag_are_escaped() -> None:

@@ -47,6 +47,18 @@ REFERENCE = SHARED / "reference"
 # "[A10] (structured-outputs page)" for output_config.format.
 STRUCTURED_OUTPUTS = "https://platform.claude.com/docs/en/build-with-claude/structured-outputs"
 
+# The one source the reference does not cite: the Responses API's max_output_tokens minimum of
+# 16 has no official source; the catalog records the API's error text quoted in a third-party
+# issue, as an unofficial, unconfirmed value.
+RESPONSES_MINIMUM_ISSUE = "https://github.com/vectorize-io/hindsight/issues/58"
+
+# hosted-api-rules.md 1.5 "Pre-warming": max_tokens: 0 is rejected with stream: true,
+# thinking.type "enabled", output_config.format and a forced tool_choice (tool/any). [A3][A10]
+PREWARM_SOURCES = {
+    "https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md",
+    "https://platform.claude.com/docs/en/build-with-claude/prompt-caching",
+}
+
 # hosted-api-rules.md 1.7 "Thinking blocks": older Opus and Sonnet models and all Haiku models
 # up to Haiku 4.5 strip earlier thinking blocks (catalog ids).
 STRIP_MODELS = {
@@ -134,9 +146,53 @@ def test_cause_maps_only_name_the_providers_reasons() -> None:
             assert o is None or o in openai, (code, tier, o)
 
 
+def test_anthropic_prewarm_rules_match_the_reference() -> None:
+    rules = provider_rules("anthropic")
+    assert rules.prewarm_max_tokens == 0
+    got = {(r.param, frozenset(r.equals)) for r in rules.prewarm_rejects}
+    assert got == {
+        ("stream", frozenset({True})),
+        ("thinking.type", frozenset({"enabled"})),
+        ("tool_choice.type", frozenset({"tool", "any"})),
+        ("output_config.format", frozenset()),
+    }
+    for field in ("prewarm_max_tokens", "prewarm_rejects"):
+        src = rules.sources[field]
+        assert {src.url, *src.also} == PREWARM_SOURCES, field
+        assert src.confirmed and src.official
+    # OpenAI documents no pre-warm; Anthropic has no max_output_tokens
+    assert provider_rules("openai").prewarm_max_tokens is None
+    assert provider_rules("openai").prewarm_rejects == ()
+    assert rules.min_max_output_tokens is None
+
+
+def test_prewarm_check_names_the_setting_and_the_source() -> None:
+    from promptcache._errors import InvalidRequestError
+
+    rules = provider_rules("anthropic")
+    rules.check_prewarm({"stream": False, "thinking": {"type": "disabled"},
+                         "tool_choice": {"type": "auto"}, "output_config": {"format": None}})
+    rules.check_prewarm({"stream": 1})  # true, not 1: compared with its type
+    with pytest.raises(InvalidRequestError, match="prompt-caching") as e:
+        rules.check_prewarm({"tool_choice": {"type": "tool", "name": "t"}})
+    assert e.value.path == "tool_choice.type"
+    provider_rules("openai").check_prewarm({"stream": True})  # no pre-warm rules: no-op
+
+
+def test_responses_minimum_is_recorded_unconfirmed() -> None:
+    rules = provider_rules("openai")
+    assert rules.min_max_output_tokens == 16
+    src = rules.sources["min_max_output_tokens"]
+    assert src.url == RESPONSES_MINIMUM_ISSUE
+    assert not src.official and not src.confirmed
+    assert src.note and "Expected a value >= 16" in src.note
+
+
 def test_every_entry_has_a_reference_source_url_and_date() -> None:
     urls = _reference_urls()
-    assert {s.url for s in provider_rules_sources().values()} <= urls
+    unreferenced = {s.url for s in provider_rules_sources().values()} - urls
+    assert unreferenced == {RESPONSES_MINIMUM_ISSUE}
+    urls |= unreferenced  # its one use is checked to be unconfirmed above
     for name in ("anthropic", "openai"):
         facts = provider_rules(name)  # type: ignore[arg-type]
         assert set(facts.sources) == set(PROVIDER_FIELDS), name
@@ -203,6 +259,19 @@ def _raw() -> dict[str, Any]:
         (lambda r: r.pop("invalidation"), "malformed header"),
         (lambda r: r["providers"].pop("openai"), "no \\[providers\\] entry"),
         (lambda r: r["providers"]["openai"].pop("key_overflow_rpm"), "no value for"),
+        (lambda r: r["providers"]["anthropic"].pop("prewarm_rejects"), "no value for"),
+        (
+            lambda r: r["providers"]["anthropic"].update(
+                prewarm_rejects={"value": [{"path": "stream"}], "source": "A3"}
+            ),
+            "param",
+        ),
+        (
+            lambda r: r["providers"]["openai"].update(
+                min_max_output_tokens={"value": 0, "source": "X1"}
+            ),
+            "greater than or equal to 1",
+        ),
         (lambda r: r["providers"]["openai"].update(rpm={"value": 1}), "unknown field"),
         (
             lambda r: r["providers"]["openai"].update(key_overflow_rpm=15.0),

@@ -760,9 +760,23 @@ def test_keepalive_stop_handle_and_openai_ping(api: Api, raw_openai: openai.Open
 def test_keepalive_refuses_what_the_api_rejects(raw_anthropic: anthropic.Anthropic) -> None:
     from promptcache import InvalidRequestError
 
-    with pytest.raises(InvalidRequestError, match="thinking"):
+    with pytest.raises(InvalidRequestError, match="thinking") as e:
         keepalive(raw_anthropic, a_request(thinking={"type": "enabled", "budget_tokens": 2048}),
                   start=False)
+    assert e.value.path == "thinking.type"  # the catalog's prewarm_rejects, as the builder
+    with pytest.raises(InvalidRequestError) as e:
+        keepalive(raw_anthropic, a_request(tool_choice={"type": "any"}), start=False)
+    assert e.value.path == "tool_choice.type"
+
+
+def test_keepalive_ping_limits_come_from_the_catalog() -> None:
+    from promptcache.catalog import provider_rules
+    from promptcache.sdk._keepalive import _ping_request
+
+    assert _ping_request("anthropic", {"model": "m", "stream": True})["max_tokens"] \
+        == provider_rules("anthropic").prewarm_max_tokens == 0
+    assert _ping_request("openai-responses", {"model": "m"})["max_output_tokens"] \
+        == provider_rules("openai").min_max_output_tokens == 16
 
 
 def test_keepalive_unpriced_model_stops_under_a_cap(api: Api) -> None:

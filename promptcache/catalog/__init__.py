@@ -10,8 +10,10 @@
   ``PROMPTCACHE_PRICES`` environment variable).
 - :func:`provider_rules` / :class:`ProviderRules` and :func:`invalidation_rules` /
   :class:`InvalidationRule`: provider-wide facts that are not per-model policy (OpenAI's
-  per-key overflow rate, the providers' diagnostics reasons, which request parameter
-  invalidates which cache tier), each with its source URL and as-of date
+  per-key overflow rate, the providers' diagnostics reasons, Anthropic's ``max_tokens=0``
+  pre-warm and the settings it is rejected with (:class:`PrewarmRejection`), the Responses
+  API's smallest ``max_output_tokens``, which request parameter invalidates which cache
+  tier), each with its source URL and as-of date
   (``provider_rules.toml``).
 - :func:`thinking_strip_models`: the Claude models that strip earlier thinking blocks (the
   per-model ``strips_prior_thinking`` policy field).
@@ -47,6 +49,7 @@ from promptcache.catalog._prices import (
 )
 from promptcache.catalog._rules import (
     InvalidationRule,
+    PrewarmRejection,
     ProviderRules,
     invalidation_rules,
     provider_rules,
@@ -58,6 +61,7 @@ __all__ = [
     "CachePolicy",
     "InvalidationRule",
     "ModelPrices",
+    "PrewarmRejection",
     "PriceOverride",
     "PriceSource",
     "PriceTier",

@@ -4,8 +4,10 @@ Two kinds of provider fact that are not per-model policy live in
 ``promptcache/catalog/provider_rules.toml``, each with a source URL and an as-of date:
 
 - :func:`provider_rules`: provider-level facts (:class:`ProviderRules`): OpenAI's request rate
-  per prefix + ``prompt_cache_key`` above which requests spill to other machines, and the
-  reason values of each provider's own cache diagnostics.
+  per prefix + ``prompt_cache_key`` above which requests spill to other machines, the
+  reason values of each provider's own cache diagnostics, Anthropic's ``max_tokens=0``
+  pre-warm and what it cannot be combined with (:meth:`ProviderRules.check_prewarm`, shared by
+  the builder and the SDK keep-alive), and the Responses API's smallest ``max_output_tokens``.
 - :func:`invalidation_rules`: which top-level request parameter invalidates the cache from
   which tier on (:class:`InvalidationRule`; hosted-api-rules.md 1.7 for Anthropic).
 
@@ -27,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from promptcache._errors import CatalogError
+from promptcache._errors import CatalogError, InvalidRequestError
 from promptcache.catalog._policy import (
     Provider,
     Source,
@@ -38,6 +40,7 @@ from promptcache.catalog._policy import (
 
 __all__ = [
     "InvalidationRule",
+    "PrewarmRejection",
     "ProviderRules",
     "invalidation_rules",
     "provider_rules",
@@ -48,13 +51,47 @@ _FILE = "provider_rules.toml"
 _PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai")
 
 #: The fields every provider must have (a field may have no value, but always a source).
-PROVIDER_FIELDS: tuple[str, ...] = ("key_overflow_rpm", "diagnostics_reasons")
+PROVIDER_FIELDS: tuple[str, ...] = (
+    "key_overflow_rpm",
+    "diagnostics_reasons",
+    "prewarm_max_tokens",
+    "prewarm_rejects",
+    "min_max_output_tokens",
+)
 
-_NULLABLE = frozenset({"key_overflow_rpm"})
+_NULLABLE = frozenset(
+    {"key_overflow_rpm", "prewarm_max_tokens", "prewarm_rejects", "min_max_output_tokens"}
+)
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 Tier = Literal["tools", "system", "messages"]
+
+
+class PrewarmRejection(BaseModel):
+    """A request setting a pre-warm cannot be combined with.
+
+    Attributes:
+        param: dotted path into the request's parameters (``"thinking.type"``).
+        equals: the rejected values (compared with their type: ``True`` is not ``1``); empty
+            means any value present and not None is rejected.
+    """
+
+    model_config = _FROZEN
+
+    param: str = Field(min_length=1)
+    equals: tuple[str | bool | int, ...] = ()
+
+    def matches(self, request: Mapping[str, Any]) -> bool:
+        """True when ``request`` holds a rejected value at :attr:`param`."""
+        value: Any = request
+        for key in self.param.split("."):
+            if not isinstance(value, Mapping) or key not in value:
+                return False
+            value = value[key]
+        if not self.equals:
+            return value is not None
+        return any(type(value) is type(v) and value == v for v in self.equals)
 
 
 class ProviderRules(BaseModel):
@@ -69,6 +106,19 @@ class ProviderRules(BaseModel):
         diagnostics_reasons: the reason values of the provider's cache diagnostics
             (Anthropic ``diagnostics.cache_miss_reason.type``, OpenAI
             ``prompt_cache_diagnostics.reason``).
+        prewarm_max_tokens: the output limit that makes a request a pre-warm (prefill and
+            cache writes only, no output): Anthropic ``max_tokens=0``; source
+            https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md
+            (also https://platform.claude.com/docs/en/build-with-claude/prompt-caching). None
+            where the provider documents no pre-warm (OpenAI).
+        prewarm_rejects: the request settings a pre-warm is rejected with (Anthropic:
+            ``stream: true``, ``thinking.type: "enabled"``, a forced ``tool_choice``
+            (``tool`` / ``any``), ``output_config.format``; same sources); see
+            :meth:`check_prewarm`. Empty where there is no pre-warm.
+        min_max_output_tokens: the smallest ``max_output_tokens`` the OpenAI Responses API
+            accepts (16). UNCONFIRMED (``sources[...].confirmed`` is False): no official
+            source, only the API's error text quoted in
+            https://github.com/vectorize-io/hindsight/issues/58. None for Anthropic.
         sources: field name -> :class:`Source` (URL and as-of date) for every field above
             (from ``key_overflow_rpm`` on).
         rules_as_of: the date of the file's data as a whole.
@@ -79,8 +129,35 @@ class ProviderRules(BaseModel):
     provider: Provider
     key_overflow_rpm: float | None = Field(default=None, gt=0)
     diagnostics_reasons: tuple[str, ...] = ()
+    prewarm_max_tokens: int | None = Field(default=None, ge=0)
+    prewarm_rejects: tuple[PrewarmRejection, ...] = ()
+    min_max_output_tokens: int | None = Field(default=None, ge=1)
     sources: dict[str, Source] = Field(default_factory=dict)
     rules_as_of: date | None = None
+
+    def prewarm_conflict(self, request: Mapping[str, Any]) -> PrewarmRejection | None:
+        """The first of :attr:`prewarm_rejects` that ``request`` (create() keyword arguments)
+        holds, or None."""
+        return next((r for r in self.prewarm_rejects if r.matches(request)), None)
+
+    def check_prewarm(self, request: Mapping[str, Any]) -> None:
+        """Refuse a pre-warm request (``max_tokens`` = :attr:`prewarm_max_tokens`) the API
+        rejects; no-op where the provider has no pre-warm rules.
+
+        Raises:
+            InvalidRequestError: ``request`` holds one of :attr:`prewarm_rejects`; the path is
+                its ``param`` (``"thinking.type"``), the message names the source URL.
+        """
+        bad = self.prewarm_conflict(request)
+        if bad is None:
+            return
+        src = self.sources.get("prewarm_rejects")
+        where = f" ({src.url})" if src is not None else ""
+        raise InvalidRequestError(
+            bad.param,
+            f"cannot be combined with max_tokens={self.prewarm_max_tokens} (a pre-warm: "
+            f"prefill and cache writes only), the API rejects it{where}",
+        )
 
 
 class InvalidationRule(BaseModel):

@@ -3,13 +3,18 @@
 A ping re-sends a request's cached prefix with (almost) no output, so its cache entry's TTL is
 refreshed by a cache read instead of lapsing:
 
-- Anthropic: the same request with ``max_tokens=0`` (a pre-warm: prefill only, writes and
-  reads the cache at the breakpoints, returns ``content: []`` with a filled ``usage``; rejected
-  with ``stream``, thinking enabled, a forced ``tool_choice`` or ``output_config.format``:
-  https://platform.claude.com/docs/en/build-with-claude/prompt-caching, reference
-  hosted-api-rules.md 1.x "Pre-warming").
-- OpenAI chat: ``max_completion_tokens=1`` (one output token at most). Responses:
-  ``max_output_tokens=16``, the smallest value the Responses API accepts.
+- Anthropic: the same request, without ``stream``, with the catalog's pre-warm ``max_tokens``
+  (:attr:`promptcache.catalog.ProviderRules.prewarm_max_tokens`, 0: prefill only, writes and
+  reads the cache at the breakpoints, returns ``content: []`` with a filled ``usage``). The
+  settings a pre-warm is rejected with (thinking enabled, a forced ``tool_choice``,
+  ``output_config.format``, ...) are catalog data too (``prewarm_rejects``, checked by
+  :meth:`~promptcache.catalog.ProviderRules.check_prewarm`, the same check the builder runs;
+  source https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md,
+  also https://platform.claude.com/docs/en/build-with-claude/prompt-caching).
+- OpenAI chat: ``max_completion_tokens=1`` (one output token at most; OpenAI has no pre-warm).
+  Responses: the catalog's ``min_max_output_tokens`` (16), the smallest value the Responses
+  API accepts; UNCONFIRMED, no official source, only the API's error text quoted in
+  https://github.com/vectorize-io/hindsight/issues/58.
 
 Pings are bounded three ways: ``max_pings``, ``max_usd`` (a spend cap, priced with the catalog
 through :meth:`promptcache.usage.UsageTracker.cost_of`) and :meth:`KeepAlive.stop`. Peers'
@@ -30,7 +35,6 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from promptcache._errors import InvalidRequestError
 from promptcache.sdk._observe import body_of, logger
 
 if TYPE_CHECKING:
@@ -39,34 +43,43 @@ if TYPE_CHECKING:
 __all__ = ["KeepAlive", "keepalive"]
 
 
+# One output token: the smallest output limit that is not zero, for providers without a
+# pre-warm or a catalog minimum (a ping design choice, not a provider fact).
+_ONE_TOKEN = 1
+
+
 def _ping_request(kind: str, request: Mapping[str, Any]) -> dict[str, Any]:
     """The ping's keyword arguments for a request of ``kind``.
 
     Raises:
-        InvalidRequestError: the request cannot be pre-warmed (Anthropic ``max_tokens=0`` rules).
+        InvalidRequestError: the request cannot be pre-warmed (a setting of the catalog's
+            Anthropic ``prewarm_rejects``; the path names it, e.g. ``thinking.type``).
     """
+    from promptcache.catalog import provider_rules
+
     ping = {k: v for k, v in request.items() if k not in ("stream", "stream_options")}
     if kind == "anthropic":
-        thinking = ping.get("thinking")
-        if isinstance(thinking, Mapping) and thinking.get("type") == "enabled":
-            raise InvalidRequestError("thinking", "max_tokens=0 pre-warm pings are rejected with "
-                                      "thinking enabled; keep the cache warm with a real request")
-        choice = ping.get("tool_choice")
-        if isinstance(choice, Mapping) and choice.get("type") in ("tool", "any"):
-            raise InvalidRequestError("tool_choice", "max_tokens=0 pre-warm pings are rejected "
-                                      "with a forced tool_choice")
-        config = ping.get("output_config")
-        if isinstance(config, Mapping) and config.get("format") is not None:
-            raise InvalidRequestError("output_config.format", "max_tokens=0 pre-warm pings are "
-                                      "rejected with structured outputs")
-        ping["max_tokens"] = 0
+        rules = provider_rules("anthropic")
+        rules.check_prewarm(ping)
+        ping["max_tokens"] = (_ONE_TOKEN if rules.prewarm_max_tokens is None
+                              else rules.prewarm_max_tokens)
     elif kind == "openai-chat":
         ping.pop("max_tokens", None)
-        ping["max_completion_tokens"] = 1
+        ping["max_completion_tokens"] = _ONE_TOKEN
         ping.pop("n", None)
     else:
-        ping["max_output_tokens"] = 16
+        least = provider_rules("openai").min_max_output_tokens
+        ping["max_output_tokens"] = _ONE_TOKEN if least is None else least
     return ping
+
+
+def _ping_output_limit(ping: Mapping[str, Any]) -> int:
+    """The most output tokens one ping may produce (its token-limit parameter)."""
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        value = ping.get(key)
+        if isinstance(value, int):
+            return value
+    return 0
 
 
 def _kind(client: Any) -> str:
@@ -192,7 +205,8 @@ class KeepAlive:
 
 def _first_estimate(tracker: UsageTracker, usage_format: str, body: Mapping[str, Any],
                     kind: str) -> Decimal | None:
-    """Upper bound of one ping's cost: the whole prompt written at the highest write rate."""
+    """Upper bound of one ping's cost: the whole prompt written at the highest write rate,
+    plus the ping's output limit in output tokens."""
     from promptcache.usage import UsageRecord
 
     try:
@@ -201,11 +215,12 @@ def _first_estimate(tracker: UsageTracker, usage_format: str, body: Mapping[str,
         view = render(body, kind, model=body.get("model"))
         tokens = view.total_tokens
         model = body.get("model")
+        output = _ping_output_limit(body)
         worst = [UsageRecord(provider=usage_format, model=model, uncached_input=0, cache_read=0,
                              cache_write=tokens, cache_write_5m=0, cache_write_1h=tokens,
-                             output=16),
+                             output=output),
                  UsageRecord(provider=usage_format, model=model, uncached_input=tokens,
-                             cache_read=0, output=16)]
+                             cache_read=0, output=output)]
         costs = [tracker.cost_of(r) for r in worst]
         known = [c.total for c in costs if c is not None and c.total is not None]
         return max(known) if known else None
@@ -247,7 +262,9 @@ def keepalive(client: Any, request: Mapping[str, Any], *, every: float = 240.0,
         The :class:`KeepAlive` handle.
 
     Raises:
-        InvalidRequestError: the request cannot be pinged (Anthropic pre-warm restrictions).
+        InvalidRequestError: the request cannot be pinged: it holds a setting an Anthropic
+            pre-warm is rejected with (catalog ``prewarm_rejects``: thinking enabled, a forced
+            ``tool_choice``, ``output_config.format``; ``stream`` is dropped from the ping).
         TypeError: not a sync anthropic / openai client.
         ValueError: ``every`` <= 0, ``max_pings`` < 0 or a negative ``max_usd``.
     """
