@@ -17,8 +17,9 @@ import click
 
 from promptcache._errors import InputError, UnknownModelError
 
-__all__ = ["NOT_A_REQUEST", "REQUEST_FIELDS", "check_model", "fail", "is_blank_file",
-           "json_document_reason", "loads_json", "not_a_request_reason", "read_json_object",
+__all__ = ["NOT_A_REQUEST", "PLOT_FORMATS", "REQUEST_FIELDS", "check_model", "fail", "is_blank_file",
+           "json_document_reason", "loads_json", "not_a_request_reason", "plot_target_problem",
+           "read_json_object",
            "read_request", "read_text", "unknown_model_message", "unwrap_request"]
 
 #: Top-level fields of which a request (Anthropic Messages, OpenAI chat or Responses) has at
@@ -146,6 +147,36 @@ def unwrap_request(obj: Any) -> tuple[Mapping[str, Any], Mapping[str, Any]] | No
         inner = obj.get(key)
         if isinstance(inner, Mapping) and any(k in inner for k in REQUEST_FIELDS):
             return inner, obj
+    return None
+
+
+#: ``--plot`` file suffixes and the matplotlib format each one selects.
+PLOT_FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+
+
+def plot_target_problem(path: str) -> str | None:
+    """Why ``--plot path`` cannot be written, or None: a directory, a suffix that is not
+    ``.png`` / ``.svg`` / ``.pdf`` (matplotlib would append ``.png`` to a name without one, and
+    refuse others late, after the work), a missing or unwritable parent directory, or matplotlib
+    not installed. Checked before any work, so a bad target costs nothing."""
+    import importlib.util
+    import os
+
+    suffixes = ", ".join(PLOT_FORMATS)
+    if os.path.isdir(path):
+        return "is a directory (--plot takes a file name)"
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in PLOT_FORMATS:
+        what = f"suffix {suffix!r}" if suffix else "no suffix"
+        return f"{what}: --plot writes {suffixes} (the suffix picks the format)"
+    parent = os.path.dirname(path) or "."
+    if not os.path.isdir(parent):
+        return f"directory {parent} does not exist"
+    if not os.access(parent, os.W_OK | os.X_OK) or (
+            os.path.exists(path) and not os.access(path, os.W_OK)):
+        return "permission denied"
+    if importlib.util.find_spec("matplotlib") is None:
+        return "plotting needs matplotlib: pip install 'promptcache[plot]'"
     return None
 
 

@@ -38,6 +38,24 @@ def test_json_output_and_byte_capacity(tmp_path: Path) -> None:
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.parametrize("name,reason", [
+    ("out.txt", "suffix '.txt'"), ("out", "no suffix"), ("nodir/out.png", "does not exist")])
+def test_a_plot_target_that_cannot_be_written_exits_2_before_the_run(
+        tmp_path: Path, name: str, reason: str) -> None:
+    target = tmp_path / name
+    result = CliRunner().invoke(main, ["simulate", *SMALL, "--plot", str(target)])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
+    [line] = result.output.splitlines()  # no table printed first, no traceback
+    assert line.startswith(f"error: {target}: ") and reason in line
+
+
+def test_plot_format_follows_the_suffix(tmp_path: Path) -> None:
+    plot = tmp_path / "out.svg"
+    result = CliRunner().invoke(main, ["simulate", *SMALL, "--plot", str(plot)])
+    assert result.exit_code == 0, result.output
+    assert b"<svg" in plot.read_bytes()[:500]
+
+
 def test_replay_file(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     lines = [{"arrival_s": i * 0.5, "tokens": [*range(200), i], "output_tokens": 5}

@@ -137,8 +137,9 @@ def _split(values: tuple[str, ...]) -> list[str]:
               help="Model FLOP utilisation of prefill.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
-@click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write a PNG plot of hit rate and prefill time against capacity.")
+@click.option("--plot", "plot", type=click.Path(path_type=Path), metavar="FILE",
+              help="Also write a plot of hit rate and prefill time against capacity (.png, "
+                   ".svg or .pdf: the suffix picks the format).")
 def simulate_command(replay: Path | None, seed: int, conversations: int, duration: float,
                      adapters: int, caches: str, capacities: tuple[str, ...], policies: str,
                      window: int, ageing: float, block_size: int, replicas: int, routing: str,
@@ -150,6 +151,13 @@ def simulate_command(replay: Path | None, seed: int, conversations: int, duratio
     hardware peak and MFU), TTFT and the maximum queueing wait for every cache, capacity and
     policy.
     """
+    if plot is not None:
+        from promptcache._cliutil import plot_target_problem
+
+        problem = plot_target_problem(str(plot))
+        if problem is not None:  # before the simulation: a bad target costs nothing
+            click.echo(f"error: {plot}: {problem}", err=True)
+            sys.exit(2)
     try:
         kinds = _split((caches,))
         for kind in kinds:

@@ -127,7 +127,8 @@ def render_json(report: SimReport) -> str:
 
 
 def render_plot(report: SimReport, path: str | Path) -> None:
-    """Write a PNG: hit rate and mean prefill time against capacity, one line per cache/policy.
+    """Write a plot (PNG, SVG or PDF by the path's suffix; PNG otherwise): hit rate and mean
+    prefill time against capacity, one line per cache/policy.
 
     Unlimited-capacity runs are drawn as dotted horizontal lines.
 
@@ -166,5 +167,8 @@ def render_plot(report: SimReport, path: str | Path) -> None:
     fig.suptitle(f"{report.workload.description}\n{cost.shape.name} on {cost.hardware.name}, "
                  f"MFU {cost.mfu:g}", fontsize=9)
     fig.tight_layout()
-    fig.savefig(str(path), dpi=110)
+    from promptcache._cliutil import PLOT_FORMATS
+
+    fig.savefig(str(path), dpi=110,
+                format=PLOT_FORMATS.get(Path(path).suffix.lower(), "png"))
     plt.close(fig)

@@ -39,7 +39,7 @@ from typing import Any, NoReturn
 
 import click
 
-from promptcache._cliutil import check_model, fail, unknown_model_message
+from promptcache._cliutil import PLOT_FORMATS, check_model, fail, unknown_model_message
 from promptcache._errors import CatalogError, InputError, UnknownModelError
 from promptcache.usage.record import UsageRecord
 from promptcache.usage.sinks import iter_usage_log_lines
@@ -236,31 +236,14 @@ def _too_deep_line(path: str) -> str:
     return path
 
 
-#: ``--plot`` suffixes and the matplotlib format each one selects.
-_PLOT_FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
-
-
 def _check_plot_target(path: str) -> None:
-    """Exit 2 (one line, before any work) when ``--plot path`` cannot be written: a directory,
-    a missing or unwritable parent directory, a suffix that is not ``.png``/``.svg``/``.pdf``
-    (matplotlib would append ``.png`` to a name without one), or matplotlib not installed."""
-    import importlib.util
+    """Exit 2 (one line, before any work) when ``--plot path`` cannot be written
+    (:func:`promptcache._cliutil.plot_target_problem`)."""
+    from promptcache._cliutil import plot_target_problem
 
-    suffixes = ", ".join(_PLOT_FORMATS)
-    if os.path.isdir(path):
-        _fail(path, "is a directory (--plot takes a file name)")
-    suffix = os.path.splitext(path)[1].lower()
-    if suffix not in _PLOT_FORMATS:
-        what = f"suffix {suffix!r}" if suffix else "no suffix"
-        _fail(path, f"{what}: --plot writes {suffixes} (the suffix picks the format)")
-    parent = os.path.dirname(path) or "."
-    if not os.path.isdir(parent):
-        _fail(path, f"directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK) or (
-            os.path.exists(path) and not os.access(path, os.W_OK)):
-        _fail(path, "permission denied")
-    if importlib.util.find_spec("matplotlib") is None:
-        _fail(path, "plotting needs matplotlib: pip install 'promptcache[plot]'")
+    reason = plot_target_problem(path)
+    if reason is not None:
+        _fail(path, reason)
 
 
 _FAMILY = {"anthropic": "anthropic", "openai": "openai", "openai-responses": "openai"}
@@ -381,7 +364,7 @@ def _plot(tracker: UsageTracker, path: str) -> None:
     ax2.set_xlabel("minutes since first request" if use_time else "request #")
     fig.tight_layout()
     try:
-        fig.savefig(path, format=_PLOT_FORMATS.get(os.path.splitext(path)[1].lower()))
+        fig.savefig(path, format=PLOT_FORMATS.get(os.path.splitext(path)[1].lower()))
     except OSError as exc:
         _fail(path, exc.strerror or str(exc))
     finally:
