@@ -27,9 +27,12 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
+
+if TYPE_CHECKING:
+    from promptcache.prefix import PrefixView
 
 __all__ = [
     "TokenCount",
@@ -40,6 +43,7 @@ __all__ = [
     "encode",
     "get_counter",
     "get_encoding_name",
+    "view_count_bound",
 ]
 
 EncodingName = Literal["o200k_base", "cl100k_base"]
@@ -295,11 +299,18 @@ def count_tokens(text_or_payload: str | Mapping[str, Any], model: str | None = N
     view = render(text_or_payload, model=model)
     if client is not None and view.provider == "anthropic":
         return _count_with_client(client, dict(text_or_payload), model=view.model)
+    exact, bound = view_count_bound(view)
+    return TokenCount(view.total_tokens, exact, get_counter(view.model).method, bound)
+
+
+def view_count_bound(view: PrefixView) -> tuple[bool, float]:
+    """(exact, relative error bound) of ``view.total_tokens``, as :func:`count_tokens` reports
+    them: exact only for OpenAI text, tools and tool calls outside the chat format (whose
+    per-message overhead is an estimate); otherwise the counter's bound, at least 2 %."""
     counter = get_counter(view.model)
     exact = counter.exact and all(s.kind in {"text", "tool", "tool_call", "tool_result"}
                                   for s in view.segments) and view.provider != "openai-chat"
-    bound = 0.0 if exact else max(counter.error_bound, 0.02)
-    return TokenCount(view.total_tokens, exact, counter.method, bound)
+    return exact, 0.0 if exact else max(counter.error_bound, 0.02)
 
 
 _COUNT_TOKENS_KEYS = ("model", "messages", "system", "tools", "tool_choice", "thinking",

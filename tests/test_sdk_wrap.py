@@ -715,8 +715,32 @@ def test_keepalive_pings_are_prewarms_bounded_by_max_pings(api: Api,
     assert handle.stopped == "max_pings" and handle.pings == 3
     assert [b["max_tokens"] for b in api.bodies] == [0, 0, 0]
     assert all("stream" not in b for b in api.bodies)
-    assert t.now == 1_800_000_000.0 + 4 * 240
+    assert t.now == 1_800_000_000.0 + 3 * 240  # ends right after the last ping, no 4th wait
     assert handle.spent_usd is not None and handle.spent_usd > 0
+    none = keepalive(raw_anthropic, a_request(), every=240, max_pings=0, max_usd=None,
+                     sleep=t.sleep, clock=t.clock, start=False)
+    none.run()
+    assert none.stopped == "max_pings" and t.now == 1_800_000_000.0 + 3 * 240  # no wait
+
+
+def test_keepalive_first_ping_estimate_covers_the_count_error_bound(
+        api: Api, raw_anthropic: anthropic.Anthropic) -> None:
+    """The spend cap's first-ping estimate is an upper bound: an Anthropic prompt count is an
+    estimate (+-15 %), so the estimate prices the top of that range."""
+    from promptcache.prefix import render
+    from promptcache.sdk._keepalive import _first_estimate
+    from promptcache.usage import UsageRecord
+
+    body = a_request()
+    tracker = UsageTracker()
+    view = render(body, "anthropic", model=MODEL)
+    at_count = tracker.cost_of(UsageRecord(
+        provider="anthropic", model=MODEL, uncached_input=0, cache_read=0,
+        cache_write=view.total_tokens, cache_write_5m=0, cache_write_1h=view.total_tokens,
+        output=body["max_tokens"]))
+    estimate = _first_estimate(tracker, "anthropic", body, "anthropic")
+    assert at_count is not None and at_count.total is not None and estimate is not None
+    assert estimate > at_count.total * Decimal("1.10")
 
 
 def test_keepalive_spend_cap(api: Api, raw_anthropic: anthropic.Anthropic) -> None:

@@ -165,17 +165,20 @@ class KeepAlive:
         return self.spent_usd + estimate > self.max_usd
 
     def run(self) -> None:
-        """Run the loop in this thread: sleep ``every`` seconds, ping, repeat until a bound."""
+        """Run the loop in this thread: sleep ``every`` seconds, ping, repeat until a bound.
+
+        The bounds are checked before each sleep (the spend only changes with a ping), so the
+        loop ends right after its last ping instead of one interval later."""
         try:
             while True:
-                if self._wait():
-                    self.stopped = "stopped"
-                    return
                 if self.pings >= self.max_pings:
                     self.stopped = "max_pings"
                     return
                 if self._cap_reached():
                     self.stopped = "unpriced" if self.spent_usd is None else "spend_cap"
+                    return
+                if self._wait():
+                    self.stopped = "stopped"
                     return
                 self._ping()
         except Exception as exc:  # the API's error ends the loop; it is kept, not raised
@@ -205,15 +208,20 @@ class KeepAlive:
 
 def _first_estimate(tracker: UsageTracker, usage_format: str, body: Mapping[str, Any],
                     kind: str) -> Decimal | None:
-    """Upper bound of one ping's cost: the whole prompt written at the highest write rate,
+    """Upper bound of one ping's cost: the whole prompt, counted at the top of its count's
+    error bound (an Anthropic count is an estimate, +-15 %), written at the highest write rate,
     plus the ping's output limit in output tokens."""
+    import math
+
     from promptcache.usage import UsageRecord
 
     try:
         from promptcache.prefix import render
+        from promptcache.tokens import view_count_bound
 
         view = render(body, kind, model=body.get("model"))
-        tokens = view.total_tokens
+        _exact, bound = view_count_bound(view)
+        tokens = math.ceil(view.total_tokens * (1 + bound))
         model = body.get("model")
         output = _ping_output_limit(body)
         worst = [UsageRecord(provider=usage_format, model=model, uncached_input=0, cache_read=0,
