@@ -166,6 +166,15 @@ class _Module:
         return self.summaries[name]
     globals: dict[str, Taints] = field(default_factory=dict)
     flows: dict[tuple[int, int, str, int, bool], Flow] = field(default_factory=dict)
+    lines: list[str] | None = None
+
+    def column(self, node: ast.AST) -> int:
+        """1-based character column of ``node`` (ast's ``col_offset`` counts UTF-8 bytes)."""
+        offset = getattr(node, "col_offset", 0)
+        line = getattr(node, "lineno", 1)
+        if self.lines is None or not 1 <= line <= len(self.lines):
+            return offset + 1
+        return _char_column(self.lines[line - 1], offset)
 
 
 class _Scope:
@@ -267,7 +276,7 @@ class _Scope:
 
     def _new(self, node: ast.AST, kind: str, gran: str | None, origin: str) -> _Taint:
         return _Taint(Volatility(kind, gran, origin), getattr(node, "lineno", 1),
-                      getattr(node, "col_offset", 0) + 1)
+                      self.mod.column(node))
 
     def _call(self, node: ast.Call) -> Taints:
         func = node.func
@@ -599,6 +608,15 @@ def _role_of(node: ast.AST) -> str | None:
     return None
 
 
+_NEWLINE = re.compile(r"\r\n|\r|\n")  # Python's line ends (a form feed is not one)
+
+
+def _char_column(line: str, byte_offset: int) -> int:
+    """1-based character column of the UTF-8 byte offset ``byte_offset`` in ``line``."""
+    return len(line.encode("utf-8", "surrogatepass")[:byte_offset]
+               .decode("utf-8", "replace")) + 1
+
+
 def _functions(tree: ast.AST) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -620,14 +638,19 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
     return out
 
 
-def analyze(tree: ast.Module) -> list[Flow]:
+def analyze(tree: ast.Module, text: str | None = None) -> list[Flow]:
     """Every flow of a volatile value into a cached-prefix argument in ``tree``.
+
+    ``text`` is the source ``tree`` was parsed from; with it, columns count characters (ast's
+    offsets count UTF-8 bytes, which differ past any non-ASCII character on the line);
+    without it they are ast's byte offsets plus one.
 
     Module-level code runs first (its names are the globals every function sees); each
     function's return taint is computed on first call (memoised); then every function body is
     walked once more, recording flows into sinks.
     """
-    mod = _Module(aliases=_aliases(tree))
+    mod = _Module(aliases=_aliases(tree),
+                  lines=_NEWLINE.split(text) if text is not None else None)
     funcs = list(_functions(tree))
     for name, fn in funcs:
         mod.funcs.setdefault(name, []).append(fn)
@@ -656,7 +679,7 @@ class PythonSource:
             raise InputError(file, f"cannot parse Python: {type(exc).__name__}") from None
         doc = Document(file, suppressions=parse_suppressions(text))
         try:
-            flows = analyze(tree)
+            flows = analyze(tree, text)
         except RecursionError:
             raise InputError(file, "Python source nested too deeply to analyse") from None
         if flows:
