@@ -8,8 +8,12 @@ Gemini CLI ``prompt``). Each is one template (syntax detected; see
 :mod:`promptcache.lint.sources.templating`); Jinja syntax errors inside a YAML string fall back
 to placeholder recognition, because such strings are often Mustache or Handlebars.
 
-Positions: YAML scalars keep their marks (block scalars map line by line; folded ``>``
-scalars point at their first line); TOML values are found by their key in the raw text.
+Positions: YAML scalars keep their marks: literal ``|`` scalars map line by line; folded ``>``,
+plain and quoted scalars map each character of the value back to the source between the
+node's marks (undoing line folding and escapes), falling back to the scalar's first content
+character where that fails. TOML values are found by their full key path (table headers,
+dotted keys, inline tables) in the raw text, and mapped character by character through
+escapes and multi-line strings.
 
 Prompty (``.prompty``): YAML front matter between ``---`` lines (its ``model`` is used for
 token counts) and a Jinja body with ``system:`` / ``user:`` role markers.
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import PurePath
 from typing import Any
 
@@ -63,9 +67,9 @@ def _yaml_scalars(node: yaml.Node, keys: list[str]) -> Iterator[tuple[list[str],
         yield keys, node
 
 
-def _yaml_position(node: yaml.ScalarNode, lines: list[str], base_line: int) -> Position:
+def _yaml_position(node: yaml.ScalarNode, text: str, lines: list[str],
+                   base_line: int) -> Position:
     start_line = node.start_mark.line  # 0-based
-    start_col = node.start_mark.column
     if node.style in ("|",) and start_line + 1 < len(lines):
         first = start_line + 1
         while first < len(lines) and not lines[first].strip():
@@ -79,14 +83,101 @@ def _yaml_position(node: yaml.ScalarNode, lines: list[str], base_line: int) -> P
             return base_line + start_line + 1 + k, indent + col + 1
 
         return block
-    quote = 1 if node.style in ('"', "'") else 0
+    where = _yaml_offsets(node, text)
+    at = line_position(text, base_line)
 
-    def inline(offset: int) -> tuple[int, int]:
-        if node.style in (">",) or "\n" in node.value[:offset]:
-            return base_line + start_line, start_col + 1
-        return base_line + start_line, start_col + quote + offset + 1
+    def flow(offset: int) -> tuple[int, int]:
+        return at(where[min(max(offset, 0), len(where) - 1)])
 
-    return inline
+    return flow
+
+
+_YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n",
+                 "v": "\v", "f": "\f", "r": "\r", "e": "\x1b", " ": " ", '"': '"', "/": "/",
+                 "\\": "\\", "N": "\x85", "_": "\xa0", "L": "\u2028", "P": "\u2029"}
+_YAML_HEX = {"x": 2, "u": 4, "U": 8}
+_YAML_PROPERTY = re.compile(r"[&!][^ \t\r\n]*[ \t\r\n]*")  # &anchor / !tag before a value
+
+
+def _yaml_offsets(node: yaml.ScalarNode, text: str) -> list[int]:
+    """For each character of a (non-literal) scalar's value, and one past its end, its offset
+    in ``text``: the value is matched against the source from the node's start to end mark,
+    undoing line folding (a line break read as a space, blank lines as line breaks, leading
+    and trailing blanks dropped), escapes (double-quoted), ``''`` (single-quoted) and an
+    escaped line break. Where the match fails, the rest of the value maps to the first
+    content character (the line after a ``>`` indicator, not the key's line)."""
+    value: str = node.value
+    style = node.style or ""
+    start, stop = node.start_mark.index, node.end_mark.index
+    j = start
+    if style in (">",):
+        nl = text.find("\n", start, stop)  # content starts on the line after the indicator
+        j = stop if nl == -1 else nl + 1
+    else:
+        m = _YAML_PROPERTY.match(text, j)
+        while m is not None and j < stop:
+            j = m.end()
+            m = _YAML_PROPERTY.match(text, j)
+        if style in ('"', "'"):
+            q = text.find(style, j, stop)
+            j = start if q == -1 else q + 1
+            stop -= 1  # the closing quote
+    first = j
+    while first < stop and text[first] in " \t\r\n":
+        first += 1
+    if first >= stop:
+        first = j
+    dq, sq = style == '"', style == "'"
+    out: list[int] = []
+    for v in value:
+        got: int | None = None
+        while j < stop:
+            c = text[j]
+            if dq and c == "\\":
+                nxt = text[j + 1] if j + 1 < stop else ""
+                if nxt in ("\r", "\n"):  # escaped line break: nothing, nor the next indent
+                    j += 2
+                    while j < stop and text[j] in " \t\r\n":
+                        j += 1
+                    continue
+                if nxt in _YAML_HEX:
+                    width = _YAML_HEX[nxt]
+                    try:
+                        ch = chr(int(text[j + 2:j + 2 + width], 16))
+                    except ValueError:
+                        break
+                    step = 2 + width
+                elif nxt in _YAML_ESCAPES:
+                    ch, step = _YAML_ESCAPES[nxt], 2
+                else:
+                    break
+                if ch == v:
+                    got, j = j, j + step
+                break
+            if sq and c == "'":
+                if v == "'" and text.startswith("''", j):
+                    got, j = j, j + 2
+                break
+            if c == v:
+                got, j = j, j + 1
+                break
+            if c in "\r\n" and v in " \n":  # a folded line break, or one kept
+                got = j
+                j += 2 if text.startswith("\r\n", j) else 1
+                break
+            if c in " \t\r\n":  # blanks that folding drops
+                j += 1
+                continue
+            break
+        if got is None:
+            break
+        out.append(got)
+    if len(out) < len(value):
+        out.extend([first] * (len(value) - len(out)))
+        out.append(first)
+    else:
+        out.append(j)
+    return out
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
@@ -114,7 +205,7 @@ def _yaml_templates(file: str, text: str, base_line: int = 1,
             value = node.value
             if not isinstance(value, str) or not value.strip() or not _is_prompt_path(keys):
                 continue
-            syntax, pieces = pieces_for(value, _yaml_position(node, lines, base_line))
+            syntax, pieces = pieces_for(value, _yaml_position(node, text, lines, base_line))
             if any(p.kind == "hole" for p in pieces):
                 out.append(TemplateContext(file, ".".join(keys) or "<root>", syntax, pieces,
                                            model=model))
@@ -133,7 +224,238 @@ def _toml_strings(obj: Any, keys: list[str]) -> Iterator[tuple[list[str], str]]:
         yield keys, obj
 
 
+_TOML_BARE = re.compile(r"[A-Za-z0-9_-]+")
+_TOML_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", "e": "\x1b",
+                 '"': '"', "\\": "\\"}
+_TOML_HEX = {"x": 2, "u": 4, "U": 8}
+_TOML_SCALAR = re.compile(r"[^,\]}#\r\n]+")
+
+
+class _TomlScan:
+    """Where each string value of an already valid TOML document sits: ``(key path, start,
+    end)`` of its token, in document order. Tracks ``[table]`` / ``[[array]]`` headers,
+    dotted and quoted keys, inline tables and arrays (array items keep the array's key path,
+    as :func:`_toml_strings` yields them)."""
+
+    def __init__(self, text: str) -> None:
+        self.t = text
+        self.i = 0
+        self.strings: list[tuple[tuple[str, ...], int, int]] = []
+
+    def scan(self) -> list[tuple[tuple[str, ...], int, int]]:
+        t = self.t
+        table: tuple[str, ...] = ()
+        try:
+            while True:
+                self._skip(newlines=True)
+                if self.i >= len(t):
+                    break
+                before = self.i
+                if t.startswith("[[", self.i):
+                    self.i += 2
+                    table = self._key()
+                    self._skip()
+                    self.i += 2  # ]]
+                elif t[self.i] == "[":
+                    self.i += 1
+                    table = self._key()
+                    self._skip()
+                    self.i += 1  # ]
+                else:
+                    key = self._key()
+                    self._skip()
+                    self.i += 1  # =
+                    self._value((*table, *key))
+                if self.i <= before:  # no progress: not TOML this scanner understands
+                    break
+        except (IndexError, ValueError, AttributeError, tomllib.TOMLDecodeError):
+            pass  # what was found so far stays usable
+        return self.strings
+
+    def _skip(self, *, newlines: bool = False) -> None:
+        t, n = self.t, len(self.t)
+        while self.i < n:
+            c = t[self.i]
+            if c in " \t" or (newlines and c in "\r\n"):
+                self.i += 1
+            elif c == "#":
+                nl = t.find("\n", self.i)
+                self.i = n if nl == -1 else nl
+            else:
+                break
+
+    def _string_end(self) -> int:
+        """End offset of the string token starting at ``self.i``."""
+        t, i = self.t, self.i
+        q = t[i]
+        if t.startswith(q * 3, i):
+            j = i + 3
+            while True:
+                if q == '"' and t[j] == "\\":
+                    j += 2
+                elif t.startswith(q * 3, j):
+                    run = 3
+                    while run < 5 and j + run < len(t) and t[j + run] == q:
+                        run += 1
+                    return j + run
+                else:
+                    j += 1
+        j = i + 1
+        while t[j] != q:
+            j += 2 if q == '"' and t[j] == "\\" else 1
+        return j + 1
+
+    def _key(self) -> tuple[str, ...]:
+        parts: list[str] = []
+        while True:
+            self._skip()
+            if self.t[self.i] in "\"'":
+                end = self._string_end()
+                parts.append(str(tomllib.loads("k = " + self.t[self.i:end])["k"]))
+                self.i = end
+            else:
+                m = _TOML_BARE.match(self.t, self.i)
+                if m is None:
+                    raise ValueError("no key")
+                parts.append(m.group())
+                self.i = m.end()
+            self._skip()
+            if self.t[self.i] != ".":
+                return tuple(parts)
+            self.i += 1
+
+    def _value(self, path: tuple[str, ...]) -> None:
+        t = self.t
+        self._skip()
+        c = t[self.i]
+        if c in "\"'":
+            end = self._string_end()
+            self.strings.append((path, self.i, end))
+            self.i = end
+        elif c == "[":
+            self.i += 1
+            while True:
+                self._skip(newlines=True)
+                if t[self.i] == "]":
+                    self.i += 1
+                    return
+                self._value(path)
+                self._skip(newlines=True)
+                if t[self.i] == ",":
+                    self.i += 1
+        elif c == "{":
+            self.i += 1
+            while True:
+                self._skip(newlines=True)
+                if t[self.i] == "}":
+                    self.i += 1
+                    return
+                key = self._key()
+                self._skip()
+                self.i += 1  # =
+                self._value((*path, *key))
+                self._skip(newlines=True)
+                if t[self.i] == ",":
+                    self.i += 1
+        else:  # number, bool, date-time (which may hold a space)
+            m = _TOML_SCALAR.match(t, self.i)
+            if m is None:
+                raise ValueError("no value")
+            self.i = m.end()
+
+
+def _toml_string_map(text: str, start: int, end: int) -> tuple[str, list[int]]:
+    """Decode the string token ``text[start:end]``; also return, for each character of the
+    value (and one past its end), its offset in ``text``."""
+    q = 3 if text.startswith(('"""', "'''"), start) else 1
+    basic = text[start] == '"'
+    i, stop = start + q, end - q
+    if q == 3:
+        if text.startswith("\r\n", i):
+            i += 2
+        elif text.startswith("\n", i):
+            i += 1
+    chars: list[str] = []
+    where: list[int] = []
+    while i < stop:
+        c = text[i]
+        if basic and c == "\\":
+            nxt = text[i + 1]
+            if nxt in _TOML_ESCAPES:
+                chars.append(_TOML_ESCAPES[nxt])
+                where.append(i)
+                i += 2
+            elif nxt in _TOML_HEX:
+                width = _TOML_HEX[nxt]
+                chars.append(chr(int(text[i + 2:i + 2 + width], 16)))
+                where.append(i)
+                i += 2 + width
+            else:  # line-ending backslash: trims the line end and following whitespace
+                i += 1
+                while i < stop and text[i] in " \t\r\n":
+                    i += 1
+        elif c == "\r" and q == 3 and text.startswith("\r\n", i):
+            chars.append("\n")  # tomllib normalises CRLF inside multi-line strings
+            where.append(i)
+            i += 2
+        else:
+            chars.append(c)
+            where.append(i)
+            i += 1
+    where.append(stop)
+    return "".join(chars), where
+
+
+def _toml_locator(text: str) -> Callable[[list[str], str], Position]:
+    """``(keys, value) -> Position`` for the string values of ``text`` (a valid TOML
+    document): each value is found by its full key path (table headers, dotted keys, inline
+    tables); of several values at one path (arrays), the first not yet used whose text
+    matches."""
+    by_path: dict[tuple[str, ...], list[tuple[int, int]]] = {}
+    for path, start, end in _TomlScan(text).scan():
+        by_path.setdefault(path, []).append((start, end))
+    used: set[int] = set()
+    first_unused: dict[tuple[str, ...], int] = {}
+    base = line_position(text)
+
+    def locate(keys: list[str], value: str) -> Position:
+        path = tuple(keys)
+        spans = by_path.get(path, [])
+        k = first_unused.get(path, 0)
+        while k < len(spans) and spans[k][0] in used:
+            k += 1
+        first_unused[path] = k
+        if k == len(spans):
+            return _toml_position(text, keys[-1], value)
+        chosen: tuple[str, list[int]] | None = None
+        for start, end in spans[k:]:
+            if start in used:
+                continue
+            try:
+                got = _toml_string_map(text, start, end)
+            except (IndexError, ValueError):
+                continue
+            if got[0] == value:
+                used.add(start)
+                chosen = got
+                break
+        if chosen is None:  # not decoded alike: the first unused value at this path
+            start = spans[k][0]
+            used.add(start)
+            at = base(start + (3 if text.startswith(('"""', "'''"), start) else 1))
+            return lambda offset: at
+        where = chosen[1]
+
+        def pos(offset: int) -> tuple[int, int]:
+            return base(where[min(max(offset, 0), len(where) - 1)])
+
+        return pos
+
+    return locate
+
+
 def _toml_position(text: str, key: str, value: str) -> Position:
+    """Fallback when the scanner did not find the value: the first ``key =`` line."""
     m = re.search(rf"""(?m)^[ \t]*["']?{re.escape(key)}["']?[ \t]*=[ \t]*""", text)
     if m is None:
         return lambda offset: (1, 1)
@@ -167,10 +489,14 @@ def _toml_templates(file: str, text: str, model: str | None) -> list[TemplateCon
     except RecursionError:
         raise InputError(file, "TOML nested too deeply") from None
     out: list[TemplateContext] = []
+    locate = _toml_locator(text)
     for keys, value in _toml_strings(data, []):
-        if not value.strip() or not _is_prompt_path(keys):
+        if not _is_prompt_path(keys):
             continue
-        syntax, pieces = pieces_for(value, _toml_position(text, keys[-1], value))
+        position = locate(keys, value)  # every value at the path, so that arrays stay in step
+        if not value.strip():
+            continue
+        syntax, pieces = pieces_for(value, position)
         if any(p.kind == "hole" for p in pieces):
             out.append(TemplateContext(file, ".".join(keys), syntax, pieces, model=model))
     return out
