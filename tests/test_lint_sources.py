@@ -6,6 +6,7 @@ codes it must produce and where.
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 from typing import Any
@@ -402,3 +403,64 @@ def test_python_baseline_matches_the_one_finding_per_value(tmp_path: Path) -> No
     config = LintConfig(baseline=frozenset({f.fingerprint}))
     assert lint_paths([str(path)], config).findings == []
     assert lint_text(src, str(path), config) == []
+
+
+# ------------------------------------------------------------------ positions in characters
+def _col_of(text: str, line: int, needle: str) -> int:
+    """1-based character column of ``needle`` on 1-based ``line`` of ``text``."""
+    return text.split("\n")[line - 1].index(needle) + 1
+
+
+def test_python_columns_count_characters_not_utf8_bytes(tmp_path: Path) -> None:
+    src = ("from datetime import datetime\nimport anthropic\n\nclient = anthropic.Anthropic()\n\n"
+           "\ndef go():\n    return client.messages.create(\n"
+           "        system=f\"Vous êtes un assistant — 日本語 {datetime.now()} ok\",\n"
+           "        model=\"claude-sonnet-4-5\",\n"
+           "        messages=[{\"role\": \"user\", \"content\": \"hi\"}],\n    )\n")
+    col = _col_of(src, 9, "datetime.now")
+    assert col == 48  # the UTF-8 byte column would be 57
+    assert lint(tmp_path, "u.py", src) == [("PC101", 9, col)]
+    [flow] = analyze(ast.parse(src), src)
+    assert (flow.line, flow.col) == (9, col)
+
+
+def test_toml_same_key_in_two_tables_points_at_its_own_table(tmp_path: Path) -> None:
+    text = ("[a]\nsystem_template = \"Plain stable text.\"\n\n"
+            "[b]\nsystem_template = \"Now {current_time}. " + STABLE + "\"\n")
+    assert lint(tmp_path, "dup.toml", text) == [("PC104", 5, _col_of(text, 5, "{current_time}"))]
+    # A multi-line string in the second table, the first one also multi-line; escapes and a
+    # line-ending backslash before the hole; array-of-tables and inline tables.
+    text = ("[a]\nsystem_template = \"\"\"\nPlain {stable} text.\n\"\"\"\n\n"
+            "[b]\nsystem_template = \"\"\"\nIntro \\\"q\\\" \\u00e9 \\\n"
+            "   joined {current_time} here.\n" + STABLE + "\n\"\"\"\n"
+            "[[agents]]\nprompt = 'plain'\n[[agents]]\nprompt = '{request_id} " + STABLE + "'\n"
+            "[c]\nd = { system_prompt = \"é — {current_date} " + STABLE + "\" }\n")
+    assert lint(tmp_path, "dup2.toml", text) == [
+        ("PC104", 9, _col_of(text, 9, "{current_time}")),
+        ("PC104", 15, _col_of(text, 15, "{request_id}")),
+        ("PC104", 17, _col_of(text, 17, "{current_date}")),
+    ]
+
+
+YAML_POSITION_CASES = [
+    # (label, text, (line, needle)) — the hole past the scalar's first line
+    ("folded", "p:\n  system_prompt: >\n    Intro line.\n    Now {{ now }}. " + STABLE + "\n",
+     (4, "{{ now }}")),
+    ("folded-blank-and-more-indented",
+     "p:\n  system_prompt: >-\n    Intro.\n\n      indented\n    Now {{ now }}. " + STABLE + "\n",
+     (6, "{{ now }}")),
+    ("plain", "p:\n  system_prompt: Intro line\n    Now {{ now }}. " + STABLE + "\n",
+     (3, "{{ now }}")),
+    ("double-quoted", "p:\n  system_prompt: \"Intro \\\"x\\\" —\\t日本\n    Now \\\n"
+                      "    {{ now }}. " + STABLE + "\"\n", (4, "{{ now }}")),
+    ("single-quoted", "p:\n  system_prompt: 'It''s\n    — {{ now }}. " + STABLE + "'\n",
+     (3, "{{ now }}")),
+]
+
+
+@pytest.mark.parametrize("label,text,where", YAML_POSITION_CASES,
+                         ids=[c[0] for c in YAML_POSITION_CASES])
+def test_yaml_multiline_scalars_point_at_the_hole(tmp_path: Path, label: str, text: str,
+                                                  where: tuple[int, str]) -> None:
+    line, needle = where
+    assert lint(tmp_path, label + ".yaml", text) == [("PC104", line, _col_of(text, line, needle))]
