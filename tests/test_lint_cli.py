@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 from promptcache.lint import LintConfig, lint_paths
 from promptcache.lint.cli import lint_command, main, rule_command
 from promptcache.lint.engine import DOC_SECTIONS
+from promptcache.lint.finding import Severity
 from promptcache.lint.rules import RULE_CODES, all_rules
 from tests.cases import filler
 
@@ -372,3 +374,133 @@ def test_top_level_cli_dispatches_lint_and_rule(files: dict[str, Path]) -> None:
     assert res.exit_code == 1 and json.loads(res.output)["findings"][0]["code"] == "PC101"
     res = runner.invoke(cli_main, ["rule", "PC305"])
     assert res.exit_code == 0 and "uncacheable-block" in res.output
+
+
+# ------------------------------------------------------------------ configuration discovery
+_FMT_PY = """import json
+import random
+import anthropic
+client = anthropic.Anthropic()
+EXAMPLES = ["a", "b", "c"]
+def ask(profile, q):
+    system = "Examples: " + ", ".join(random.sample(EXAMPLES, 2))
+    return client.messages.create(system="Profile: " + json.dumps(profile) + system, messages=[])
+"""
+
+
+def _project(root: Path) -> Path:
+    """A project whose [tool.promptcache] hides every finding its files have: PC203 everywhere,
+    PC103 in src/fmt.py, PC104 in prompts/*.jinja."""
+    (root / "src").mkdir(parents=True)
+    (root / "prompts").mkdir()
+    (root / "pyproject.toml").write_text(
+        '[tool.promptcache]\nignore = ["PC203"]\nper-file-ignores = { "src/fmt.py" = ["PC103"], '
+        '"prompts/*.jinja" = ["PC104"] }\n', encoding="utf-8")
+    (root / "src" / "fmt.py").write_text(_FMT_PY, encoding="utf-8")
+    (root / "prompts" / "sys.jinja").write_text(
+        "Now: {{ current_datetime }}\n" + filler(200, "proj") + "\n", encoding="utf-8")
+    return root
+
+
+def test_config_is_the_pyproject_nearest_the_files(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    proj = _project(tmp_path / "proj")
+    # without the configuration each file has findings
+    assert run([str(proj / "src"), str(proj / "prompts"), "--config", os.devnull])[0] == 1
+    monkeypatch.chdir(proj)
+    assert run(["src", "prompts"])[:2] == (0, "All checks passed (2 files).\n")
+    monkeypatch.chdir(proj / "src")  # per-file-ignores are relative to pyproject's folder
+    assert run(["."])[:2] == (0, "All checks passed (1 file).\n")
+    assert run(["fmt.py", "../prompts/sys.jinja"])[0] == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # found from the files, not from the current directory
+    assert run([str(proj / "src"), str(proj / "prompts")])[:2] == \
+        (0, "All checks passed (2 files).\n")
+    # --config FILE: its globs are relative to its folder, whatever the current directory
+    assert run([str(proj / "src"), "--config", str(proj / "pyproject.toml")])[0] == 0
+    cfg = LintConfig.from_pyproject(proj / "pyproject.toml")
+    assert cfg.root == proj and cfg.ignored_in(str(proj / "src" / "fmt.py")) == ["PC103"]
+    assert cfg.ignored_in(str(tmp_path / "fmt.py")) == []  # outside: only the name would match
+    # an absolute glob matches too
+    abs_cfg = LintConfig(per_file_ignores={f"{proj.as_posix()}/src/*": ("PC103",)}, root=proj)
+    assert abs_cfg.ignored_in(str(proj / "src" / "fmt.py")) == ["PC103"]
+
+
+def test_each_file_gets_its_nearest_config(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    one = _project(tmp_path / "one")
+    two = _project(tmp_path / "two")
+    (two / "pyproject.toml").write_text('[tool.promptcache]\nignore = ["PC203"]\n',
+                                        encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(["one", "two"])
+    assert code == 1
+    assert {line.split(":")[0] for line in out.splitlines() if ": PC" in line} == \
+        {str(Path("two/src/fmt.py")), str(Path("two/prompts/sys.jinja"))}
+    # a file with no configuration above it falls back to the current directory's
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    (loose / "fmt.py").write_text(_FMT_PY, encoding="utf-8")
+    monkeypatch.chdir(one)
+    code, out, _ = run([str(loose / "fmt.py")])
+    assert code == 1 and "PC103" in out and "PC203" not in out
+    # a broken nearest pyproject is a usage error naming it
+    (two / "pyproject.toml").write_text('[tool.promptcache]\nselect = ["PC999"]\n',
+                                        encoding="utf-8")
+    code, _, err = run([str(two / "src")])
+    assert code == 2 and "pyproject.toml: unknown rule selector 'PC999'" in err
+
+
+# ------------------------------------------------------------------ folder walking
+def test_dot_folders_are_walked_but_tool_folders_are_not(tmp_path: Path) -> None:
+    text = "Now: {{ current_datetime }}\n" + filler(200, "dot") + "\n"
+    for rel in (".github/prompts/review.prompt.md", ".gemini/commands/x.j2"):
+        (tmp_path / rel).parent.mkdir(parents=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    for skipped in (".git", ".venv", "node_modules", "__pycache__", ".tox", "dist"):
+        (tmp_path / skipped).mkdir()
+        (tmp_path / skipped / "x.j2").write_text(text, encoding="utf-8")
+    code, out, err = run([str(tmp_path), "--format", "json"])
+    doc = json.loads(out)
+    assert code == 1 and err == ""
+    assert sorted(Path(f).relative_to(tmp_path).as_posix() for f in doc["files"]) == \
+        [".gemini/commands/x.j2", ".github/prompts/review.prompt.md"]
+    # a folder named on the command line is walked even when its name is in the list
+    assert run([str(tmp_path / ".venv")])[0] == 1
+    # the configuration's exclude globs still apply, relative to its folder
+    (tmp_path / "pyproject.toml").write_text('[tool.promptcache]\nexclude = [".gemini/*", "pyproject.toml"]\n',
+                                             encoding="utf-8")
+    doc = json.loads(run([str(tmp_path), "--format", "json"])[1])
+    assert [Path(f).name for f in doc["files"]] == ["review.prompt.md"]
+
+
+def test_folder_with_nothing_to_lint_warns_and_exits_0(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    (empty / ".git").mkdir(parents=True)
+    (empty / ".git" / "x.json").write_text("{}", encoding="utf-8")
+    (empty / "notes.bin").write_bytes(b"\x00")
+    code, out, err = run([str(empty)])
+    assert code == 0 and out == "All checks passed (0 files).\n"
+    assert err == f"promptcache lint: warning: no files to lint found under {empty}\n"
+    # a glob matching nothing stays an input error
+    assert run([str(empty / "*.json")])[0] == 2
+
+
+# ------------------------------------------------------------------ hidden findings
+def test_summary_counts_findings_hidden_by_min_severity_and_baseline(
+        files: dict[str, Path], tmp_path: Path) -> None:
+    code, out, _ = run([str(files["bad"]), str(files["tpl"]), "--min-severity", "error"])
+    assert code == 0
+    assert out == "All checks passed (2 files; 2 findings below --min-severity error).\n"
+    code, out, _ = run([str(files["bad"]), str(files["tpl"]), "--min-severity", "warning"])
+    assert code == 1 and out.endswith(
+        "Found 1 finding (1 warning) in 2 files; not shown: 1 finding below --min-severity "
+        "warning.\n")
+    base = tmp_path / "base.json"
+    base.write_text(run([str(files["bad"]), "--format", "json"])[1], encoding="utf-8")
+    code, out, _ = run([str(files["bad"]), "--baseline", str(base)])
+    assert (code, out) == (0, "All checks passed (1 file; 1 finding in the --baseline).\n")
+    result = lint_paths([str(files["bad"]), str(files["tpl"])],
+                        LintConfig(min_severity=Severity.ERROR))
+    assert result.findings == [] and result.below_severity == {"error": 2}

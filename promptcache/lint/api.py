@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,15 @@ from promptcache.prefix import PrefixView, render
 
 __all__ = ["LintResult", "UnknownModelNote", "lint_paths", "lint_request", "lint_text"]
 
-_SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
+#: Folders never walked into (ruff's default ``exclude`` list, plus ``__pycache__``): tool,
+#: VCS, cache and build folders. Other dot-folders are walked (``.github/prompts``,
+#: ``.gemini/commands`` hold prompts). A folder named on the command line is always walked.
+SKIP_DIRS = frozenset({
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints",
+    ".mypy_cache", ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache",
+    ".svn", ".tox", ".venv", ".vscode", "__pycache__", "__pypackages__", "_build", "buck-out",
+    "build", "dist", "node_modules", "site-packages", "venv",
+})
 _DEFAULT_RULES: list[Rule] | None = None
 
 
@@ -102,6 +110,10 @@ class LintResult:
         unknown_models: file -> the model ids its requests name that the catalog does not
             know, and the model-specific rules that were skipped for it (see
             :class:`UnknownModelNote`).
+        empty_folders: folders named in ``paths`` that held no file to lint (not an error,
+            as in ruff: the CLI warns on stderr and exits 0 when nothing else is wrong).
+        below_severity: severity floor (``min_severity``) -> findings it hid.
+        in_baseline: findings hidden because the baseline holds them.
     """
 
     findings: list[Finding] = field(default_factory=list)
@@ -109,6 +121,9 @@ class LintResult:
     files: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     unknown_models: dict[str, UnknownModelNote] = field(default_factory=dict)
+    empty_folders: list[str] = field(default_factory=list)
+    below_severity: dict[str, int] = field(default_factory=dict)
+    in_baseline: int = 0
 
     @property
     def exit_code(self) -> int:
@@ -173,8 +188,8 @@ def lint_request(payload: Mapping[str, Any], *, model: str | None = None,
 
 
 # ------------------------------------------------------------------------ files
-def _expand(paths: Iterable[str], config: LintConfig,
-            errors: list[InputError]) -> Iterator[str]:
+def _expand(paths: Iterable[str], config_for: Callable[[str], LintConfig],
+            errors: list[InputError], empty: list[str]) -> Iterator[str]:
     known = suffixes()
     seen: set[str] = set()
     for raw in paths:
@@ -190,16 +205,21 @@ def _expand(paths: Iterable[str], config: LintConfig,
             candidates = [raw]
         for path in candidates:
             if os.path.isdir(path):
+                found = False
                 for root, dirs, files in os.walk(path):
-                    dirs[:] = sorted(d for d in dirs if not d.startswith(".")
-                                     and d not in _SKIP_DIRS
-                                     and not config.excluded(os.path.join(root, d)))
+                    dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS
+                                     and not config_for(os.path.join(root, d)).excluded(
+                                         os.path.join(root, d)))
                     for name in sorted(files):
                         full = os.path.join(root, name)
                         if os.path.splitext(name)[1].lower() in known and \
-                                not config.excluded(full) and full not in seen:
-                            seen.add(full)
-                            yield full
+                                not config_for(full).excluded(full):
+                            found = True
+                            if full not in seen:
+                                seen.add(full)
+                                yield full
+                if not found:
+                    empty.append(path)
             elif os.path.exists(path):
                 if path not in seen:
                     seen.add(path)
@@ -268,24 +288,33 @@ def _open(f: Finding, doc: Document) -> bool:
 
 
 def _kept(findings: Iterable[Finding], doc: Document, config: LintConfig,
-          ignored: list[str]) -> list[Finding]:
+          ignored: list[str], result: LintResult | None = None) -> list[Finding]:
     """The findings to report: inline suppressions first (per call), then one finding per
     volatile value (:func:`_first_open_sink`), then the configuration's filters. The baseline
-    comes last, so that it matches the one finding per value that an earlier run reported."""
+    comes last, so that it matches the one finding per value that an earlier run reported.
+    ``result`` counts the findings the severity floor and the baseline hid."""
     return [f for f in _first_open_sink(f for f in findings if _open(f, doc))
-            if _keep(f, config, ignored)]
+            if _keep(f, config, ignored, result)]
 
 
-def _keep(f: Finding, config: LintConfig, ignored: list[str]) -> bool:
-    if f.severity.rank < config.min_severity.rank:
-        return False
+def _keep(f: Finding, config: LintConfig, ignored: list[str],
+          result: LintResult | None = None) -> bool:
     if ignored:
         from promptcache.lint.rules import get_rule
 
         rule = get_rule(f.code)
         if any(matches(rule, s) for s in ignored):
             return False
-    return not (config.baseline and f.fingerprint in config.baseline)
+    if f.severity.rank < config.min_severity.rank:
+        if result is not None:
+            floor = config.min_severity.value
+            result.below_severity[floor] = result.below_severity.get(floor, 0) + 1
+        return False
+    if config.baseline and f.fingerprint in config.baseline:
+        if result is not None:
+            result.in_baseline += 1
+        return False
+    return True
 
 
 def _first_open_sink(findings: Iterable[Finding]) -> list[Finding]:
@@ -320,7 +349,8 @@ def lint_text(text: str, file: str, config: LintConfig | None = None) -> list[Fi
 
 
 def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
-               stdin: str | bytes | None = None, stdin_name: str = "-") -> LintResult:
+               stdin: str | bytes | None = None, stdin_name: str = "-",
+               config_for: Callable[[str], LintConfig] | None = None) -> LintResult:
     """Lint files, folders (walked for known suffixes) and globs; ``"-"`` reads ``stdin``.
 
     Args:
@@ -331,19 +361,31 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
             the input kind, and it is the ``file`` of stdin's findings, errors and entry in
             :attr:`LintResult.files`, and what ``per_file_ignores`` match (``"-"``: guess the
             kind from content, and locate everything at ``"-"``).
+        config_for: file or folder path -> the configuration that applies to it (the CLI
+            passes the nearest ``pyproject.toml``'s, with its options applied); replaces
+            ``config``. Called with stdin's ``stdin_name``.
 
     Returns:
         A :class:`LintResult`. Never raises for bad input.
     """
-    config = config or LintConfig()
+    if config_for is None:
+        single = config or LintConfig()
+
+        def config_for(_path: str) -> LintConfig:
+            return single
+
     result = LintResult()
-    rules = [r() for r in config.rules()]
-    for file in _expand(paths, config, result.errors):
+    rule_sets: dict[int, tuple[LintConfig, list[Rule]]] = {}
+    for file in _expand(paths, config_for, result.errors, result.empty_folders):
         if file == "-":
             file = stdin_name or "-"
             is_stdin = True
         else:
             is_stdin = False
+        config = config_for(file)
+        if id(config) not in rule_sets:  # the config is kept: its id is not reused
+            rule_sets[id(config)] = (config, [r() for r in config.rules()])
+        rules = rule_sets[id(config)][1]
         try:
             if is_stdin:
                 raw = stdin if stdin is not None else ""
@@ -378,6 +420,6 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
         if is_stdin:
             findings = [f if f.file == file else f.with_location(file, f.line, f.col)
                         for f in findings]
-        result.findings.extend(_kept(findings, doc, config, ignored))
+        result.findings.extend(_kept(findings, doc, config, ignored, result))
     result.findings.sort(key=lambda f: (f.file, f.line, f.col, f.code))
     return result

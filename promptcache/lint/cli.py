@@ -2,6 +2,8 @@
 
 Exit codes (as ruff and sqlfluff): 0 clean, 1 findings, 2 usage or input error. Input errors
 print one line per file (``FILE: error: REASON``) on stderr; the other files are still linted.
+A folder that holds no file to lint is not an error (as ruff: a warning on stderr, exit 0);
+a glob that matches nothing, or a path that does not exist, is (exit 2).
 :func:`main` runs the lint command in-process and returns the exit code instead of exiting
 (tests and fuzzing use it).
 """
@@ -86,35 +88,90 @@ def _read_baseline(path: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def _build_config(config_file: str | None, select: tuple[str, ...], extend_select: tuple[str, ...],
-                  ignore: tuple[str, ...], model: str | None, provider: str | None,
-                  min_severity: str | None, baseline: str | None) -> LintConfig:
-    if config_file is not None:
-        path: Path | None = Path(config_file)
-    else:
-        path = find_pyproject(Path.cwd())
-    try:
-        config = LintConfig.from_pyproject(path) if path is not None else LintConfig()
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    if select:
-        config.select = _split(select)
-    if extend_select:
-        config.extend_select = (*config.extend_select, *_split(extend_select))
-    if ignore:
-        config.ignore = (*config.ignore, *_split(ignore))
-    for sel in (*(config.select or ()), *config.extend_select, *config.ignore):
+class _Configs:
+    """File -> its :class:`LintConfig`: the ``pyproject.toml`` nearest to the file (as ruff),
+    or ``--config``'s for every file, with the command-line options applied on top.
+
+    The configuration found from the current directory applies to files that have none above
+    them. A ``pyproject.toml`` that cannot be read, or names an unknown rule or model, is
+    recorded in :attr:`errors` (once) and its files get the defaults plus the options.
+
+    Raises (constructor):
+        click.UsageError: an option names an unknown rule, or ``--baseline`` is unusable.
+    """
+
+    def __init__(self, config_file: str | None, select: tuple[str, ...],
+                 extend_select: tuple[str, ...], ignore: tuple[str, ...], model: str | None,
+                 provider: str | None, min_severity: str | None, baseline: str | None) -> None:
+        self.select = _split(select)
+        self.extend_select = _split(extend_select)
+        self.ignore = _split(ignore)
+        _check_selectors((*self.select, *self.extend_select, *self.ignore))
+        self.model = model
+        self.provider = provider
+        self.min_severity = Severity.parse(min_severity) if min_severity else None
+        self.baseline = _read_baseline(baseline) if baseline else None
+        self.errors: list[str] = []
+        self._dirs: dict[Path, Path | None] = {}
+        self._configs: dict[Path | None, LintConfig] = {}
+        self._fixed: Path | None = Path(config_file) if config_file is not None else None
+        self._fixed_given = config_file is not None
+        self._default = self._fixed if self._fixed_given else find_pyproject(Path.cwd(),
+                                                                            self._dirs)
+
+    def pyproject_for(self, path: str) -> Path | None:
+        """The ``pyproject.toml`` that configures ``path`` (a file or folder)."""
+        if self._fixed_given:
+            return self._fixed
+        if path == "-":
+            return self._default
+        folder = Path(path).parent if not Path(path).is_dir() else Path(path)
+        return find_pyproject(folder, self._dirs) or self._default
+
+    def __call__(self, path: str) -> LintConfig:
+        return self.load(self.pyproject_for(path))
+
+    def load(self, pyproject: Path | None) -> LintConfig:
+        """The configuration read from ``pyproject`` (None: defaults) with the options."""
+        if pyproject in self._configs:
+            return self._configs[pyproject]
+        config = LintConfig()
+        if pyproject is not None:
+            try:
+                config = LintConfig.from_pyproject(pyproject)
+                _check_selectors((*(config.select or ()), *config.extend_select,
+                                  *config.ignore), f"{pyproject}: ")
+                if not self.model:
+                    unknown = check_model(config.model, f"{pyproject}: [tool.promptcache] model")
+                    if unknown is not None:
+                        raise click.UsageError(unknown)
+            except (ValueError, click.UsageError) as exc:
+                self.errors.append(exc.message if isinstance(exc, click.UsageError)
+                                   else str(exc))
+                config = LintConfig(root=config.root)
+        if self.select:
+            config.select = self.select
+        if self.extend_select:
+            config.extend_select = (*config.extend_select, *self.extend_select)
+        if self.ignore:
+            config.ignore = (*config.ignore, *self.ignore)
+        if self.model:
+            config.model = self.model
+        if self.provider:
+            config.provider = self.provider
+        if self.min_severity is not None:
+            config.min_severity = self.min_severity
+        if self.baseline is not None:
+            config.baseline = self.baseline
+        self._configs[pyproject] = config
+        return config
+
+
+def _check_selectors(selectors: tuple[str, ...], where: str = "") -> None:
+    for sel in selectors:
         if not any(_selects(r, sel) for r in all_rules()):
-            raise click.UsageError(f"unknown rule selector {sel!r} (see 'promptcache rule --all')")
-    if model:
-        config.model = model
-    if provider:
-        config.provider = provider
-    if min_severity:
-        config.min_severity = Severity.parse(min_severity)
-    if baseline:
-        config.baseline = _read_baseline(baseline)
-    return config
+            raise click.UsageError(f"{where}unknown rule selector {sel!r} "
+                                   "(see 'promptcache rule --all')")
 
 
 def _selects(rule: Any, sel: str) -> bool:
@@ -152,7 +209,8 @@ def _report(result: LintResult, fmt: str, out: IO[str], err: IO[str]) -> None:
                    "not in it. Any other file is an error (exit 2).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--config", "config_file", type=str, default=None,
-              help="pyproject.toml to read [tool.promptcache] from (default: nearest).")
+              help="pyproject.toml to read [tool.promptcache] from, for every file "
+                   "(default: the nearest one above each file).")
 @click.option("--stdin-filename", default="-",
               help="File name for '-' (stdin): its suffix picks the input kind, and findings, "
                    "errors and per-file-ignores use it as stdin's location.")
@@ -162,8 +220,12 @@ def lint_command(paths: tuple[str, ...], fmt: str, select: tuple[str, ...],
                  exit_zero: bool, config_file: str | None, stdin_filename: str) -> None:
     """Lint request JSON, JSONL logs, prompt templates and Python source for cache misses.
 
-    PATHS are files, folders (walked for known suffixes), glob patterns, or '-' for stdin.
-    Exit codes: 0 clean, 1 findings, 2 usage or input error.
+    PATHS are files, folders (walked for known suffixes, skipping VCS, cache, virtualenv and
+    build folders such as .git, .venv, node_modules, dist), glob patterns, or '-' for stdin.
+    Each file's settings come from the nearest pyproject.toml with [tool.promptcache]
+    (unless --config); per-file-ignores and exclude globs are relative to its folder.
+    Exit codes: 0 clean, 1 findings, 2 usage or input error. A folder holding nothing to lint
+    is a warning (exit 0); a glob matching nothing is an error (exit 2).
     """
     code = _run(list(paths), fmt=fmt, select=select, extend_select=extend_select,
                 ignore=ignore, model=model, provider=provider, min_severity=min_severity,
@@ -182,22 +244,36 @@ def _run(paths: list[str], *, fmt: str, select: tuple[str, ...], extend_select: 
         err.write("promptcache lint: error: give at least one PATH (or '-' for stdin)\n")
         return 2
     try:
-        config = _build_config(config_file, select, extend_select, ignore, model, provider,
-                               min_severity, baseline)
+        configs = _Configs(config_file, select, extend_select, ignore, model, provider,
+                           min_severity, baseline)
     except click.UsageError as exc:
         err.write(f"promptcache lint: error: {exc.message}\n")
         return 2
     # A model the user names (--model or [tool.promptcache] model) must be a catalog id:
     # an unknown one would silently skip the model-specific rules.
-    unknown = check_model(config.model, "--model" if model else "[tool.promptcache] model")
+    unknown = check_model(model, "--model")
     if unknown is not None:
         err.write(f"promptcache lint: error: {unknown}\n")
+        return 2
+    # The configurations of the paths as given are read first: a broken one is a usage
+    # error before anything is linted (ones found deeper in a folder are reported after).
+    for path in paths:
+        configs(stdin_filename if path == "-" else path)
+    if configs.errors:
+        for message in configs.errors:
+            err.write(f"promptcache lint: error: {message}\n")
         return 2
     data = stdin
     if "-" in paths and data is None:
         data = sys.stdin.buffer.read()
-    result = lint_paths(paths, config, stdin=data, stdin_name=stdin_filename)
+    result = lint_paths(paths, stdin=data, stdin_name=stdin_filename, config_for=configs)
     _report(result, fmt, out, err)
+    for folder in result.empty_folders:
+        err.write(f"promptcache lint: warning: no files to lint found under {folder}\n")
+    if configs.errors:
+        for message in configs.errors:
+            err.write(f"promptcache lint: error: {message}\n")
+        return 2
     if result.errors:
         return 2
     if exit_zero:

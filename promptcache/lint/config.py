@@ -1,7 +1,9 @@
 """Lint configuration: rule selection, per-file ignores, severity floor, baseline.
 
-Read from ``[tool.promptcache]`` (or ``[tool.promptcache.lint]``) in the nearest
-``pyproject.toml`` and overridden by CLI options::
+Read from ``[tool.promptcache]`` (or ``[tool.promptcache.lint]``) in the ``pyproject.toml``
+nearest to each linted file (as ruff: the closest one at or above the file that has the
+table; the one found from the current directory when none is) and overridden by CLI
+options::
 
     [tool.promptcache]
     select = ["PC1", "PC3"]          # codes, code prefixes, dotted names, groups, or "ALL"
@@ -16,11 +18,18 @@ Read from ``[tool.promptcache]`` (or ``[tool.promptcache.lint]``) in the nearest
 Selection follows ruff: ``select`` replaces the default set (every stable rule),
 ``extend-select`` adds to it, ``ignore`` removes; a selector matches a code exactly, a code
 prefix (``PC1``), a rule's dotted name, or one of its groups.
+
+``per-file-ignores`` and ``exclude`` globs are matched against the file's path relative to
+the directory holding the ``pyproject.toml`` (so they hold whatever the current directory),
+against its absolute path, and against its bare name; a ``per-file-ignores`` glob also
+matches a trailing part of the relative path (``"prompts/*.j2"`` matches
+``app/prompts/x.j2``).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -64,6 +73,8 @@ class LintConfig:
         baseline: fingerprints of findings to hide (``--baseline``).
         exclude: globs of paths skipped when walking folders.
         max_file_size: larger files are an input error, in bytes.
+        root: the folder ``per_file_ignores`` and ``exclude`` globs are relative to (the
+            ``pyproject.toml``'s folder); None: match the path as given.
     """
 
     select: tuple[str, ...] | None = None
@@ -76,6 +87,21 @@ class LintConfig:
     baseline: frozenset[str] = frozenset()
     exclude: tuple[str, ...] = ()
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    root: Path | None = None
+
+    def _paths(self, file: str) -> list[str]:
+        """The forms of ``file`` the globs are matched against (POSIX): relative to
+        :attr:`root` (when under it) and absolute; the path as given when there is no root."""
+        if self.root is None:
+            return [PurePath(file).as_posix()]
+        out: list[str] = []
+        for absolute in dict.fromkeys((Path(os.path.abspath(file)), Path(os.path.realpath(file)))):
+            try:
+                out.append(absolute.relative_to(self.root).as_posix())
+            except ValueError:
+                pass
+            out.append(absolute.as_posix())
+        return list(dict.fromkeys(out))
 
     def rules(self) -> list[type[Rule]]:
         """The selected rule classes, in code order."""
@@ -96,18 +122,25 @@ class LintConfig:
     def ignored_in(self, file: str) -> list[str]:
         """Selectors ignored for ``file`` by ``per_file_ignores``."""
         out: list[str] = []
-        path = PurePath(file).as_posix()
+        if not self.per_file_ignores:
+            return out
+        paths = self._paths(file)
         name = PurePath(file).name
         for pattern, selectors in self.per_file_ignores.items():
-            if fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(name, pattern) or \
-                    fnmatch.fnmatch(path, "*/" + pattern.lstrip("/")):
+            if fnmatch.fnmatch(name, pattern) or any(
+                    fnmatch.fnmatch(path, pattern)
+                    or fnmatch.fnmatch(path, "*/" + pattern.lstrip("/")) for path in paths):
                 out.extend(selectors)
         return out
 
     def excluded(self, path: str) -> bool:
-        """Whether a path matches an ``exclude`` glob."""
-        posix = PurePath(path).as_posix()
-        return any(fnmatch.fnmatch(posix, p) or fnmatch.fnmatch(PurePath(path).name, p)
+        """Whether a path matches an ``exclude`` glob (relative to :attr:`root`, absolute,
+        as given, or its bare name)."""
+        if not self.exclude:
+            return False
+        paths = {PurePath(path).as_posix(), *self._paths(path)}
+        name = PurePath(path).name
+        return any(fnmatch.fnmatch(name, p) or any(fnmatch.fnmatch(x, p) for x in paths)
                    for p in self.exclude)
 
     @classmethod
@@ -174,15 +207,30 @@ class LintConfig:
             raise ValueError(f"{path}: cannot read configuration: {exc}") from None
         tool = data.get("tool", {})
         table = tool.get("promptcache") if isinstance(tool, Mapping) else None
+        root = Path(os.path.abspath(path)).parent
         if not isinstance(table, Mapping):
-            return cls()
-        return cls.from_mapping(table, source=str(path))
+            return cls(root=root)
+        config = cls.from_mapping(table, source=str(path))
+        config.root = root
+        return config
 
 
-def find_pyproject(start: Path) -> Path | None:
-    """The nearest ``pyproject.toml`` at or above ``start`` that has ``[tool.promptcache]``."""
+def find_pyproject(start: Path, cache: dict[Path, Path | None] | None = None) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above the folder ``start`` that has
+    ``[tool.promptcache]``.
+
+    Args:
+        cache: folder -> answer, filled for every folder visited (walking a tree asks for
+            each of its folders; each ``pyproject.toml`` is then read once).
+    """
     here = start.resolve()
+    visited: list[Path] = []
+    found: Path | None = None
     for folder in (here, *here.parents):
+        if cache is not None and folder in cache:
+            found = cache[folder]
+            break
+        visited.append(folder)
         candidate = folder / "pyproject.toml"
         if candidate.is_file():
             try:
@@ -190,7 +238,9 @@ def find_pyproject(start: Path) -> Path | None:
             except (OSError, UnicodeDecodeError):
                 continue
             if "[tool.promptcache" in text:
-                return candidate
-    return None
-
-
+                found = candidate
+                break
+    if cache is not None:
+        for folder in visited:
+            cache[folder] = found
+    return found

@@ -1,4 +1,6 @@
-"""Human-readable output: ``file:line:col: CODE [severity] message`` plus a fix hint line."""
+"""Human-readable output: ``file:line:col: CODE [severity] message`` plus a fix hint line, and
+a summary line that also counts the findings ``--min-severity`` and ``--baseline`` hid
+(``All checks passed (8 files; 5 findings below --min-severity error).``)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,17 @@ if TYPE_CHECKING:
     from promptcache.lint.api import LintResult
 
 __all__ = ["emit"]
+
+
+def _hidden(result: LintResult) -> str:
+    """The findings the severity floor and the baseline hid, as one phrase ("" for none):
+    ``5 findings below --min-severity error, 2 in the baseline``."""
+    parts = [f"{n} finding{'s' if n != 1 else ''} below --min-severity {floor}"
+             for floor, n in sorted(result.below_severity.items()) if n]
+    if result.in_baseline:
+        n = result.in_baseline
+        parts.append(f"{n} finding{'s' if n != 1 else ''} in the --baseline")
+    return ", ".join(parts)
 
 
 def emit(result: LintResult, stream: IO[str]) -> None:
@@ -21,15 +34,18 @@ def emit(result: LintResult, stream: IO[str]) -> None:
     n = len(result.findings)
     checked = len(result.files) - len(result.skipped)
     skipped = f", {len(result.skipped)} skipped" if result.skipped else ""
+    hidden = _hidden(result)
     if n:
         counts = {s: sum(1 for f in result.findings if f.severity.value == s)
                   for s in ("error", "warning", "info")}
         parts = ", ".join(f"{v} {k}{'s' if v != 1 and k != 'info' else ''}"
                           for k, v in counts.items() if v)
         stream.write(f"Found {n} finding{'s' if n != 1 else ''} ({parts}) in "
-                     f"{checked} file{'s' if checked != 1 else ''}{skipped}.\n")
+                     f"{checked} file{'s' if checked != 1 else ''}{skipped}"
+                     f"{f'; not shown: {hidden}' if hidden else ''}.\n")
     elif not result.errors:
         stream.write(f"All checks passed ({checked} "
-                     f"file{'s' if checked != 1 else ''}{skipped}).\n")
+                     f"file{'s' if checked != 1 else ''}{skipped}{f'; {hidden}' if hidden else ''}"
+                     ").\n")
     for file, why in sorted(result.skipped.items()):
         stream.write(f"{file}: skipped: {why}\n")
