@@ -59,3 +59,35 @@ def test_rule_case(tmp_path: Path, rule: str, case: dict[str, Any]) -> None:
            for f, exp in zip(result.findings, case["expect"], strict=False)]
     assert len(result.findings) == len(case["expect"]), [f.message for f in result.findings]
     assert got == case["expect"], [f.message for f in result.findings]
+
+
+@pytest.mark.parametrize("hole,scope", [
+    ("{{ session_id }}", "conversation"), ("{{ conversation_id }}", "conversation"),
+    ("{{ ctx.threadId }}", "conversation"), ("{{ request_id }}", "request"),
+    ("{{ uuid }}", "request"),
+])
+def test_pc104_names_per_conversation_ids(tmp_path: Path, hole: str, scope: str) -> None:
+    """A session / conversation / thread id is stable within a conversation: not per request."""
+    path = tmp_path / "system.j2"
+    path.write_text(f"Id: {hole}\n" + expand_text("<200 tokens: rules>") + "\n", encoding="utf-8")
+    [f] = lint_paths([str(path)], LintConfig(select=("PC104",))).findings
+    assert f.message.startswith(f"per-{scope} id {hole!r} comes before")
+    assert f.details["id_scope"] == scope
+    if scope == "conversation":
+        assert "cached within one conversation and written again for every new one" in f.message
+
+
+@pytest.mark.parametrize("fmt,every", [
+    ("%Y-%m-%d %H:%M:%S", "every second"), ("%Y-%m-%d %H:%M", "every minute"),
+    ("%Y-%m-%d %H", "every hour"), ("%Y-%m-%d", "once a day"),
+])
+def test_pc101_wording_follows_granularity(tmp_path: Path, fmt: str, every: str) -> None:
+    path = tmp_path / "agent.py"
+    path.write_text(
+        "import datetime\nimport anthropic\nclient = anthropic.Anthropic()\n"
+        "def ask(q):\n"
+        f"    now = datetime.datetime.now().strftime({fmt!r})\n"
+        "    return client.messages.create(system='Now: ' + now, messages=[])\n",
+        encoding="utf-8")
+    [f] = lint_paths([str(path)], LintConfig(select=("PC101",))).findings
+    assert f.message.endswith(f"the cached prefix changes {every}"), f.message

@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-__all__ = ["VolatileMatch", "classify_name", "granularity_of_strftime", "scan_cache_clear",
-           "scan_text"]
+__all__ = ["VolatileMatch", "classify_name", "granularity_of_strftime", "id_scope",
+           "scan_cache_clear", "scan_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +275,12 @@ _ID_NAMES = frozenset({
     ("thread", "id"), ("correlation", "id"), ("call", "id"), ("interaction", "id"),
     ("idempotency", "key"), ("chat", "id"), ("turn", "id"),
 })
+#: Ids that stay the same for a whole conversation (a chat session, thread) and change
+#: between conversations: a prefix holding one is shared within the conversation only.
+_CONVERSATION_ID_NAMES = frozenset({
+    ("session", "id"), ("sess", "id"), ("conversation", "id"), ("convo", "id"),
+    ("thread", "id"), ("chat", "id"),
+})
 _RANDOM_WORDS = frozenset({"random", "rand", "shuffle", "shuffled", "salt", "jitter"})
 _NOT_CLOCK_AFTER = frozenset({"limit", "limits", "out", "outs", "zone", "zones", "format",
                               "budget", "step", "steps", "window", "range", "unit", "units",
@@ -316,6 +322,25 @@ def classify_name(name: str) -> tuple[str, str | None] | None:
     if last in _DAY_WORDS or "today" in toks:
         return ("timestamp", "day")
     return None
+
+
+def id_scope(text: str) -> str:
+    """How long an id named in ``text`` (a template hole, an expression) lives.
+
+    Returns:
+        ``"conversation"`` when every identifier in ``text`` that :func:`classify_name` calls
+        an id is a per-conversation one (``session_id``, ``conversation_id``, ``thread_id``,
+        ``chat_id``): the same on every request of a conversation, new for the next one.
+        ``"request"`` otherwise (``request_id``, ``uuid``, ``nonce``, a ``uuid4()`` call).
+
+    >>> id_scope("{{ session_id }}"), id_scope("{{ ctx.threadId }}"), id_scope("{{ uuid }}")
+    ('conversation', 'conversation', 'request')
+    """
+    ids = [toks for toks in (_tokens(w) for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+           if toks and classify_name("_".join(toks)) == ("id", None)]
+    if ids and all(len(t) >= 2 and (t[-2], t[-1]) in _CONVERSATION_ID_NAMES for t in ids):
+        return "conversation"
+    return "request"
 
 
 _STRFTIME_UNITS = (

@@ -10,6 +10,15 @@ from promptcache.lint.rules._common import volatile_hits
 
 __all__ = ["Rule_PC101"]
 
+#: How often a value of each granularity changes, for the messages.
+_EVERY = {"day": "once a day", "hour": "every hour", "minute": "every minute",
+          "second": "every second"}
+
+
+def _every(granularity: str | None) -> str:
+    """``"every minute"`` ...; finer than a second (or unknown): ``"on every request"``."""
+    return _EVERY.get(granularity or "", "on every request")
+
 
 class Rule_PC101(Rule):
     """A timestamp or date inside the cached prefix.
@@ -74,7 +83,7 @@ class Rule_PC101(Rule):
             sev = Severity.INFO if m.granularity == "day" else Severity.WARNING
             where = (f"before the breakpoint at {hit.breakpoint_path}" if hit.breakpoint_path
                      else "inside the automatic cached prefix")
-            when = "once a day" if m.granularity == "day" else "on every request"
+            when = _every(m.granularity)
             msg = (f"{m.granularity}-granularity timestamp {m.match!r} sits {where}: about "
                    f"{hit.tokens_invalidated} tokens after it lose caching {when}")
             yield ctx.finding(self, msg, path=hit.path, offset=m.start, severity=sev,
@@ -92,6 +101,6 @@ class Rule_PC101(Rule):
             if gran in ("month", "year", "week"):
                 continue
             msg = (f"{gran}-granularity clock value {vol.origin!r} flows into {flow.sink} of "
-                   f"{flow.call} (line {flow.sink_line}): the cached prefix changes every "
-                   f"{'day' if gran == 'day' else 'request'}")
+                   f"{flow.call} (line {flow.sink_line}): the cached prefix changes "
+                   f"{_every(gran)}")
             yield ctx.finding(self, flow, msg, severity=vol.severity, inside_cached_prefix=True)

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from promptcache.lint.engine import Rule, TemplateContext
 from promptcache.lint.finding import Finding, Severity
+from promptcache.lint.volatile import id_scope
 
 __all__ = ["Rule_PC104"]
 
@@ -20,14 +21,19 @@ class Rule_PC104(Rule):
     In Jinja2 templates, YAML / TOML prompt files, Prompty files and plain-text prompts, finds
     holes whose value changes between renders — a clock (``{{ current_date }}``,
     ``{{ now() }}``, ``{current_time}``, ``{{$time}}``), an id (``{{ request_id }}``,
-    ``{{ uuid }}``) or a random pick (``{{ items | random }}``) — followed by at least 32
-    tokens of static text. Severity follows granularity: a date is info, anything finer is a
-    warning. Details: ``variable``, ``kind``, ``granularity``, ``stable_tokens_after``.
+    ``{{ uuid }}``; a per-conversation one such as ``{{ session_id }}``,
+    ``{{ conversation_id }}`` or ``{{ thread_id }}``) or a random pick
+    (``{{ items | random }}``) — followed by at least 32 tokens of static text. Severity
+    follows granularity: a date is info, anything finer (and any id) is a warning. Details:
+    ``variable``, ``kind``, ``granularity``, ``stable_tokens_after``, and for ids ``id_scope``
+    (``"request"`` or ``"conversation"``).
 
     ## Why is this bad?
     Templates become system prompts and first messages, the start of the cached prefix.
     Everything after a value that changes is re-written instead of read, so a timestamp at
-    the top of a 3,000-token system prompt costs 3,000 uncached tokens per request.
+    the top of a 3,000-token system prompt costs 3,000 uncached tokens per request. A
+    per-conversation id (a session or thread id) keeps the prefix within one conversation,
+    but every new conversation writes the whole system prompt again instead of sharing it.
 
     ## Example
     ```jinja
@@ -73,11 +79,15 @@ class Rule_PC104(Rule):
             if vol.granularity in ("week", "month", "year"):
                 continue  # changes rarely enough to cache well
             gran = f"{vol.granularity}-granularity " if vol.granularity else ""
-            what = {"timestamp": "clock value", "id": "per-request id",
+            scope = id_scope(piece.text) if vol.kind == "id" else None
+            what = {"timestamp": "clock value", "id": f"per-{scope} id",
                     "random": "random value"}.get(vol.kind, "volatile value")
+            loss = ("they are cached within one conversation and written again for every new "
+                    "one" if scope == "conversation" else "they lose caching whenever it changes")
             msg = (f"{gran}{what} {piece.text.strip()!r} comes before {stable} tokens of "
-                   f"stable text in {ctx.name}: they lose caching whenever it changes")
+                   f"stable text in {ctx.name}: {loss}")
+            extra = {"id_scope": scope} if scope else {}
             yield ctx.finding(self, msg, line=piece.line, col=piece.col, severity=vol.severity,
                               variable=piece.text.strip(), kind=vol.kind,
                               granularity=vol.granularity, stable_tokens_after=stable,
-                              tokens_invalidated=stable)
+                              tokens_invalidated=stable, **extra)
