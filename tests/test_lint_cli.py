@@ -91,6 +91,13 @@ def test_skipped_file_is_reported_in_text_and_json(files: dict[str, Path],
     assert doc["files"] == [str(arr)]
     assert [s["file"] for s in doc["skipped"]] == [str(arr)]
     assert doc["skipped"][0]["reason"].startswith("not a request")
+    code, out, _ = run([str(files["bad"]), "--format", "json", "--min-severity", "error"])
+    doc = json.loads(out)
+    assert code == 0 and doc["findings"] == []
+    assert doc["hidden"] == {"below_severity": {"error": 1}, "in_baseline": 0}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert json.loads(run([str(empty), "--format", "json"])[1])["empty_folders"] == [str(empty)]
 
 
 @pytest.mark.parametrize("label,content,reason", [

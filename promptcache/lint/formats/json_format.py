@@ -1,7 +1,10 @@
 """JSON output: ``{"version", "findings": [...], "errors": [{"file", "reason"}], "files",
-"skipped": [{"file", "reason"}], "unknown_models": [{"file", "models", "skipped_rules",
+"skipped": [{"file", "reason"}], "empty_folders": [...], "hidden": {"below_severity": {floor:
+count}, "in_baseline": count}, "unknown_models": [{"file", "models", "skipped_rules",
 "provider_wide_rules"}]}``. ``files`` lists every file read; ``skipped`` the ones among them
-that held nothing to lint (a JSON file that is not a request).
+that held nothing to lint (a JSON file that is not a request); ``empty_folders`` the folders
+named on the command line with no file to lint; ``hidden`` the findings left out by
+``--min-severity`` and ``--baseline``.
 
 The same document is accepted back as a ``--baseline`` file.
 """
@@ -27,6 +30,9 @@ def emit(result: LintResult, stream: IO[str]) -> None:
         "errors": [{"file": e.file, "reason": e.reason} for e in result.errors],
         "files": result.files,
         "skipped": [{"file": file, "reason": why} for file, why in sorted(result.skipped.items())],
+        "empty_folders": list(result.empty_folders),
+        "hidden": {"below_severity": dict(result.below_severity),
+                   "in_baseline": result.in_baseline},
         "unknown_models": [{"file": file, **note.to_dict()}
                            for file, note in result.unknown_models.items()],
     }
