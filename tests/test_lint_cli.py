@@ -452,11 +452,135 @@ def test_each_file_gets_its_nearest_config(tmp_path: Path,
     monkeypatch.chdir(one)
     code, out, _ = run([str(loose / "fmt.py")])
     assert code == 1 and "PC103" in out and "PC203" not in out
-    # a broken nearest pyproject is a usage error naming it
+    # a broken nearest pyproject is an input error naming it
     (two / "pyproject.toml").write_text('[tool.promptcache]\nselect = ["PC999"]\n',
                                         encoding="utf-8")
     code, _, err = run([str(two / "src")])
-    assert code == 2 and "pyproject.toml: unknown rule selector 'PC999'" in err
+    assert code == 2 and \
+        f"{two / 'pyproject.toml'}: error: unknown rule selector 'PC999'" in err
+
+
+def test_root_exclude_reaches_a_subfolder_with_its_own_config(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # C1: a folder is judged by the configuration in force where it is (its parent's)
+    _project(tmp_path / "sub")
+    (tmp_path / "pyproject.toml").write_text('[tool.promptcache]\nexclude = ["sub", "pyproject.toml"]\n',
+                                             encoding="utf-8")
+    (tmp_path / "top.j2").write_text("Now: {{ current_datetime }}\n" + filler(200, "t") + "\n",
+                                     encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    for target in (".", str(tmp_path)):
+        doc = json.loads(run([target, "--format", "json"])[1])
+        assert [Path(f).name for f in doc["files"]] == ["top.j2"]
+    # naming the subfolder still lints it, with its own configuration
+    assert run(["sub"])[:2] == (0, "All checks passed (3 files).\n")
+
+
+def test_symlinked_folder_takes_the_config_where_the_link_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # C2: the folders above a path are those of the path as given, links not followed
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "fmt.py").write_text(_FMT_PY, encoding="utf-8")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "pyproject.toml").write_text('[tool.promptcache]\nignore = ["PC1", "PC2"]\n',
+                                         encoding="utf-8")
+    try:
+        (proj / "linked").symlink_to(outside, target_is_directory=True)
+    except (OSError, NotImplementedError):
+        pytest.skip("symbolic links are not supported here")
+    results = []
+    for cwd, target in ((proj, "linked"), (tmp_path, str(Path("proj") / "linked")),
+                        (outside, str(proj / "linked"))):
+        monkeypatch.chdir(cwd)
+        results.append(run([target])[:2])
+    assert results == [(0, "All checks passed (1 file).\n")] * 3
+    monkeypatch.chdir(tmp_path)
+    assert run([str(outside)])[0] == 1  # the real folder has no configuration
+
+
+_HIDE_ALL = '[tool.promptcache]\nignore = ["PC1", "PC2"]\n'
+_SHOW_PC103 = '[tool.promptcache]\nselect = ["PC103"]\n'
+
+
+@pytest.mark.parametrize(("pyproject", "parent"), [
+    ('[tool]\npromptcache.ignore = ["PC1", "PC2"]\n', _SHOW_PC103),
+    ('[tool.other]\n# [tool.promptcache] is configured in the folder above\nx = 1\n', _HIDE_ALL),
+])
+def test_discovery_parses_the_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   pyproject: str, parent: str) -> None:
+    # C3: a dotted-key table is found (the parent's config would report PC103); a comment
+    # mentioning the table does not stop the search (the parent's config hides everything)
+    proj = tmp_path / "proj"
+    (proj / "src").mkdir(parents=True)
+    (proj / "src" / "fmt.py").write_text(_FMT_PY, encoding="utf-8")
+    (proj / "pyproject.toml").write_text(pyproject, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(parent, encoding="utf-8")
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert run([str(proj / "src")])[:2] == (0, "All checks passed (1 file).\n")
+    (proj / "pyproject.toml").unlink()
+    assert run([str(proj / "src")])[0] == (1 if parent == _SHOW_PC103 else 0)
+
+
+@pytest.mark.parametrize("target", [".", "a"])
+def test_broken_nested_config_is_one_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 target: str) -> None:
+    # C4: however the folder is named, a broken pyproject.toml is listed in "errors" and the
+    # files it governs are not linted with the defaults
+    text = "Now: {{ current_datetime }}\n" + filler(200, "c4") + "\n"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "pyproject.toml").write_text('[tool.promptcache]\nselect = "PC1\n',
+                                                   encoding="utf-8")
+    (tmp_path / "a" / "x.j2").write_text(text, encoding="utf-8")
+    (tmp_path / "a" / "y.j2").write_text(text, encoding="utf-8")
+    (tmp_path / "b.j2").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run([target, "--format", "json"])
+    doc = json.loads(out)
+    assert code == 2
+    assert [(e["file"], e["reason"].split(":")[0]) for e in doc["errors"]] == \
+        [(str(tmp_path / "a" / "pyproject.toml"), "cannot read configuration")]
+    assert not any(Path(f).parent.name == "a" for f in doc["files"])
+    assert not any(Path(f["file"]).parent.name == "a" for f in doc["findings"])
+    assert err.count("pyproject.toml: error: cannot read configuration") == 1
+    code, out, err = run([target])
+    assert code == 2 and "x.j2" not in out and "y.j2" not in out
+
+
+def test_globs_skip_tool_folders_and_excluded_paths(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # C6a: the skip list applies to the folders a glob matched, exclude to its matches
+    text = "Now: {{ current_datetime }}\n" + filler(200, "glob") + "\n"
+    for rel in ("node_modules/p/x.j2", "venv/x.j2", "build/x.j2", "src/x.j2",
+                "src/gen/x.j2", "src/skip.j2", "x.j2"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.promptcache]\nexclude = ["src/gen", "skip.j2", "pyproject.toml"]\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    for pattern in ("*", "**/*.j2"):
+        doc = json.loads(run([pattern, "--format", "json"])[1])
+        assert sorted(Path(f).as_posix() for f in doc["files"]) == ["src/x.j2", "x.j2"], \
+            pattern
+    # folders the user typed literally are not filtered
+    doc = json.loads(run(["node_modules/*/*.j2", "--format", "json"])[1])
+    assert [Path(f).as_posix() for f in doc["files"]] == ["node_modules/p/x.j2"]
+
+
+@pytest.mark.parametrize("value", ['"loud"', "3", "true"])
+def test_bad_min_severity_in_pyproject_names_the_file(tmp_path: Path, files: dict[str, Path],
+                                                      value: str) -> None:
+    # C6b
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(f"[tool.promptcache]\nmin-severity = {value}\n", encoding="utf-8")
+    code, out, err = run([str(files["bad"]), "--config", str(pyproject)])
+    assert code == 2 and out == ""
+    shown = {'"loud"': "'loud'", "3": "3", "true": "True"}[value]
+    assert err == (f"{pyproject}: error: [tool.promptcache] min-severity must be one of "
+                   f"'error', 'warning', 'info' (got {shown})\n")
 
 
 # ------------------------------------------------------------------ folder walking
@@ -499,10 +623,10 @@ def test_summary_counts_findings_hidden_by_min_severity_and_baseline(
         files: dict[str, Path], tmp_path: Path) -> None:
     code, out, _ = run([str(files["bad"]), str(files["tpl"]), "--min-severity", "error"])
     assert code == 0
-    assert out == "All checks passed (2 files; 2 findings below --min-severity error).\n"
+    assert out == "All checks passed (2 files; 2 findings below min-severity error).\n"
     code, out, _ = run([str(files["bad"]), str(files["tpl"]), "--min-severity", "warning"])
     assert code == 1 and out.endswith(
-        "Found 1 finding (1 warning) in 2 files; not shown: 1 finding below --min-severity "
+        "Found 1 finding (1 warning) in 2 files; not shown: 1 finding below min-severity "
         "warning.\n")
     base = tmp_path / "base.json"
     base.write_text(run([str(files["bad"]), "--format", "json"])[1], encoding="utf-8")

@@ -12,6 +12,7 @@ import glob
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any
 
 from promptcache._errors import InputError, InvalidRequestError
@@ -104,7 +105,9 @@ class LintResult:
     Attributes:
         findings: every finding that survived selection, suppression, severity floor and
             baseline, sorted by file, line, column.
-        errors: one :class:`InputError` per file that could not be linted.
+        errors: one :class:`InputError` per file that could not be linted, and one per
+            ``pyproject.toml`` that could not be used (``file`` is it; the files it governs
+            are not linted).
         files: the files linted (in order).
         skipped: file -> why it held nothing to lint (a JSON file that is not a request).
         unknown_models: file -> the model ids its requests name that the catalog does not
@@ -188,6 +191,29 @@ def lint_request(payload: Mapping[str, Any], *, model: str | None = None,
 
 
 # ------------------------------------------------------------------------ files
+def _glob_kept(pattern: str, match: str, config_for: Callable[[str], LintConfig]) -> bool:
+    """Whether a match of a glob is linted: the folders the glob matched (not the literal
+    ones the user typed) must not be tool/VCS/cache/build folders (:data:`SKIP_DIRS`) nor
+    excluded by the configuration in force where they are (that of the folder holding each),
+    and a matched file must not be excluded by its own configuration."""
+    parts = PurePath(pattern).parts
+    literal = 0
+    while literal < len(parts) and not any(ch in parts[literal] for ch in "*?["):
+        literal += 1
+    prefix = PurePath(*parts[:literal]) if literal else PurePath()
+    matched = PurePath(match).parts[len(prefix.parts):]
+    folder = prefix
+    is_dir = os.path.isdir(match)
+    for i, name in enumerate(matched):
+        path = folder / name
+        if i < len(matched) - 1 or is_dir:
+            holder = str(folder) if str(folder) else "."
+            if name in SKIP_DIRS or config_for(holder).excluded(str(path)):
+                return False
+        folder = path
+    return is_dir or not config_for(match).excluded(match)
+
+
 def _expand(paths: Iterable[str], config_for: Callable[[str], LintConfig],
             errors: list[InputError], empty: list[str]) -> Iterator[str]:
     known = suffixes()
@@ -200,16 +226,19 @@ def _expand(paths: Iterable[str], config_for: Callable[[str], LintConfig],
             matched = sorted(glob.glob(raw, recursive=True))
             if not matched:
                 errors.append(InputError(raw, "no file matches this pattern"))
-            candidates: Iterable[str] = matched
+            candidates: Iterable[str] = [m for m in matched if _glob_kept(raw, m, config_for)]
         else:
             candidates = [raw]
         for path in candidates:
             if os.path.isdir(path):
                 found = False
                 for root, dirs, files in os.walk(path):
+                    # a folder is judged by the configuration in force where it is (that of
+                    # the folder holding it), as ruff: a parent's exclude reaches a subfolder
+                    # that has its own pyproject.toml
+                    here = config_for(root)
                     dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS
-                                     and not config_for(os.path.join(root, d)).excluded(
-                                         os.path.join(root, d)))
+                                     and not here.excluded(os.path.join(root, d)))
                     for name in sorted(files):
                         full = os.path.join(root, name)
                         if os.path.splitext(name)[1].lower() in known and \
@@ -363,7 +392,8 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
             kind from content, and locate everything at ``"-"``).
         config_for: file or folder path -> the configuration that applies to it (the CLI
             passes the nearest ``pyproject.toml``'s, with its options applied); replaces
-            ``config``. Called with stdin's ``stdin_name``.
+            ``config``. Called with stdin's ``stdin_name``. A config whose ``error`` is set
+            is reported once in :attr:`LintResult.errors` and its files are skipped.
 
     Returns:
         A :class:`LintResult`. Never raises for bad input.
@@ -376,6 +406,7 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
 
     result = LintResult()
     rule_sets: dict[int, tuple[LintConfig, list[Rule]]] = {}
+    broken: set[tuple[str, str]] = set()
     for file in _expand(paths, config_for, result.errors, result.empty_folders):
         if file == "-":
             file = stdin_name or "-"
@@ -383,6 +414,12 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
         else:
             is_stdin = False
         config = config_for(file)
+        if config.error is not None:  # one error for the config; its files are not linted
+            key = (config.error.file, config.error.reason)
+            if key not in broken:
+                broken.add(key)
+                result.errors.append(config.error)
+            continue
         if id(config) not in rule_sets:  # the config is kept: its id is not reused
             rule_sets[id(config)] = (config, [r() for r in config.rules()])
         rules = rule_sets[id(config)][1]

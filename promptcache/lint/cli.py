@@ -20,8 +20,9 @@ from typing import IO, Any
 import click
 
 from promptcache._cliutil import check_model
+from promptcache._errors import InputError
 from promptcache.lint.api import LintResult, lint_paths
-from promptcache.lint.config import LintConfig, find_pyproject
+from promptcache.lint.config import ConfigError, LintConfig, find_pyproject
 from promptcache.lint.finding import Severity
 from promptcache.lint.formats import FORMATS
 from promptcache.lint.rules import all_rules, get_rule
@@ -93,8 +94,9 @@ class _Configs:
     or ``--config``'s for every file, with the command-line options applied on top.
 
     The configuration found from the current directory applies to files that have none above
-    them. A ``pyproject.toml`` that cannot be read, or names an unknown rule or model, is
-    recorded in :attr:`errors` (once) and its files get the defaults plus the options.
+    them. A ``pyproject.toml`` that cannot be read, or names an unknown rule or model, gives a
+    config whose :attr:`~LintConfig.error` names it: :func:`lint_paths` reports it once
+    (exit 2) and lints none of its files, however the folder was named.
 
     Raises (constructor):
         click.UsageError: an option names an unknown rule, or ``--baseline`` is unusable.
@@ -111,7 +113,6 @@ class _Configs:
         self.provider = provider
         self.min_severity = Severity.parse(min_severity) if min_severity else None
         self.baseline = _read_baseline(baseline) if baseline else None
-        self.errors: list[str] = []
         self._dirs: dict[Path, Path | None] = {}
         self._configs: dict[Path | None, LintConfig] = {}
         self._fixed: Path | None = Path(config_file) if config_file is not None else None
@@ -139,16 +140,18 @@ class _Configs:
         if pyproject is not None:
             try:
                 config = LintConfig.from_pyproject(pyproject)
-                _check_selectors((*(config.select or ()), *config.extend_select,
-                                  *config.ignore), f"{pyproject}: ")
-                if not self.model:
-                    unknown = check_model(config.model, f"{pyproject}: [tool.promptcache] model")
-                    if unknown is not None:
-                        raise click.UsageError(unknown)
-            except (ValueError, click.UsageError) as exc:
-                self.errors.append(exc.message if isinstance(exc, click.UsageError)
-                                   else str(exc))
-                config = LintConfig(root=config.root)
+                try:
+                    _check_selectors((*(config.select or ()), *config.extend_select,
+                                      *config.ignore))
+                    if not self.model:
+                        unknown = check_model(config.model, "[tool.promptcache] model")
+                        if unknown is not None:
+                            raise click.UsageError(unknown)
+                except click.UsageError as exc:
+                    raise ConfigError(str(pyproject), exc.message) from None
+            except ConfigError as exc:
+                config = LintConfig(root=config.root,
+                                    error=InputError(exc.source, exc.reason))
         if self.select:
             config.select = self.select
         if self.extend_select:
@@ -255,14 +258,8 @@ def _run(paths: list[str], *, fmt: str, select: tuple[str, ...], extend_select: 
     if unknown is not None:
         err.write(f"promptcache lint: error: {unknown}\n")
         return 2
-    # The configurations of the paths as given are read first: a broken one is a usage
-    # error before anything is linted (ones found deeper in a folder are reported after).
-    for path in paths:
-        configs(stdin_filename if path == "-" else path)
-    if configs.errors:
-        for message in configs.errors:
-            err.write(f"promptcache lint: error: {message}\n")
-        return 2
+    # A broken pyproject.toml is one input error (naming it) in the result, wherever it is
+    # found: the files it governs are not linted (not with the defaults either).
     data = stdin
     if "-" in paths and data is None:
         data = sys.stdin.buffer.read()
@@ -270,10 +267,6 @@ def _run(paths: list[str], *, fmt: str, select: tuple[str, ...], extend_select: 
     _report(result, fmt, out, err)
     for folder in result.empty_folders:
         err.write(f"promptcache lint: warning: no files to lint found under {folder}\n")
-    if configs.errors:
-        for message in configs.errors:
-            err.write(f"promptcache lint: error: {message}\n")
-        return 2
     if result.errors:
         return 2
     if exit_zero:

@@ -36,14 +36,30 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
+from promptcache._errors import InputError
 from promptcache.lint.engine import Rule
 from promptcache.lint.finding import Severity
 from promptcache.lint.rules import all_rules
 
-__all__ = ["DEFAULT_MAX_FILE_SIZE", "LintConfig", "find_pyproject", "matches"]
+__all__ = ["DEFAULT_MAX_FILE_SIZE", "ConfigError", "LintConfig", "find_pyproject", "matches"]
 
 #: Files larger than this are refused (an input error), to keep a CI run bounded. Bytes.
 DEFAULT_MAX_FILE_SIZE = 25 * 1024 * 1024
+
+
+class ConfigError(ValueError):
+    """A ``pyproject.toml`` cannot be used: not valid TOML, or ``[tool.promptcache]`` is
+    malformed. ``str()`` is ``"SOURCE: REASON"``.
+
+    Attributes:
+        source: the configuration file.
+        reason: what is wrong, in one sentence (without the file name).
+    """
+
+    def __init__(self, source: str, reason: str) -> None:
+        self.source = source
+        self.reason = reason
+        super().__init__(f"{source}: {reason}")
 
 
 def matches(rule: type[Rule], selector: str) -> bool:
@@ -75,6 +91,10 @@ class LintConfig:
         max_file_size: larger files are an input error, in bytes.
         root: the folder ``per_file_ignores`` and ``exclude`` globs are relative to (the
             ``pyproject.toml``'s folder); None: match the path as given.
+        error: the configuration file could not be used (``file`` is the
+            ``pyproject.toml``): :func:`~promptcache.lint.api.lint_paths` reports it once in
+            its errors and lints none of the files it governs (they are not linted with the
+            defaults instead).
     """
 
     select: tuple[str, ...] | None = None
@@ -88,6 +108,7 @@ class LintConfig:
     exclude: tuple[str, ...] = ()
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     root: Path | None = None
+    error: InputError | None = None
 
     def _paths(self, file: str) -> list[str]:
         """The forms of ``file`` the globs are matched against (POSIX): relative to
@@ -149,7 +170,7 @@ class LintConfig:
         """Build a config from a ``[tool.promptcache]`` table.
 
         Raises:
-            ValueError: a key has the wrong type or an unknown severity (names the key).
+            ConfigError: a key has the wrong type or an unknown severity (names the key).
         """
         table = dict(data)
         lint = table.get("lint")
@@ -164,32 +185,44 @@ class LintConfig:
                 return (value,)
             if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
                 return tuple(value)
-            raise ValueError(f"{source}: [tool.promptcache] {key} must be a list of strings")
+            raise ConfigError(source, f"[tool.promptcache] {key} must be a list of strings")
 
         pfi_raw = table.get("per-file-ignores", table.get("per_file_ignores", {}))
         if not isinstance(pfi_raw, Mapping):
-            raise ValueError(f"{source}: [tool.promptcache] per-file-ignores must be a table")
+            raise ConfigError(source, "[tool.promptcache] per-file-ignores must be a table")
         pfi: dict[str, tuple[str, ...]] = {}
         for pattern, codes in pfi_raw.items():
             if isinstance(codes, str):
                 codes = [codes]
             if not isinstance(codes, Sequence) or not all(isinstance(c, str) for c in codes):
-                raise ValueError(f"{source}: per-file-ignores[{pattern!r}] must be a list of codes")
+                raise ConfigError(source, f"[tool.promptcache] per-file-ignores[{pattern!r}] "
+                                          "must be a list of codes")
             pfi[str(pattern)] = tuple(codes)
         sev = table.get("min-severity", table.get("min_severity"))
         model = table.get("model")
         size = table.get("max-file-size", table.get("max_file_size", DEFAULT_MAX_FILE_SIZE))
         if model is not None and not isinstance(model, str):
-            raise ValueError(f"{source}: [tool.promptcache] model must be a string")
+            raise ConfigError(source, "[tool.promptcache] model must be a string")
         if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-            raise ValueError(f"{source}: [tool.promptcache] max-file-size must be a positive int")
+            raise ConfigError(source, "[tool.promptcache] max-file-size must be a positive int")
+        floor = Severity.INFO
+        if sev is not None:
+            levels = ", ".join(repr(s.value) for s in Severity)
+            if not isinstance(sev, str):
+                raise ConfigError(source, f"[tool.promptcache] min-severity must be one of "
+                                          f"{levels} (got {sev!r})")
+            try:
+                floor = Severity.parse(sev)
+            except (ValueError, KeyError):
+                raise ConfigError(source, f"[tool.promptcache] min-severity must be one of "
+                                          f"{levels} (got {sev!r})") from None
         return cls(
             select=strs("select"),
             extend_select=strs("extend-select") or (),
             ignore=strs("ignore") or (),
             per_file_ignores=pfi,
             model=model,
-            min_severity=Severity.parse(sev) if isinstance(sev, str) else Severity.INFO,
+            min_severity=floor,
             exclude=strs("exclude") or (),
             max_file_size=size,
         )
@@ -199,12 +232,12 @@ class LintConfig:
         """Read ``[tool.promptcache]`` from a ``pyproject.toml`` (defaults when absent).
 
         Raises:
-            ValueError: the file is not valid TOML or the table is malformed.
+            ConfigError: the file is not valid TOML or the table is malformed.
         """
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise ValueError(f"{path}: cannot read configuration: {exc}") from None
+            raise ConfigError(str(path), f"cannot read configuration: {exc}") from None
         tool = data.get("tool", {})
         table = tool.get("promptcache") if isinstance(tool, Mapping) else None
         root = Path(os.path.abspath(path)).parent
@@ -215,15 +248,32 @@ class LintConfig:
         return config
 
 
+def _has_table(path: Path) -> bool:
+    """Whether ``path`` (a ``pyproject.toml``) configures promptcache: its parsed
+    ``tool.promptcache`` is a table (in any TOML spelling: ``[tool.promptcache]``,
+    ``[tool]`` with ``promptcache.x = ...``). A file that cannot be read or is not valid TOML
+    counts (so that the broken configuration is reported rather than skipped)."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return True
+    tool = data.get("tool", {})
+    return isinstance(tool, Mapping) and isinstance(tool.get("promptcache"), Mapping)
+
+
 def find_pyproject(start: Path, cache: dict[Path, Path | None] | None = None) -> Path | None:
-    """The nearest ``pyproject.toml`` at or above the folder ``start`` that has
-    ``[tool.promptcache]``.
+    """The nearest ``pyproject.toml`` at or above the folder ``start`` that has a
+    ``[tool.promptcache]`` table (parsed, not searched for as text; a file that is not valid
+    TOML is returned, so that its error is reported).
+
+    The folders above ``start`` are those of the path as given (made absolute, symbolic links
+    not followed), as ruff: a linked folder takes the configuration of where the link is.
 
     Args:
         cache: folder -> answer, filled for every folder visited (walking a tree asks for
-            each of its folders; each ``pyproject.toml`` is then read once).
+            each of its folders; each ``pyproject.toml`` is then parsed once).
     """
-    here = start.resolve()
+    here = Path(os.path.abspath(start))
     visited: list[Path] = []
     found: Path | None = None
     for folder in (here, *here.parents):
@@ -232,14 +282,9 @@ def find_pyproject(start: Path, cache: dict[Path, Path | None] | None = None) ->
             break
         visited.append(folder)
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                text = candidate.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-            if "[tool.promptcache" in text:
-                found = candidate
-                break
+        if candidate.is_file() and _has_table(candidate):
+            found = candidate
+            break
     if cache is not None:
         for folder in visited:
             cache[folder] = found

@@ -1,6 +1,7 @@
 """Human-readable output: ``file:line:col: CODE [severity] message`` plus a fix hint line, and
-a summary line that also counts the findings ``--min-severity`` and ``--baseline`` hid
-(``All checks passed (8 files; 5 findings below --min-severity error).``)."""
+a summary line that also counts the findings the severity floor (``--min-severity`` or
+``min-severity`` in ``pyproject.toml``) and ``--baseline`` hid
+(``All checks passed (8 files; 5 findings below min-severity error).``)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ __all__ = ["emit"]
 
 def _hidden(result: LintResult) -> str:
     """The findings the severity floor and the baseline hid, as one phrase ("" for none):
-    ``5 findings below --min-severity error, 2 in the baseline``."""
-    parts = [f"{n} finding{'s' if n != 1 else ''} below --min-severity {floor}"
+    ``5 findings below min-severity error, 2 findings in the --baseline`` (the floor may come
+    from ``--min-severity`` or from ``pyproject.toml``)."""
+    parts = [f"{n} finding{'s' if n != 1 else ''} below min-severity {floor}"
              for floor, n in sorted(result.below_severity.items()) if n]
     if result.in_baseline:
         n = result.in_baseline
