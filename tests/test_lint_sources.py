@@ -455,6 +455,34 @@ YAML_POSITION_CASES = [
                       "    {{ now }}. " + STABLE + "\"\n", (4, "{{ now }}")),
     ("single-quoted", "p:\n  system_prompt: 'It''s\n    — {{ now }}. " + STABLE + "'\n",
      (3, "{{ now }}")),
+    # An escaped line break, then empty lines (each a kept line break), then the indent.
+    ("double-quoted-escaped-break-then-empty-line",
+     "p:\n  system_prompt: \"a\\\n\n  Now {{ now }} " + STABLE + "\"\n", (4, "{{ now }}")),
+    ("double-quoted-escaped-break-then-blank-lines-crlf",
+     "p:\r\n  system_prompt: \"a\\\r\n  \r\n\r\n  \tNow {{ now }} " + STABLE + "\"\r\n",
+     (5, "{{ now }}")),
+    # Explicit indentation indicators: the content is indented by the key's column plus N,
+    # the more-indented first line keeps its extra spaces.
+    ("literal-indent-indicator",
+     "p:\n  system_prompt: |2\n      indented\n    Now {{ now }} " + STABLE + "\n",
+     (4, "{{ now }}")),
+    ("literal-indent-indicator-strip",
+     "p:\n  system_prompt: |2-\n\n      indented\n    Now {{ now }} " + STABLE + "\n",
+     (5, "{{ now }}")),
+    ("literal-strip-then-indent-indicator",
+     "p:\n  system_prompt: |-2\n      indented\n    Now {{ now }} " + STABLE + "\n",
+     (4, "{{ now }}")),
+    ("literal-indent-indicator-top-level",
+     "system_prompt: |2\n    indented\n  Now {{ now }} " + STABLE + "\n", (3, "{{ now }}")),
+    ("literal-indent-indicator-in-sequence",
+     "system_prompts:\n  - |1\n      indented\n   Now {{ now }} " + STABLE + "\n",
+     (4, "{{ now }}")),
+    ("literal-indent-indicator-after-anchor-line",
+     "p:\n  system_prompt: &x\n    |2\n      indented\n    Now {{ now }} " + STABLE + "\n",
+     (5, "{{ now }}")),
+    ("folded-indent-indicator",
+     "p:\n  system_prompt: >2\n      indented\n    Now {{ now }} " + STABLE + "\n",
+     (4, "{{ now }}")),
 ]
 
 
@@ -464,3 +492,14 @@ def test_yaml_multiline_scalars_point_at_the_hole(tmp_path: Path, label: str, te
                                                   where: tuple[int, str]) -> None:
     line, needle = where
     assert lint(tmp_path, label + ".yaml", text) == [("PC104", line, _col_of(text, line, needle))]
+
+
+def test_yaml_merge_key_and_alias_report_the_value_once(tmp_path: Path) -> None:
+    # The merged mapping is reached through its anchor and again through ``<<``; an alias
+    # reaches its value a second time: one finding, at the anchored value.
+    text = ("base: &b\n  system_prompt: 'A {{ now }} " + STABLE + "'\n"
+            "other:\n  <<: *b\n  name: x\n"
+            "again:\n  system_prompt: *b\n")
+    assert lint(tmp_path, "merge.yaml", text) == [("PC104", 2, _col_of(text, 2, "{{ now }}"))]
+    text = ("x: &s 'A {{ now }} " + STABLE + "'\nsystem_prompt: *s\nuser_prompt: *s\n")
+    assert lint(tmp_path, "alias.yaml", text) == [("PC104", 1, _col_of(text, 1, "{{ now }}"))]

@@ -8,7 +8,8 @@ Gemini CLI ``prompt``). Each is one template (syntax detected; see
 :mod:`promptcache.lint.sources.templating`); Jinja syntax errors inside a YAML string fall back
 to placeholder recognition, because such strings are often Mustache or Handlebars.
 
-Positions: YAML scalars keep their marks: literal ``|`` scalars map line by line; folded ``>``,
+Positions: YAML scalars keep their marks: literal ``|`` scalars map line by line (indented
+as the first non-empty line, or by an explicit indicator such as ``|2``); folded ``>``,
 plain and quoted scalars map each character of the value back to the source between the
 node's marks (undoing line folding and escapes), falling back to the scalar's first content
 character where that fails. TOML values are found by their full key path (table headers,
@@ -55,34 +56,49 @@ def _is_prompt_path(keys: list[str]) -> bool:
 
 
 # ------------------------------------------------------------------------ YAML
-def _yaml_scalars(node: yaml.Node, keys: list[str]) -> Iterator[tuple[list[str], yaml.ScalarNode]]:
+def _yaml_scalars(node: yaml.Node, keys: list[str], text: str, parent: int = -1,
+                  ) -> Iterator[tuple[list[str], yaml.ScalarNode, int]]:
+    """``(key path, string scalar, parent indentation)`` under ``node``. The parent
+    indentation (what a block scalar's explicit indentation indicator adds to) is the
+    column of the scalar's key, or of its ``-`` in a block sequence; -1 at the top level."""
     if isinstance(node, yaml.MappingNode):
         for knode, vnode in node.value:
             key = str(knode.value) if isinstance(knode, yaml.ScalarNode) else "?"
-            yield from _yaml_scalars(vnode, [*keys, key])
+            yield from _yaml_scalars(vnode, [*keys, key], text, knode.start_mark.column)
     elif isinstance(node, yaml.SequenceNode):
         for item in node.value:
-            yield from _yaml_scalars(item, keys)
+            yield from _yaml_scalars(item, keys, text, _yaml_dash_column(text, item, parent))
     elif isinstance(node, yaml.ScalarNode) and node.tag.endswith(":str"):
-        yield keys, node
+        yield keys, node, parent
+
+
+def _yaml_dash_column(buf: str, item: yaml.Node, default: int) -> int:
+    """Column of the ``-`` before a block sequence item (``default`` in a flow sequence)."""
+    i = min(item.start_mark.index, len(buf)) - 1
+    while i >= 0 and buf[i] in " \t\r\n":
+        i -= 1
+    if i < 0 or buf[i] != "-":
+        return default
+    return i - (buf.rfind("\n", 0, i) + 1)
+
+
+_YAML_BLOCK_HEADER = re.compile(r"[|>](?:([1-9])[+-]?|[+-]([1-9])?)?")
 
 
 def _yaml_position(node: yaml.ScalarNode, text: str, lines: list[str],
-                   base_line: int) -> Position:
-    start_line = node.start_mark.line  # 0-based
-    if node.style in ("|",) and start_line + 1 < len(lines):
-        first = start_line + 1
-        while first < len(lines) and not lines[first].strip():
-            first += 1
-        indent = len(lines[first]) - len(lines[first].lstrip(" ")) if first < len(lines) else 0
-        value: str = node.value
+                   base_line: int, parent: int = -1) -> Position:
+    if node.style == "|":
+        got = _yaml_literal(node, text, lines, parent)
+        if got is not None:
+            first, indent = got
+            value: str = node.value
 
-        def block(offset: int) -> tuple[int, int]:
-            k = value.count("\n", 0, offset)
-            col = offset - (value.rfind("\n", 0, offset) + 1)
-            return base_line + start_line + 1 + k, indent + col + 1
+            def block(offset: int) -> tuple[int, int]:
+                k = value.count("\n", 0, offset)
+                col = offset - (value.rfind("\n", 0, offset) + 1)
+                return base_line + first + k, indent + col + 1
 
-        return block
+            return block
     where = _yaml_offsets(node, text)
     at = line_position(text, base_line)
 
@@ -90,6 +106,45 @@ def _yaml_position(node: yaml.ScalarNode, text: str, lines: list[str],
         return at(where[min(max(offset, 0), len(where) - 1)])
 
     return flow
+
+
+def _yaml_literal(node: yaml.ScalarNode, text: str, lines: list[str],
+                  parent: int) -> tuple[int, int] | None:
+    """``(first content line (0-based), indentation)`` of a literal block scalar, or None.
+    The indentation is the first non-empty line's, or with an explicit indentation
+    indicator (``|2``, ``|2-``, ``|-2``) the parent's indentation plus the indicator (as
+    libyaml reads it: the indicator alone at the top level); checked against the source."""
+    j, stop = node.start_mark.index, node.end_mark.index
+    m = _YAML_PROPERTY.match(text, j)
+    while m is not None and j < stop:  # an anchor / tag, possibly on the line above
+        j = m.end()
+        m = _YAML_PROPERTY.match(text, j)
+    first = node.start_mark.line + 1
+    header = _YAML_BLOCK_HEADER.match(text, j) if text.startswith("|", j) else None
+    if header is not None:
+        first = node.start_mark.line + text.count("\n", node.start_mark.index, j) + 1
+    if first >= len(lines):
+        return None
+    value: str = node.value
+    explicit = (header.group(1) or header.group(2)) if header is not None else None
+    if explicit:
+        indent = parent + int(explicit) if parent >= 0 else int(explicit)
+    else:
+        k = first
+        while k < len(lines) and not lines[k].strip():
+            k += 1
+        indent = len(lines[k]) - len(lines[k].lstrip(" ")) if k < len(lines) else 0
+    # The first non-empty line of the value sits on its own source line after `indent`
+    # spaces; where it does not, the indentation was misread: take it from that line.
+    for k, vline in enumerate(value.split("\n")):
+        if vline.strip():
+            if first + k < len(lines):
+                src = lines[first + k].rstrip("\r")
+                if src[indent:] != vline and src.endswith(vline) and not src[
+                        :len(src) - len(vline)].strip(" "):
+                    indent = len(src) - len(vline)
+            break
+    return first, indent
 
 
 _YAML_ESCAPES = {"0": "\0", "a": "\a", "b": "\b", "t": "\t", "\t": "\t", "n": "\n",
@@ -135,9 +190,9 @@ def _yaml_offsets(node: yaml.ScalarNode, text: str) -> list[int]:
             c = text[j]
             if dq and c == "\\":
                 nxt = text[j + 1] if j + 1 < stop else ""
-                if nxt in ("\r", "\n"):  # escaped line break: nothing, nor the next indent
-                    j += 2
-                    while j < stop and text[j] in " \t\r\n":
+                if nxt in ("\r", "\n"):  # escaped line break: nothing, nor the next indent;
+                    j += 3 if text.startswith("\r\n", j + 1) else 2  # empty lines after it
+                    while j < stop and text[j] in " \t":  # are each a kept line break
                         j += 1
                     continue
                 if nxt in _YAML_HEX:
@@ -198,14 +253,19 @@ def _yaml_templates(file: str, text: str, base_line: int = 1,
         raise InputError(file, "YAML nested too deeply") from None
     lines = text.split("\n")
     out: list[TemplateContext] = []
+    seen: set[int] = set()  # scalar nodes already linted: one finding per place in the file
     for root in docs:
         if root is None:
             continue
-        for keys, node in _yaml_scalars(root, []):
+        for keys, node, parent in _yaml_scalars(root, [], text):
             value = node.value
             if not isinstance(value, str) or not value.strip() or not _is_prompt_path(keys):
                 continue
-            syntax, pieces = pieces_for(value, _yaml_position(node, text, lines, base_line))
+            if id(node) in seen:  # reached again through an alias or a ``<<`` merge key
+                continue
+            seen.add(id(node))
+            syntax, pieces = pieces_for(value, _yaml_position(node, text, lines, base_line,
+                                                              parent))
             if any(p.kind == "hole" for p in pieces):
                 out.append(TemplateContext(file, ".".join(keys) or "<root>", syntax, pieces,
                                            model=model))
