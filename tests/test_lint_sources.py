@@ -503,3 +503,7 @@ def test_yaml_merge_key_and_alias_report_the_value_once(tmp_path: Path) -> None:
     assert lint(tmp_path, "merge.yaml", text) == [("PC104", 2, _col_of(text, 2, "{{ now }}"))]
     text = ("x: &s 'A {{ now }} " + STABLE + "'\nsystem_prompt: *s\nuser_prompt: *s\n")
     assert lint(tmp_path, "alias.yaml", text) == [("PC104", 1, _col_of(text, 1, "{{ now }}"))]
+    # A mapping that merges itself is valid YAML (PyYAML loads it): lint it, once.
+    text = ("b: &b\n  system_prompt: 'A {{ now }} " + STABLE + "'\n  <<: *b\n"
+            "l: &l [*l, 'x']\n")
+    assert lint(tmp_path, "self.yaml", text) == [("PC104", 2, _col_of(text, 2, "{{ now }}"))]

@@ -57,17 +57,28 @@ def _is_prompt_path(keys: list[str]) -> bool:
 
 # ------------------------------------------------------------------------ YAML
 def _yaml_scalars(node: yaml.Node, keys: list[str], text: str, parent: int = -1,
+                  inside: set[int] | None = None,
                   ) -> Iterator[tuple[list[str], yaml.ScalarNode, int]]:
     """``(key path, string scalar, parent indentation)`` under ``node``. The parent
     indentation (what a block scalar's explicit indentation indicator adds to) is the
-    column of the scalar's key, or of its ``-`` in a block sequence; -1 at the top level."""
-    if isinstance(node, yaml.MappingNode):
-        for knode, vnode in node.value:
-            key = str(knode.value) if isinstance(knode, yaml.ScalarNode) else "?"
-            yield from _yaml_scalars(vnode, [*keys, key], text, knode.start_mark.column)
-    elif isinstance(node, yaml.SequenceNode):
-        for item in node.value:
-            yield from _yaml_scalars(item, keys, text, _yaml_dash_column(text, item, parent))
+    column of the scalar's key, or of its ``-`` in a block sequence; -1 at the top level.
+    A collection that holds itself (through an alias or a ``<<`` merge key) is not entered
+    again below itself."""
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+        inside = set() if inside is None else inside
+        if id(node) in inside:
+            return
+        inside.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for knode, vnode in node.value:
+                key = str(knode.value) if isinstance(knode, yaml.ScalarNode) else "?"
+                yield from _yaml_scalars(vnode, [*keys, key], text, knode.start_mark.column,
+                                         inside)
+        else:
+            for item in node.value:
+                yield from _yaml_scalars(item, keys, text,
+                                         _yaml_dash_column(text, item, parent), inside)
+        inside.discard(id(node))
     elif isinstance(node, yaml.ScalarNode) and node.tag.endswith(":str"):
         yield keys, node, parent
 
