@@ -507,3 +507,31 @@ def test_yaml_merge_key_and_alias_report_the_value_once(tmp_path: Path) -> None:
     text = ("b: &b\n  system_prompt: 'A {{ now }} " + STABLE + "'\n  <<: *b\n"
             "l: &l [*l, 'x']\n")
     assert lint(tmp_path, "self.yaml", text) == [("PC104", 2, _col_of(text, 2, "{{ now }}"))]
+
+
+def test_yaml_nested_aliases_are_walked_once_not_expanded(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """A "billion laughs" file (each level aliases the one before twice) costs its size: every
+    collection is entered once, so 16 levels visit about 32 sequence items, not 2**16."""
+    import yaml
+
+    from promptcache.lint.sources import prompt_files
+
+    lines = ['a: &a ["Now {{ now }} and more words"]']
+    for i in range(1, 17):
+        prev = "a" if i == 1 else f"l{i - 1}"
+        lines.append(f"l{i}: &l{i} [*{prev}, *{prev}]")
+    lines.append("system_prompt: *l16")
+    text = "\n".join(lines) + "\n"
+    visits = 0
+    real = prompt_files._yaml_dash_column
+
+    def counting(buf: str, item: Any, default: int) -> int:
+        nonlocal visits
+        visits += 1
+        return real(buf, item, default)
+
+    monkeypatch.setattr(prompt_files, "_yaml_dash_column", counting)
+    found = list(prompt_files._yaml_scalars(yaml.compose(text), [], text))
+    assert len(found) == 1  # the one string, where it is anchored
+    assert visits <= 2 * 17

@@ -62,8 +62,10 @@ def _yaml_scalars(node: yaml.Node, keys: list[str], text: str, parent: int = -1,
     """``(key path, string scalar, parent indentation)`` under ``node``. The parent
     indentation (what a block scalar's explicit indentation indicator adds to) is the
     column of the scalar's key, or of its ``-`` in a block sequence; -1 at the top level.
-    A collection that holds itself (through an alias or a ``<<`` merge key) is not entered
-    again below itself."""
+    Every collection is entered once (``inside``: the ones entered so far), so one reached
+    again through an alias or a ``<<`` merge key, or holding itself, is not walked again: its
+    strings are linted where it is anchored, and a file of nested aliases (a "billion laughs")
+    costs its size, not the size of its expansion."""
     if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
         inside = set() if inside is None else inside
         if id(node) in inside:
@@ -78,7 +80,6 @@ def _yaml_scalars(node: yaml.Node, keys: list[str], text: str, parent: int = -1,
             for item in node.value:
                 yield from _yaml_scalars(item, keys, text,
                                          _yaml_dash_column(text, item, parent), inside)
-        inside.discard(id(node))
     elif isinstance(node, yaml.ScalarNode) and node.tag.endswith(":str"):
         yield keys, node, parent
 
