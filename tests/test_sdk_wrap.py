@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -721,6 +722,24 @@ def test_keepalive_pings_are_prewarms_bounded_by_max_pings(api: Api,
                      sleep=t.sleep, clock=t.clock, start=False)
     none.run()
     assert none.stopped == "max_pings" and t.now == 1_800_000_000.0 + 3 * 240  # no wait
+
+
+def test_keepalive_stop_landing_after_the_wait_sends_no_ping(
+        api: Api, raw_anthropic: anthropic.Anthropic) -> None:
+    """stop() called after the loop's wait returned, before the ping: no ping is sent."""
+    t = FakeTime()
+    handle = keepalive(raw_anthropic, a_request(), every=240, max_pings=3, max_usd=None,
+                       sleep=t.sleep, clock=t.clock, start=False)
+
+    def wait_then_stop() -> bool:  # the wait ends, then stop() lands from another thread
+        stopper = threading.Thread(target=handle.stop)
+        stopper.start()
+        stopper.join()
+        return False
+
+    handle._wait = wait_then_stop  # type: ignore[method-assign]
+    handle.run()
+    assert handle.stopped == "stopped" and handle.pings == 0 and api.bodies == []
 
 
 def test_keepalive_first_ping_estimate_covers_the_count_error_bound(

@@ -115,6 +115,9 @@ class KeepAlive:
         self._tracker = tracker
         self._estimate = first_estimate
         self._stop = threading.Event()
+        #: held while the loop decides to ping and while stop() sets the event: once stop()
+        #: returns, the loop has either decided on a ping (in flight) or will see the stop
+        self._gate = threading.Lock()
         self._sleep = sleep
         self._clock = clock
         self._label = label
@@ -128,7 +131,8 @@ class KeepAlive:
     # ------------------------------------------------------------------ control
     def stop(self) -> None:
         """Ask the loop to stop; no ping starts after this returns (one in flight finishes)."""
-        self._stop.set()
+        with self._gate:
+            self._stop.set()
 
     def start(self) -> KeepAlive:
         """Run the loop in a daemon thread; returns self."""
@@ -180,6 +184,10 @@ class KeepAlive:
                 if self._wait():
                     self.stopped = "stopped"
                     return
+                with self._gate:  # a stop() that lands after the wait still wins
+                    if self._stop.is_set():
+                        self.stopped = "stopped"
+                        return
                 self._ping()
         except Exception as exc:  # the API's error ends the loop; it is kept, not raised
             self.error = exc
