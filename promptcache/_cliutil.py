@@ -17,10 +17,10 @@ import click
 
 from promptcache._errors import InputError, UnknownModelError
 
-__all__ = ["NOT_A_REQUEST", "PLOT_FORMATS", "REQUEST_FIELDS", "check_model", "fail", "is_blank_file",
-           "json_document_reason", "loads_json", "not_a_request_reason", "plot_target_problem",
-           "read_json_object",
-           "read_request", "read_text", "unknown_model_message", "unwrap_request"]
+__all__ = ["NOT_A_REQUEST", "PLOT_FORMATS", "REQUEST_FIELDS", "check_model", "fail",
+           "is_blank_file", "json_document_reason", "loads_json", "not_a_request_reason",
+           "plot_target_problem", "read_json_object", "read_request", "read_text",
+           "unknown_model_message", "unwrap_request"]
 
 #: Top-level fields of which a request (Anthropic Messages, OpenAI chat or Responses) has at
 #: least one; an object with none of them is "not a request".
@@ -190,7 +190,9 @@ def not_a_request_reason(obj: Any) -> str:
     (``prompt`` / ``previous_response_id`` / ``conversation`` and no input), that its text is
     not in the request, so nothing can be rendered, counted or compared."""
     if isinstance(obj, Mapping):
-        for inner in (obj, *(obj.get(k) for k in ("request", "body"))):
+        from promptcache.lint.sources.request_json import WRAPPER_KEYS
+
+        for inner in (obj, *(obj.get(k) for k in WRAPPER_KEYS)):
             if isinstance(inner, Mapping):
                 held = [k for k in _STORED_PROMPT_FIELDS if k in inner]
                 if held:

@@ -245,7 +245,7 @@ def _json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, A
                     data = json.loads(line)
                 except json.JSONDecodeError as exc:
                     if first:
-                        _raise_if_json_document(fh, name)
+                        _raise_if_json_document(name)
                     raise InputError(f"{name}:{lineno}", f"not JSON ({exc.msg})") from exc
                 if not isinstance(data, dict):
                     what = "an array" if isinstance(data, list) else type(data).__name__
@@ -257,32 +257,16 @@ def _json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, A
             raise InputError(f"{name}:{lineno + 1}", "not UTF-8 text") from exc
 
 
-#: Largest file :func:`_raise_if_json_document` parses whole to tell a JSON document from a
-#: broken first line (a bigger one keeps the line's own error).
-_DOCUMENT_LIMIT = 64 * 1024 * 1024
-
-
-def _raise_if_json_document(fh: Any, name: str) -> None:
-    """Raise the "a JSON document, not JSONL" error when the whole file ``fh`` (whose first
+def _raise_if_json_document(name: str) -> None:
+    """Raise the "a JSON document, not JSONL" error when the whole file ``name`` (whose first
     non-blank line is not JSON) parses as one JSON object or array: a pretty-printed response
-    or list of responses. Returns when it does not (the caller reports the line)."""
-    try:
-        if os.fstat(fh.fileno()).st_size > _DOCUMENT_LIMIT:
-            return
-        fh.seek(0)
-        doc = json.load(fh)
-    except (OSError, ValueError):  # ValueError: JSONDecodeError and UnicodeDecodeError
-        return
-    import shlex
+    or list of responses (:func:`promptcache._cliutil.json_document_reason`). Returns when it
+    does not (the caller reports the line)."""
+    from promptcache._cliutil import json_document_reason
 
-    if isinstance(doc, dict):
-        kind, convert = "document", f"jq -c . {shlex.quote(name)}"
-    elif isinstance(doc, list):
-        kind, convert = "array", f"jq -c '.[]' {shlex.quote(name)}"
-    else:
-        return
-    raise InputError(name, f"a JSON {kind}, not JSONL: usage logs hold one response or usage "
-                           f"object per line ({convert} converts it)")
+    reason = json_document_reason(name, "usage logs hold one response or usage object per line")
+    if reason is not None:
+        raise InputError(name, reason)
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[UsageRecord]:
