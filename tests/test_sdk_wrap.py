@@ -504,6 +504,38 @@ def test_lint_warn_reports_each_finding_once(raw_anthropic: anthropic.Anthropic,
     assert len([r for r in caplog.records if "PC301" in r.getMessage()]) == 1
 
 
+_NO_LOGGING_SCRIPT = """
+import json, httpx2, anthropic
+from promptcache.sdk import wrap
+part = "You are a careful assistant for a plant nursery. " * 120
+body = {"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
+        "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+        "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}}
+http = httpx2.Client(transport=httpx2.MockTransport(
+    lambda request: httpx2.Response(200, json=body)))
+client = wrap(anthropic.Anthropic(api_key="k", base_url="http://t", http_client=http))
+blocks = [{"type": "text", "text": f"part {i} " + part,
+           "cache_control": {"type": "ephemeral"}} for i in range(5)]
+client.messages.create(model="claude-sonnet-4-6", max_tokens=8, system=blocks,
+                       messages=[{"role": "user", "content": "hi"}])  # THE CALL
+"""
+
+
+def test_lint_warn_prints_each_finding_once_without_a_logging_setup(tmp_path: Any) -> None:
+    """With no logging configured, a finding shows once on stderr (as a warning pointing at the
+    caller's line), not a second time through Python's last-resort log handler."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "app.py"
+    script.write_text(_NO_LOGGING_SCRIPT)
+    done = subprocess.run([sys.executable, "-W", "default", str(script)], capture_output=True,
+                          text=True, timeout=120, check=True)
+    lines = [ln for ln in done.stderr.splitlines() if "PC301" in ln]
+    assert len(lines) == 1, done.stderr
+    assert "app.py:" in lines[0] and "PromptCacheWarning" in lines[0], done.stderr
+
+
 def test_lint_off_skips(raw_anthropic: anthropic.Anthropic) -> None:
     client = wrap(raw_anthropic, lint="off")
     with warnings.catch_warnings():

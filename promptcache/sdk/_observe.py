@@ -58,6 +58,18 @@ _TRACEBACKS: set[tuple[str, type]] = set()
 _TRACEBACKS_LOCK = threading.Lock()
 
 
+def _warn_both(message: str, stacklevel: int) -> None:
+    """Report ``message`` through ``warnings.warn`` (:class:`PromptCacheWarning`) and, when the
+    application has set up logging, the ``"promptcache"`` logger (warning level).
+
+    Without any handler, Python prints a log record through its last-resort handler, beside the
+    warning's own line: the same message twice. ``stacklevel`` counts from the caller.
+    """
+    if logger.hasHandlers():
+        logger.warning("%s", message)
+    warnings.warn(message, PromptCacheWarning, stacklevel=stacklevel + 1)
+
+
 def fault(what: str, exc: BaseException, then: str = "the call goes on") -> None:
     """Log one of promptcache's own faults on the ``"promptcache"`` logger (warning level).
 
@@ -367,10 +379,9 @@ class Observer:
             return True
 
     def warn_once(self, key: str, message: str) -> None:
-        """Log ``message`` (warning) and ``warnings.warn`` it, once per ``key``."""
+        """``warnings.warn`` ``message`` and log it (see :func:`_warn_both`), once per ``key``."""
         if self.once(key):
-            logger.warning("%s", message)
-            warnings.warn(message, PromptCacheWarning, stacklevel=4)
+            _warn_both(message, stacklevel=4)
 
     # ------------------------------------------------------------------ before sending
     def prepare(self, shape: Shape, kwargs: dict[str, Any], helper: str | None = None) -> Call:
@@ -507,8 +518,7 @@ class Observer:
                 msg = f"promptcache {f.code} ({sev}) at {f.path or '<request>'}: {f.message}"
                 if f.fix:
                     msg += f" Fix: {f.fix}"
-                logger.warning("%s", msg)
-                warnings.warn(msg, PromptCacheWarning, stacklevel=5)
+                _warn_both(msg, stacklevel=5)
         return blocking
 
     def _remember(self, call: Call, body: Mapping[str, Any], view: PrefixView | None,

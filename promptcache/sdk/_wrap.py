@@ -342,7 +342,8 @@ def wrap(client: T, *, tracker: UsageTracker | None = None, label: str | None = 
         auto_cache: place cache breakpoints with ``promptcache.planner`` (keeping the caller's
             markers; OpenAI: ``prompt_cache_key`` when absent). Off by default: it changes the
             request.
-        lint: ``"warn"`` (log and ``warnings.warn`` each distinct finding once), ``"error"``
+        lint: ``"warn"`` (``warnings.warn`` each distinct finding once, and log it on the
+            ``"promptcache"`` logger when the application has set up logging), ``"error"``
             (raise :class:`~promptcache._errors.PromptCacheLintError` before sending when a
             request has error- or warning-severity findings; info findings are warned) or
             ``"off"``.
