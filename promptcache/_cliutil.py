@@ -219,39 +219,52 @@ def read_request(name: str, *, hint: str = "") -> tuple[Mapping[str, Any], Mappi
     return found
 
 
-def json_document_reason(path: str, holds: str) -> str | None:
+def json_document_reason(path: str, holds: str, *, text: str | None = None) -> str | None:
     """Why JSONL file ``path`` is not JSONL, when it is one (pretty-printed) JSON document.
 
     Called after the first non-blank line failed to parse: when the whole file parses as one
     JSON object or array, the reason names it and the ``jq -c`` command that converts it
     (``holds`` says what a line should be: ``"one request per line"``); else None (the
     caller reports the line's own error). Files over 64 MiB are not parsed whole (None).
+    ``text``: the file's text, already read (standard input, ``path`` ``"-"``); it is parsed
+    instead of the file, and the ``jq`` command reads standard input too.
     """
     import json
     import os
     import shlex
 
+    limit = 64 * 1024 * 1024
     try:
-        if os.stat(path).st_size > 64 * 1024 * 1024:
-            return None
-        with open(path, encoding="utf-8-sig") as fh:
-            doc = json.load(fh)
+        if text is not None:
+            if len(text) > limit:
+                return None
+            doc = json.loads(text)
+        else:
+            if os.stat(path).st_size > limit:
+                return None
+            with open(path, encoding="utf-8-sig") as fh:
+                doc = json.load(fh)
     except (OSError, ValueError, RecursionError):  # ValueError: JSON and UTF-8 errors
         return None
+    source = "" if text is not None else f" {shlex.quote(path)}"
     if isinstance(doc, dict):
-        kind, convert = "document", f"jq -c . {shlex.quote(path)}"
+        kind, convert = "document", f"jq -c .{source}"
     elif isinstance(doc, list):
-        kind, convert = "array", f"jq -c '.[]' {shlex.quote(path)}"
+        kind, convert = "array", f"jq -c '.[]'{source}"
     else:
         return None
     return f"a JSON {kind}, not JSONL: {holds} ({convert} converts it)"
 
 
-def is_blank_file(name: str) -> bool:
-    """Whether file ``name`` holds nothing but whitespace (False for ``"-"`` or unreadable).
+def is_blank_file(name: str, *, text: str | None = None) -> bool:
+    """Whether file ``name`` holds nothing but whitespace (False when unreadable).
 
-    Reads in 64 KiB chunks and stops at the first non-whitespace byte.
+    ``text``: the file's text, already read (standard input); it is looked at instead of the
+    file. For ``"-"`` without ``text``, False (standard input cannot be read twice). Reads a
+    file in 64 KiB chunks and stops at the first non-whitespace byte.
     """
+    if text is not None:
+        return not text.strip()
     if name == "-":
         return False
     try:

@@ -333,3 +333,73 @@ def test_diff_refuses_a_negative_gap(tmp_path: Path) -> None:
     assert out.exit_code == 2 and "--gap" in out.output and "Traceback" not in out.output
     ok = CliRunner().invoke(main, ["diff", str(path), str(path), "--gap", "0"])
     assert ok.exit_code in (0, 1) and "verdict" in ok.output, ok.output
+
+
+# ---- '-' reads standard input for diff and explain too (as render, count and lint)
+
+
+@pytest.mark.parametrize("side", ["a", "b"])
+def test_diff_reads_either_side_from_stdin(tmp_path: Path, side: str) -> None:
+    path = tmp_path / "req.json"
+    path.write_text(json.dumps(REQUEST))
+    args = ["diff", "-", str(path)] if side == "a" else ["diff", str(path), "-"]
+    out = CliRunner().invoke(main, [*args, "--format", "json"], input=json.dumps(REQUEST))
+    want = CliRunner().invoke(main, ["diff", str(path), str(path), "--format", "json"])
+    assert out.exit_code == want.exit_code and out.exit_code in (0, 1), out.output
+    assert json.loads(out.output) == json.loads(want.output)
+    text = CliRunner().invoke(main, args, input=json.dumps(REQUEST))
+    assert "-> " in text.output and "verdict" in text.output, text.output
+
+
+def test_diff_refuses_stdin_for_both_sides() -> None:
+    out = CliRunner().invoke(main, ["diff", "-", "-"], input=json.dumps(REQUEST))
+    line = _one_line_exit_2(out, "cannot both be '-'")
+    assert line == "promptcache: A and B cannot both be '-' (standard input)"
+
+
+@pytest.mark.parametrize(("stdin", "reason"), [
+    ("", "-: empty file"), (" \n\n", "-: empty file"),
+    ("{bad", "-: invalid JSON ("), ("[1, 2]", "-: a request must be a JSON object"),
+    ('{"foo": 1}', "-: not a request (no messages / system / input)"),
+])
+def test_diff_bad_stdin_is_one_line_exit_2(tmp_path: Path, stdin: str, reason: str) -> None:
+    path = tmp_path / "req.json"
+    path.write_text(json.dumps(REQUEST))
+    for args in (["diff", "-", str(path)], ["diff", str(path), "-"]):
+        line = _one_line_exit_2(CliRunner().invoke(main, args, input=stdin), reason)
+        assert line.startswith(f"promptcache: {reason}"), line
+
+
+def test_explain_reads_the_log_from_stdin(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    body = "".join(json.dumps({"request": REQUEST, "usage": USAGE, "session_id": "s"}) + "\n"
+                   for _ in range(2))
+    log.write_text(body)
+    out = CliRunner().invoke(main, ["explain", "-", "--format", "json"], input=body)
+    want = CliRunner().invoke(main, ["explain", str(log), "--format", "json"])
+    assert out.exit_code == want.exit_code and out.exit_code in (0, 1), out.output
+    assert json.loads(out.output) == json.loads(want.output)
+    assert len(json.loads(out.output)["requests"]) == 2
+    text = CliRunner().invoke(main, ["explain", "-"], input=body.replace("\n", "\r\n"))
+    assert text.output.startswith("promptcache explain -: 2 requests"), text.output
+
+
+@pytest.mark.parametrize(("stdin", "reason"), [
+    ("", "-: empty file"), ("  \n\n", "-: empty file"),
+    ("{x\n", "-: line 1: invalid JSON ("),
+    (json.dumps(REQUEST) + "\n{x\n", "-: line 2: invalid JSON ("),
+    (json.dumps(REQUEST, indent=2), "-: a JSON document, not JSONL: request logs hold one "
+                                    "request per line (jq -c . converts it)"),
+    (json.dumps([{"request": REQUEST}], indent=2),
+     "-: a JSON array, not JSONL: request logs hold one request per line (jq -c '.[]' "
+     "converts it)"),
+    ('{"foo": 1}\n', "-: line 1: not a request"),
+])
+def test_explain_bad_stdin_is_one_line_exit_2(stdin: str, reason: str) -> None:
+    line = _one_line_exit_2(CliRunner().invoke(main, ["explain", "-"], input=stdin), reason)
+    assert line.startswith(f"promptcache: {reason}"), line
+
+
+def test_explain_stdin_that_is_not_utf8_is_one_line_exit_2() -> None:
+    out = CliRunner().invoke(main, ["explain", "-"], input=b"\xff\xfe{}\n")
+    _one_line_exit_2(out, "-: not UTF-8 text")

@@ -179,6 +179,31 @@ def test_bad_lines_name_the_line(tmp_path: Path) -> None:
         explain(tmp_path / "missing.jsonl")
 
 
+def test_a_list_of_lines_is_read_as_a_file_is() -> None:
+    """What ``promptcache explain -`` passes: the log read once, as a list of text lines."""
+    lines = [json.dumps({"request": r}) + "\n" for r in conversation("a", 2)]
+    assert len(explain(lines, name="-").requests) == 2
+    pretty = json.dumps({"request": conversation("a", 1)[0]}, indent=2).splitlines(True)
+    with pytest.raises(InputError, match=r"^-: a JSON document, not JSONL: .*\(jq -c \. "):
+        explain(pretty, name="-")
+    with pytest.raises(InputError, match="line 1: invalid JSON"):  # an iterator: the line
+        explain(iter(pretty), name="-")
+    with pytest.raises(InputError, match="line 2: invalid JSON"):  # not the first line
+        explain([lines[0], "{oops\n"], name="-")
+
+
+def test_explain_cli_reads_stdin(tmp_path: Path) -> None:
+    reqs = conversation("alpha", 3)
+    reqs[2]["system"][0]["text"] += " Now: 2026-11-29T20:00Z"
+    body = "\n".join(json.dumps({"request": r}) for r in reqs) + "\n"
+    out = CliRunner().invoke(main, ["explain", "-", "--format", "json"], input=body)
+    assert out.exit_code == 1, out.output
+    data = json.loads(out.output)
+    assert data["misses"] == 1 and data["summary"][0]["cause"] == "system_changed"
+    empty = CliRunner().invoke(main, ["explain", "-"], input="")
+    assert empty.exit_code == 2 and empty.output == "promptcache: -: empty file\n"
+
+
 # ----------------------------------------------------------------------------- CLI
 def _write(tmp_path: Path, name: str, obj: Any) -> str:
     path = tmp_path / name

@@ -397,3 +397,49 @@ def test_breakeven_unknown_model_names_the_closest_ids_and_help_has_units() -> N
 
     helps = {p.name: getattr(p, "help", None) or "" for p in breakeven_command.params}
     assert "tokens" in helps["suffix_tokens"] and "tokens" in helps["output_tokens"]
+
+
+# ---- '-' reads the usage log from standard input (as render, count and lint read it)
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "text"])
+def test_report_reads_the_log_from_stdin(log: Path, fmt: str) -> None:
+    body = log.read_text(encoding="utf-8")
+    res = CliRunner().invoke(main, ["report", "-", "--format", fmt], input=body)
+    want = CliRunner().invoke(main, ["report", str(log), "--format", fmt])
+    assert res.exit_code == 0 and want.exit_code == 0, res.output
+    if fmt == "json":
+        got, expected = json.loads(res.output), json.loads(want.output)
+        assert got["file"] == "-"
+        got.pop("file"), expected.pop("file")
+        assert got == expected
+    elif fmt == "csv":
+        assert res.output == want.output
+    else:
+        assert "usage: -" in res.output and "TOTAL" in res.output
+
+
+@pytest.mark.parametrize(("stdin", "start"), [
+    ("", "promptcache: -: empty file\n"), (" \n\n", "promptcache: -: empty file\n"),
+    ("{x\n", "promptcache: -:1: not JSON ("),
+    ('{"input_tokens": 5, "output_tokens": 1}\n\n{x\n', "promptcache: -:3: not JSON ("),
+    ("[1]\n", "promptcache: -:1: expected a JSON object"),
+    (json.dumps([{"input_tokens": 5, "output_tokens": 1}], indent=2),
+     "promptcache: -: a JSON array, not JSONL: usage logs hold one response or usage object "
+     "per line (jq -c '.[]' converts it)"),
+    ('{"input_tokens": 5}\n' + "[" * 100_000 + "]" * 100_000 + "\n",
+     "promptcache: -:2: JSON nested too deeply"),
+])
+def test_report_bad_stdin_is_one_line_exit_2(stdin: str, start: str) -> None:
+    _one_line_exit_2(CliRunner().invoke(main, ["report", "-"], input=stdin), start)
+
+
+def test_report_stdin_that_is_not_utf8_is_one_line_exit_2() -> None:
+    res = CliRunner().invoke(main, ["report", "-"], input=b"\xff\xfe\n")
+    _one_line_exit_2(res, "promptcache: -: not UTF-8 text")
+
+
+def test_iter_usage_log_lines_parses_given_text_as_the_file() -> None:
+    text = '{"input_tokens": 5, "output_tokens": 1}\r\n\n{"prompt_tokens": 7}\n'
+    got = [(where, r.provider) for where, r in iter_usage_log_lines("-", text=text)]
+    assert [where for where, _ in got] == ["-:1", "-:3"]

@@ -24,7 +24,8 @@ _PROVIDERS = click.Choice(["anthropic", "openai", "openai-chat", "openai-respons
 
 
 def _load(path: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
-    """(request body, wrapper) from a request JSON file; the wrapper may hold usage etc.
+    """(request body, wrapper) from a request JSON file (``"-"``: standard input); the
+    wrapper may hold usage etc.
 
     The request is found as render, count and lint find it
     (:func:`promptcache._cliutil.unwrap_request`); a file that holds no request is bad input.
@@ -32,15 +33,17 @@ def _load(path: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     Raises:
         InputError: unreadable, not JSON, nested too deeply, not an object, or no request.
     """
-    from promptcache._cliutil import loads_json, not_a_request_reason, unwrap_request
+    from promptcache._cliutil import loads_json, not_a_request_reason, read_text, unwrap_request
 
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(path, exc.strerror or str(exc)) from None
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"not UTF-8 text ({exc.reason})") from None
+    if path == "-":  # standard input, read once (as render and count read it)
+        text = read_text(path)
+    else:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(path, exc.strerror or str(exc)) from None
+        except UnicodeDecodeError as exc:
+            raise InputError(path, f"not UTF-8 text ({exc.reason})") from None
     if not text.strip():
         raise InputError(path, "empty file")
     obj = loads_json(text, path)
@@ -75,12 +78,15 @@ def diff_command(a: str, b: str, fmt: str, redact: bool, model: str | None,
     """Explain why request B misses what request A wrote to the prompt cache.
 
     A.json and B.json hold request bodies as sent to the API, or objects with the body under
-    "request" / "body" plus optional "usage", "response" and "timestamp". Exit status: 0 no
-    miss, 1 miss, 2 bad input.
+    "request" / "body" plus optional "usage", "response" and "timestamp". Either one (not
+    both) may be '-' to read it from standard input. Exit status: 0 no miss, 1 miss, 2 bad
+    input.
     """
     from promptcache._cliutil import check_model
     from promptcache.diff._engine import diff
 
+    if a == "-" and b == "-":
+        fail("A and B cannot both be '-' (standard input)")
     unknown = check_model(model)
     if unknown is not None:
         fail(unknown)
@@ -233,25 +239,35 @@ def explain_command(log: str, fmt: str, model: str | None, provider: str | None,
                     show_all: bool) -> None:
     """Explain every cache miss in a request log (JSONL), by cause, count and USD.
 
-    Each line holds a request (under "request" or "body", or the bare body) and optionally
+    LOG.jsonl '-' reads the log from standard input. Each line holds a request (under "request" or "body", or the bare body) and optionally
     "usage" / "response", "timestamp", "session_id", "response_id" and provider
     diagnostics. Usage-only lines (a usage tracker log) are checked with the append-only
     identity; a log with no request in it is bad input unless that check finds a
     regression. Exit status: 0 no miss, 1 misses, 2 bad input.
     """
-    from promptcache._cliutil import check_model, is_blank_file
+    from promptcache._cliutil import check_model, is_blank_file, read_text
     from promptcache.diff._explain import explain_counted
 
     unknown = check_model(model)
     if unknown is not None:
         fail(unknown)
+    text: str | None = None
     try:
-        report, with_request = explain_counted(log, provider=provider, model=model)
+        if log == "-":  # read once, whole: parsed from memory, checked for blank from it
+            import io
+
+            text = read_text(log)
+            lines = io.StringIO(text, newline=None).readlines()  # split as a file is
+            report, with_request = explain_counted(lines, provider=provider, model=model,
+                                                   name=log)
+        else:
+            report, with_request = explain_counted(log, provider=provider, model=model)
     except PromptCacheError as exc:
         fail(str(exc))
         return
     if not report.requests:  # "0 requests, 0 misses" would read as a clean log
-        fail(f"{log}: {'empty file' if is_blank_file(log) else 'no requests in the log'}")
+        blank = is_blank_file(log, text=text)
+        fail(f"{log}: {'empty file' if blank else 'no requests in the log'}")
     if not with_request and not report.misses:
         # a usage log: only the append-only check ran, and "0 misses" would read as a
         # clean request log (a regression it finds is still reported, exit 1)

@@ -96,6 +96,10 @@ def iter_log(log: str | Path | Iterable[Any], *, name: str | None = None
              ) -> Iterator[tuple[int, Any]]:
     """Yield ``(line number, object)`` from a JSONL path or an iterable of dicts / lines.
 
+    A list (or tuple) of text lines whose first non-blank line is not JSON is checked as a
+    whole, as a file is: one pretty-printed JSON document is reported as such (this is how
+    ``promptcache explain -`` reads standard input, once, into a list of lines).
+
     Raises:
         InputError: the file cannot be read, or a line is not valid JSON.
     """
@@ -123,12 +127,22 @@ def iter_log(log: str | Path | Iterable[Any], *, name: str | None = None
                 raise InputError(label, f"not UTF-8 text ({exc.reason})") from None
         return
     label = name or "<log>"
+    first = True
     for n, item in enumerate(log, 1):
         if isinstance(item, (str, bytes)):
             text = item.decode("utf-8") if isinstance(item, bytes) else item
             if text.strip():
-                yield n, _loads(text, label, n)
+                try:
+                    obj = _loads(text, label, n)
+                except InputError:
+                    if first and isinstance(log, (list, tuple)) \
+                            and all(isinstance(x, str) for x in log):
+                        _raise_if_json_document(None, label, text="\n".join(log))
+                    raise
+                first = False
+                yield n, obj
         else:
+            first = False
             yield n, item
 
 
@@ -141,12 +155,15 @@ def _loads(text: str, label: str, n: int) -> Any:
         raise InputError(label, f"line {n}: JSON nested too deeply") from None
 
 
-def _raise_if_json_document(path: Path, label: str) -> None:
+def _raise_if_json_document(path: Path | None, label: str, *, text: str | None = None
+                            ) -> None:
     """Raise "a JSON document, not JSONL" (with the ``jq -c`` command that converts it) when
-    the whole file is one JSON object or array; return when it is not."""
+    the whole file (or ``text``, the log already read) is one JSON object or array; return
+    when it is not."""
     from promptcache._cliutil import json_document_reason
 
-    reason = json_document_reason(str(path), "request logs hold one request per line")
+    reason = json_document_reason(str(path) if path is not None else label,
+                                  "request logs hold one request per line", text=text)
     if reason is not None:
         raise InputError(label, reason)
 

@@ -1,6 +1,6 @@
 """``promptcache report`` and ``promptcache breakeven``.
 
-``report USAGE.jsonl``: reads a JSONL usage log (records as :class:`~promptcache.usage.JsonlSink`
+``report USAGE.jsonl``: reads a JSONL usage log (``-``: standard input; records as :class:`~promptcache.usage.JsonlSink`
 writes them, or the providers' raw ``usage`` objects / whole responses, provider detected from the
 fields: :func:`~promptcache.usage.sinks.iter_usage_log`), prices every record (catalog prices,
 ``--prices`` override file; the model is ``--model``, else the line's own ``model``; a record
@@ -148,20 +148,25 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
 
     Each line is a usage record (as promptcache's JsonlSink writes it), a provider's raw
     usage object (Anthropic, OpenAI chat or Responses, DeepSeek, Bedrock, Gemini; detected
-    from the field names) or a whole response. Exit status: 0 success, 2 bad input.
+    from the field names) or a whole response. USAGE.jsonl '-' reads standard input. Exit
+    status: 0 success, 2 bad input.
     """
+    from promptcache._cliutil import is_blank_file, read_text
+
     if plot_path is not None:
         _check_plot_target(plot_path)
+    text: str | None = None
     try:
-        located = list(iter_usage_log_lines(usage_file))
+        if usage_file == "-":  # read once, whole: parsed and checked for blank from memory
+            text = read_text(usage_file)
+        located = list(iter_usage_log_lines(usage_file, text=text))
     except InputError as exc:
         _fail(exc.file, exc.reason)
     except RecursionError:  # json raises it for [[[[...]]]]: bad input, not a crash
-        _fail(_too_deep_line(usage_file), "JSON nested too deeply")
+        _fail(_too_deep_line(usage_file, text), "JSON nested too deeply")
     if not located:  # an empty table would read as "nothing was spent"
-        from promptcache._cliutil import is_blank_file
-
-        _fail(usage_file, "empty file" if is_blank_file(usage_file) else "no usage records")
+        blank = is_blank_file(usage_file, text=text)
+        _fail(usage_file, "empty file" if blank else "no usage records")
     records = [r for _, r in located]
     if prices_file is not None:
         from promptcache.catalog import load_overrides
@@ -219,11 +224,14 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
             click.echo(f"  ... {len(shown) - _MAX_EVENTS} more (--format json lists them all)")
 
 
-def _too_deep_line(path: str) -> str:
+def _too_deep_line(path: str, text: str | None = None) -> str:
     """``path:line`` of the first line nested too deeply for :mod:`json` (``path`` when none
-    is: the whole file was parsed as one document)."""
+    is: the whole file was parsed as one document); ``text``: the file's text, already read
+    (standard input)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
+        fh = (io.StringIO(text, newline=None) if text is not None
+              else open(path, encoding="utf-8", errors="replace"))
+        with fh:
             for lineno, line in enumerate(fh, start=1):
                 try:
                     json.loads(line)

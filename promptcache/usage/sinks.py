@@ -16,12 +16,13 @@ POSIX only (``fcntl``); on other platforms the sink falls back to the in-process
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from pydantic import ValidationError
 
@@ -187,12 +188,16 @@ def iter_usage_log(path: str | os.PathLike[str]) -> Iterator[UsageRecord]:
 
 
 def iter_usage_log_lines(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str], *, text: str | None = None,
 ) -> Iterator[tuple[str, UsageRecord]]:
-    """``("path:line", record)`` for each line: :func:`iter_usage_log` with line locations."""
+    """``("path:line", record)`` for each line: :func:`iter_usage_log` with line locations.
+
+    ``text``: the log's text, already read (``promptcache report -`` reads standard input
+    once); it is parsed instead of the file, and ``path`` only names it (``"-"``).
+    """
     from promptcache.usage.parse import parse_usage
 
-    for _, data, where in _json_lines(path):
+    for _, data, where in _json_lines(path, text=text):
         record_error: str | None = None
         if isinstance(data.get("provider"), str):
             try:
@@ -227,13 +232,19 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {err['msg']}"
 
 
-def _json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any], str]]:
-    """(line number, JSON object, ``"path:line"``) per non-blank line (errors: see above)."""
+def _json_lines(path: str | os.PathLike[str], *, text: str | None = None,
+                ) -> Iterator[tuple[int, dict[str, Any], str]]:
+    """(line number, JSON object, ``"path:line"``) per non-blank line (errors: see above);
+    ``text``: the file's text, already read (lines split as a text-mode file splits them)."""
     name = str(path)
-    try:
-        fh = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(name, exc.strerror or str(exc)) from exc
+    fh: IO[str]
+    if text is not None:
+        fh = io.StringIO(text, newline=None)
+    else:
+        try:
+            fh = open(path, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(name, exc.strerror or str(exc)) from exc
     with fh:
         lineno = 0
         first = True
@@ -245,7 +256,7 @@ def _json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, A
                     data = json.loads(line)
                 except json.JSONDecodeError as exc:
                     if first:
-                        _raise_if_json_document(name)
+                        _raise_if_json_document(name, text)
                     raise InputError(f"{name}:{lineno}", f"not JSON ({exc.msg})") from exc
                 if not isinstance(data, dict):
                     what = "an array" if isinstance(data, list) else type(data).__name__
@@ -257,14 +268,15 @@ def _json_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, A
             raise InputError(f"{name}:{lineno + 1}", "not UTF-8 text") from exc
 
 
-def _raise_if_json_document(name: str) -> None:
+def _raise_if_json_document(name: str, text: str | None = None) -> None:
     """Raise the "a JSON document, not JSONL" error when the whole file ``name`` (whose first
     non-blank line is not JSON) parses as one JSON object or array: a pretty-printed response
-    or list of responses (:func:`promptcache._cliutil.json_document_reason`). Returns when it
-    does not (the caller reports the line)."""
+    or list of responses (:func:`promptcache._cliutil.json_document_reason`; ``text``: the
+    file's text, already read). Returns when it does not (the caller reports the line)."""
     from promptcache._cliutil import json_document_reason
 
-    reason = json_document_reason(name, "usage logs hold one response or usage object per line")
+    reason = json_document_reason(name, "usage logs hold one response or usage object per line",
+                                  text=text)
     if reason is not None:
         raise InputError(name, reason)
 
