@@ -1,4 +1,4 @@
-"""Log timestamps (``promptcache.lint.sources.request_json.parse_timestamp``): 0 is a time.
+"""Log timestamps (``promptcache._times``, read alike by lint, diff and explain): 0 is a time.
 
 Logs written with relative times start at 0 (the simulator's replay format too); before the
 fix their first request had no time, so PC404 counted 39 of 40 requests in the minute
@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from promptcache._times import TIME_KEYS, parse_timestamp, timestamp_of
+from promptcache.cli import main
 from promptcache.lint.api import lint_paths
-from promptcache.lint.sources.request_json import parse_timestamp, timestamp_of
 from tests.cases import filler
 
 
@@ -32,12 +34,22 @@ def test_valid_times(value: Any, expected: float) -> None:
 
 
 @pytest.mark.parametrize("value", [
-    None, -1, -0.5, float("nan"), float("inf"), float("-inf"), pytest.param(10**400, id="huge"),
-    True, False,
-    "", "yesterday", [], {},
+    float("nan"), float("inf"), float("-inf"), pytest.param(10**400, id="huge"),
+    True, False, "", "yesterday", [], {},
 ])
-def test_unknown_times(value: Any) -> None:
-    assert parse_timestamp(value) is None
+def test_values_that_are_not_times(value: Any) -> None:
+    with pytest.raises(ValueError, match="not a timestamp"):
+        parse_timestamp(value)
+    assert timestamp_of({"ts": value}) is None  # skipped when reading a log leniently
+    with pytest.raises(ValueError):
+        timestamp_of({"ts": value}, strict=True)
+
+
+def test_no_time_and_negative_times() -> None:
+    assert parse_timestamp(None) is None
+    assert timestamp_of({"ts": -1}) is None and timestamp_of({"ts": -0.5}) is None
+    with pytest.raises(ValueError, match="negative"):
+        timestamp_of({"ts": -1}, strict=True)
 
 
 def test_timestamp_of_keeps_zero() -> None:
@@ -83,11 +95,45 @@ def test_zero_placeholder_does_not_shadow_created_at(tmp_path: Path) -> None:
     assert [f for f in lint_paths([str(log)]).findings if f.code == "PC404"] == []
 
 
-@pytest.mark.parametrize("value", [0, 1.5, 1_700_000_000, 99_999_999_999, 100_000_000_001,
-                                   5e11, 1_700_000_000_000, 1_700_000_000_123])
-def test_lint_and_explain_read_a_number_alike(value: float) -> None:
-    """The same log is read by lint and by explain: one rule for seconds vs milliseconds
-    (above 1e11 a number is milliseconds: 1e11 s would be the year 5138)."""
-    from promptcache.diff._inputs import parse_timestamp as explain_timestamp
+@pytest.mark.parametrize("value", [0, 1.5, 99_999_999_999, 100_000_000_001, 5e11,
+                                   1_700_000_000_123])
+def test_seconds_or_milliseconds(value: float) -> None:
+    """Above 1e11 a number is milliseconds (1e11 s would be the year 5138)."""
+    assert parse_timestamp(value) == pytest.approx(value / 1000 if value > 1e11 else value)
 
-    assert parse_timestamp(value) == pytest.approx(explain_timestamp(value))
+
+def _cached_request() -> dict[str, Any]:
+    return {"model": "claude-sonnet-4-6", "max_tokens": 64,
+            "system": [{"type": "text", "text": filler(1500, "sys"),
+                        "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": "hi"}]}
+
+
+@pytest.mark.parametrize("key", TIME_KEYS)
+def test_diff_and_explain_read_every_time_key(tmp_path: Path, key: str) -> None:
+    """The same request 400 s later (past the 5-minute TTL): diff and explain both find the
+    expiry, whichever key the log keeps the time under. Before, diff read 4 keys and explain 7,
+    each a different set, and lint a third one: the TTL check was silently skipped."""
+    req = _cached_request()
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps({"request": req, key: 1_700_000_000}))
+    b.write_text(json.dumps({"request": req, key: 1_700_000_400}))
+    runner = CliRunner()
+    out = runner.invoke(main, ["diff", str(a), str(b), "--format", "json"])
+    assert out.exit_code == 1, out.output
+    assert json.loads(out.output)["cause"] == "ttl_expired"
+    log = tmp_path / "log.jsonl"
+    log.write_text(a.read_text() + "\n" + b.read_text() + "\n")
+    out = runner.invoke(main, ["explain", str(log), "--format", "json"])
+    assert out.exit_code == 1, out.output
+    assert [r["cause"] for r in json.loads(out.output)["requests"]] == [None, "ttl_expired"]
+
+
+def test_diff_names_the_file_with_a_bad_timestamp(tmp_path: Path) -> None:
+    req = _cached_request()
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps({"request": req, "ts": "yesterday"}))
+    b.write_text(json.dumps({"request": req, "ts": 1_700_000_000}))
+    out = CliRunner().invoke(main, ["diff", str(a), str(b)])
+    assert out.exit_code == 2
+    assert f"{a}: bad timestamp" in out.output

@@ -55,11 +55,18 @@ def _load(path: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     return found
 
 
-def _wrapper_time(w: Mapping[str, Any]) -> Any:
-    for key in ("timestamp", "ts", "time", "start"):
-        if w.get(key) is not None:
-            return w[key]
-    return None
+def _wrapper_time(w: Mapping[str, Any], name: str) -> float | None:
+    """The send time recorded beside a request (``promptcache._times.TIME_KEYS``), or None.
+
+    Raises:
+        InputError: a time key holds something that is not a time.
+    """
+    from promptcache._times import timestamp_of
+
+    try:
+        return timestamp_of(w, strict=True)
+    except ValueError as exc:
+        raise InputError(name, f"bad timestamp ({exc})") from None
 
 
 @click.command("diff")
@@ -96,8 +103,10 @@ def diff_command(a: str, b: str, fmt: str, redact: bool, model: str | None,
         timestamps = None
         if gap is not None:
             timestamps = (0.0, gap)
-        elif _wrapper_time(wrap_a) is not None and _wrapper_time(wrap_b) is not None:
-            timestamps = (_wrapper_time(wrap_a), _wrapper_time(wrap_b))
+        else:
+            ta, tb = _wrapper_time(wrap_a, a), _wrapper_time(wrap_b, b)
+            if ta is not None and tb is not None:
+                timestamps = (ta, tb)
         usage_a = wrap_a.get("usage") or (wrap_a.get("response") or {}).get("usage")
         usage_b = wrap_b.get("usage") or (wrap_b.get("response") or {}).get("usage")
         result = diff(body_a, body_b, provider=provider, model=model, timestamps=timestamps,

@@ -44,6 +44,7 @@ from promptcache._cliutil import (
     unwrap_request,
 )
 from promptcache._errors import InputError, PromptCacheError
+from promptcache._times import TIME_KEYS, timestamp_of
 from promptcache.diff._causes import NO_CHANGE_CAUSES
 from promptcache.diff._engine import Prepared, compare, prepare
 from promptcache.diff._inputs import (
@@ -51,7 +52,6 @@ from promptcache.diff._inputs import (
     RawDiagnostics,
     Usage,
     parse_diagnostics,
-    parse_timestamp,
     read_prices,
     read_usage,
 )
@@ -60,11 +60,10 @@ from promptcache.lint.sources.request_json import WRAPPER_KEYS, usage_of
 
 __all__ = ["explain", "explain_counted", "iter_log"]
 
-#: Fields of a log line that are the logger's, not request parameters (a bare-body line).
-_LOG_FIELDS = frozenset({"usage", "response", "timestamp", "session_id", "response_id",
-                         "diagnostics", "prompt_cache_diagnostics"})
-_TIME_KEYS = ("timestamp", "ts", "time", "start", "started_at", "created_at", "sent_at")
 _SESSION_KEYS = ("session_id", "session", "conversation_id", "thread_id")
+#: Fields of a log line that are the logger's, not request parameters (a bare-body line).
+_LOG_FIELDS = frozenset({"usage", "response", "response_id", "diagnostics",
+                         "prompt_cache_diagnostics", *TIME_KEYS, *_SESSION_KEYS})
 #: Show a progress bar (on a TTY) from this many requests on.
 PROGRESS_THRESHOLD = 200
 _MISS_STATUSES = ("miss_explained", "unexplained_miss", "prefix_regression")
@@ -168,10 +167,6 @@ def _raise_if_json_document(path: Path | None, label: str, *, text: str | None =
         raise InputError(label, reason)
 
 
-def _is_zero(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0
-
-
 def _entry(n: int, obj: Any, label: str) -> _Entry:
     if not isinstance(obj, Mapping):
         raise InputError(label, f"line {n}: a log line must be a JSON object")
@@ -204,12 +199,10 @@ def _entry(n: int, obj: Any, label: str) -> _Entry:
         reason = not_a_request_reason(obj)
         raise InputError(label, f"line {n}: " + (
             f"{NOT_A_REQUEST[:-1]}, and no usage)" if reason == NOT_A_REQUEST else reason))
-    # the first time key that is set; a numeric 0 (an "unset" placeholder in many loggers, or
+    # the first time key holding a positive time; 0 (an "unset" placeholder in many loggers, or
     # the start of a log in relative seconds) only when no other key holds a time
-    times = [obj[k] for k in _TIME_KEYS if obj.get(k) is not None]
-    ts_raw = next((v for v in times if not _is_zero(v)), times[0] if times else None)
     try:
-        timestamp = parse_timestamp(ts_raw)
+        timestamp = timestamp_of(obj, strict=True)
     except ValueError as exc:
         raise InputError(label, f"line {n}: bad timestamp ({exc})") from None
     session = next((str(obj[k]) for k in _SESSION_KEYS if obj.get(k) is not None), None)

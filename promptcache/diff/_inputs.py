@@ -18,15 +18,14 @@ internals. Diagnostics follow the providers' documented shapes:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
 from promptcache._errors import PromptCacheError
+from promptcache._times import parse_timestamp
 
 __all__ = [
     "Prices",
@@ -180,30 +179,6 @@ def _openai_diag(d: Mapping[str, Any]) -> RawDiagnostics:
     reason = str(d.get("reason")) if kind == "cache_miss" and d.get("reason") else kind
     return RawDiagnostics("openai", reason, _int_or_none(d.get("cache_missed_tokens")),
                           _int_or_none(d.get("comparison_reusable_tokens")))
-
-
-def parse_timestamp(value: Any) -> float | None:
-    """Seconds since the epoch from a number (s, or ms when > 1e11) or an ISO-8601 string.
-
-    Returns None for None; raises ValueError for anything else unparseable.
-    """
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise ValueError(f"not a timestamp: {value!r}")
-    if isinstance(value, (int, float)):
-        v = float(value)
-        if not math.isfinite(v):
-            raise ValueError(f"not a timestamp: {value!r}")
-        return v / 1000.0 if v > 1e11 else v
-    if isinstance(value, datetime):
-        return value.timestamp()
-    if isinstance(value, str):
-        text = value.strip()
-        if text.endswith("Z"):
-            text = text[:-1] + "+00:00"
-        return datetime.fromisoformat(text).timestamp()
-    raise ValueError(f"not a timestamp: {value!r}")
 
 
 @lru_cache(maxsize=256)

@@ -18,12 +18,11 @@ templates this way) is linted as a Jinja template.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from promptcache._errors import InputError, InvalidRequestError
+from promptcache._times import timestamp_of
 from promptcache.lint.engine import LogContext, RequestContext
 from promptcache.lint.facts import facts_for
 from promptcache.lint.sources.base import Document, LoadOptions, parse_suppressions
@@ -31,12 +30,11 @@ from promptcache.lint.sources.jsonpos import JsonLocator, LineIndex
 from promptcache.prefix import render
 
 __all__ = ["SOURCE", "RequestJsonSource", "find_request", "load_json", "make_context",
-           "parse_timestamp", "usage_of"]
+           "usage_of"]
 
 #: Keys a logger or recorder wraps a request body in (every command looks under the same ones).
 WRAPPER_KEYS = ("request", "body", "payload", "params", "kwargs", "json", "data")
-_TIME_KEYS = ("timestamp", "ts", "time", "sent_at", "created_at", "created", "start_time",
-              "startTime", "date")
+
 
 
 def _looks_like_request(obj: Mapping[str, Any]) -> bool:
@@ -85,51 +83,6 @@ def _dig(obj: Any, *keys: str) -> Any:
             return None
         obj = obj.get(key)
     return obj
-
-
-def parse_timestamp(value: Any) -> float | None:
-    """Seconds since the epoch from a number (s, or ms above 1e11, as ``promptcache explain``
-    reads them: 1e11 s is the year 5138, 1e11 ms is 1973) or an ISO 8601 string.
-
-    0 is a valid time (logs written with relative times start at 0). None (unknown) for a
-    missing, negative, non-finite or non-numeric value.
-    """
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        try:
-            v = float(value)
-        except OverflowError:  # an int too large for a float
-            return None
-        if not math.isfinite(v) or v < 0:
-            return None
-        return v / 1000.0 if v > 1e11 else v
-    if isinstance(value, str) and value:
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
-
-
-def timestamp_of(record: Any) -> float | None:
-    """The send time recorded with a request (``timestamp``, ``ts``, ``created_at``...).
-
-    The first key (in ``_TIME_KEYS`` order) with a positive time wins; 0 only when no key has
-    one, so a placeholder ``"timestamp": 0`` does not hide a real ``created_at`` while a
-    relative-time log's first request (at 0) still has its time.
-    """
-    if not isinstance(record, Mapping):
-        return None
-    zero: float | None = None
-    for key in _TIME_KEYS:
-        if key in record:
-            ts = parse_timestamp(record[key])
-            if ts is not None:
-                if ts > 0:
-                    return ts
-                zero = ts
-    return zero
 
 
 def make_context(payload: Mapping[str, Any], *, file: str, locator: JsonLocator | None,
