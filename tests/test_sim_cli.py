@@ -46,7 +46,7 @@ def test_a_plot_target_that_cannot_be_written_exits_2_before_the_run(
     result = CliRunner().invoke(main, ["simulate", *SMALL, "--plot", str(target)])
     assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
     [line] = result.output.splitlines()  # no table printed first, no traceback
-    assert line.startswith(f"error: {target}: ") and reason in line
+    assert line.startswith(f"promptcache: {target}: ") and reason in line
 
 
 def test_plot_format_follows_the_suffix(tmp_path: Path) -> None:
@@ -143,3 +143,14 @@ def test_default_max_running_is_the_memory_bound_decode_batch() -> None:
     capped = CliRunner().invoke(main, [*args, "--model", "llama-3-8b", "--hardware", "l4",
                                        "--mfu", "1"])
     assert json.loads(capped.output)["server"]["max_running"] == VLLM_MAX_NUM_SEQS
+
+
+def test_a_bad_replay_file_is_one_line_in_the_shared_error_format(tmp_path: Path) -> None:
+    """Every command reports bad input as ``promptcache: FILE: reason`` (simulate said
+    ``error: ...``)."""
+    path = tmp_path / "r.jsonl"
+    path.write_text("{not json\n")
+    result = CliRunner().invoke(main, ["simulate", "--replay", str(path)])
+    assert result.exit_code == 2
+    [line] = result.output.splitlines()
+    assert line.startswith(f"promptcache: {path}:1: invalid JSON"), line

@@ -6,11 +6,11 @@ reason, no traceback).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
+from promptcache._cliutil import fail
 from promptcache._errors import InputError
 from promptcache.sim.costs import (
     HARDWARE,
@@ -156,8 +156,7 @@ def simulate_command(replay: Path | None, seed: int, conversations: int, duratio
 
         problem = plot_target_problem(str(plot))
         if problem is not None:  # before the simulation: a bad target costs nothing
-            click.echo(f"error: {plot}: {problem}", err=True)
-            sys.exit(2)
+            fail(f"{plot}: {problem}")
     try:
         kinds = _split((caches,))
         for kind in kinds:
@@ -211,20 +210,14 @@ def simulate_command(replay: Path | None, seed: int, conversations: int, duratio
                          max_running=running, ageing_tokens_per_s=ageing, cost=cost,
                          seed=seed)
         results = sweep(workload, base, caches=kinds, capacities=caps, policies=pols)
-    except InputError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
-    except ValueError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+    except (InputError, ValueError) as exc:
+        fail(str(exc))
     report = SimReport(workload, working_set, base, results)
     click.echo(render_json(report) if fmt == "json" else render_text(report), nl=False)
     if plot is not None:
         try:
             render_plot(report, plot)
         except ImportError:
-            click.echo("error: --plot needs matplotlib: pip install 'promptcache[plot]'", err=True)
-            sys.exit(2)
+            fail("--plot needs matplotlib: pip install 'promptcache[plot]'")
         except OSError as exc:
-            click.echo(f"error: {plot}: cannot write the plot: {exc}", err=True)
-            sys.exit(2)
+            fail(f"{plot}: cannot write the plot: {exc}")
