@@ -91,3 +91,59 @@ def test_pc101_wording_follows_granularity(tmp_path: Path, fmt: str, every: str)
         encoding="utf-8")
     [f] = lint_paths([str(path)], LintConfig(select=("PC101",))).findings
     assert f.message.endswith(f"the cached prefix changes {every}"), f.message
+
+
+def _agent_request(tool_tokens: int, tools_breakpoint: bool, value: str) -> dict[str, Any]:
+    tool: dict[str, Any] = {"name": "shell", "description": expand_text(
+        f"<{tool_tokens} tokens: tool docs>"), "input_schema": {"type": "object"}}
+    if tools_breakpoint:
+        tool["cache_control"] = {"type": "ephemeral"}
+    system = "You are a coding agent.\n" + expand_text("<3000 tokens: rules>") + f"\n{value}"
+    return {"model": "claude-sonnet-4-5", "max_tokens": 16, "tools": [tool],
+            "system": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+            "messages": [{"role": "user", "content": "list the files"}]}
+
+
+@pytest.mark.parametrize("code,value", [
+    ("PC101", "Current date and time: 2025-05-04 14:03:27"),
+    ("PC102", "request id: 123e4567-e89b-12d3-a456-426614174000"),
+])
+@pytest.mark.parametrize("tool_tokens,tools_breakpoint,readable", [
+    (300, False, None),        # no earlier breakpoint: the whole prefix is written again
+    (300, True, None),         # one on the tools, but its prefix is under the 1,024 minimum
+    (1300, True, "tools[0]"),  # a readable entry on the tools: only the system is rewritten
+])
+def test_volatile_value_at_the_end_counts_the_tokens_written_again(
+        code: str, value: str, tool_tokens: int, tools_breakpoint: bool,
+        readable: str | None) -> None:
+    """A value at the end of the system block: few tokens come after it, yet on Anthropic the
+    whole entry back to the last readable breakpoint is written again at each change (new-user
+    trial 8: "about 12 tokens" where `diff` of two such requests said 3,347)."""
+    from promptcache.lint import lint_request
+    from promptcache.prefix import render
+
+    req = _agent_request(tool_tokens, tools_breakpoint, value)
+    [f] = [f for f in lint_request(req) if f.code == code]
+    view = render(req, "anthropic", model=req["model"])
+    end = view.find("system[0]").end_token
+    start = 0 if readable is None else view.find(readable).end_token
+    assert f.details["tokens_invalidated"] < 30
+    assert f.details["tokens_rewritten"] == end - start
+    assert f"({end - start} per change)" in f.message
+    if readable is None:
+        assert "no breakpoint before it can be read" in f.message
+    else:
+        assert f"can be read is at {readable}" in f.message
+
+
+def test_openai_counts_only_the_tokens_after_the_value() -> None:
+    """OpenAI reads any earlier prefix: nothing before the value is written again."""
+    from promptcache.lint import lint_request
+
+    req = {"model": "gpt-4o", "messages": [
+        {"role": "system", "content": expand_text("<2000 tokens: rules>")
+         + "\nNow: 2025-05-04 14:03:27\n" + expand_text("<500 tokens: more rules>")},
+        {"role": "user", "content": "hi"}]}
+    [f] = [f for f in lint_request(req) if f.code == "PC101"]
+    assert f.details["tokens_rewritten"] == f.details["tokens_invalidated"] > 400
+    assert "written again too" not in f.message

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from promptcache.lint.engine import PythonContext, RequestContext, Rule
 from promptcache.lint.finding import Finding, Severity
-from promptcache.lint.rules._common import volatile_hits
+from promptcache.lint.rules._common import rewritten_note, volatile_hits
 
 __all__ = ["Rule_PC101"]
 
@@ -34,7 +34,9 @@ class Rule_PC101(Rule):
     The value's granularity sets the severity: a value that changes every second, minute or
     hour is a warning; a date (changes once a day) is info. Details: ``granularity``,
     ``match``, ``char_offset``, ``json_key``, ``inside_cached_prefix``, ``breakpoint_path``,
-    ``tokens_invalidated``.
+    ``tokens_invalidated`` (the cached tokens after the value) and ``tokens_rewritten``
+    (the tokens written again at each change: on Anthropic also those before the value back
+    to the last breakpoint a request can read, the whole prefix when there is none).
 
     ## Why is this bad?
     Caching is an exact prefix match. A clock value makes every request's prefix different
@@ -85,12 +87,14 @@ class Rule_PC101(Rule):
                      else "inside the automatic cached prefix")
             when = _every(m.granularity)
             msg = (f"{m.granularity}-granularity timestamp {m.match!r} sits {where}: about "
-                   f"{hit.tokens_invalidated} tokens after it lose caching {when}")
+                   f"{hit.tokens_invalidated} tokens after it lose caching {when}"
+                   + rewritten_note(hit))
             yield ctx.finding(self, msg, path=hit.path, offset=m.start, severity=sev,
                               match=m.match, granularity=m.granularity, subkind=m.subkind,
                               char_offset=m.start, json_key=m.json_key,
                               inside_cached_prefix=True, breakpoint_path=hit.breakpoint_path,
-                              tokens_invalidated=hit.tokens_invalidated)
+                              tokens_invalidated=hit.tokens_invalidated,
+                              tokens_rewritten=hit.tokens_rewritten)
 
     def check_python(self, ctx: PythonContext) -> Iterator[Finding]:
         for flow in ctx.flows:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from promptcache.lint.engine import PythonContext, RequestContext, Rule
 from promptcache.lint.finding import Finding, Severity
-from promptcache.lint.rules._common import volatile_hits
+from promptcache.lint.rules._common import rewritten_note, volatile_hits
 
 __all__ = ["Rule_PC102"]
 
@@ -21,7 +21,9 @@ class Rule_PC102(Rule):
     source it follows ``uuid.uuid4()`` and similar into ``system=`` / ``tools=`` / the first
     messages. Details: ``match``, ``subkind`` (uuid, ulid, prefixed-id, hex), ``char_offset``,
     ``json_key`` (when the id sits in a JSON / YAML field such as ``message_id``),
-    ``tokens_invalidated``.
+    ``tokens_invalidated`` (the cached tokens after the value) and ``tokens_rewritten``
+    (the tokens written again at each change: on Anthropic also those before the value back
+    to the last breakpoint a request can read, the whole prefix when there is none).
 
     ## Why is this bad?
     A fresh id per request makes the prefix unique, so nothing after it is ever read from the
@@ -68,12 +70,14 @@ class Rule_PC102(Rule):
             where = (f"before the breakpoint at {hit.breakpoint_path}" if hit.breakpoint_path
                      else "inside the automatic cached prefix")
             msg = (f"{m.subkind} {m.match!r}{key} sits {where}: about "
-                   f"{hit.tokens_invalidated} tokens after it lose caching on every request")
+                   f"{hit.tokens_invalidated} tokens after it lose caching on every request"
+                   + rewritten_note(hit))
             yield ctx.finding(self, msg, path=hit.path, offset=m.start, match=m.match,
                               subkind=m.subkind, kind=m.subkind, char_offset=m.start,
                               json_key=m.json_key, inside_cached_prefix=True,
                               breakpoint_path=hit.breakpoint_path,
-                              tokens_invalidated=hit.tokens_invalidated)
+                              tokens_invalidated=hit.tokens_invalidated,
+                              tokens_rewritten=hit.tokens_rewritten)
 
     def check_python(self, ctx: PythonContext) -> Iterator[Finding]:
         for flow in ctx.flows:

@@ -23,7 +23,7 @@ from promptcache.prefix import Segment
 from promptcache.tokens import get_counter
 
 __all__ = ["Divergence", "VolatileHit", "content_key", "divergence", "key_order_path",
-           "volatile_hits"]
+           "rewritten_note", "volatile_hits"]
 
 
 def content_key(seg: Segment) -> bytes:
@@ -40,13 +40,27 @@ MAX_HITS_PER_SEGMENT = 8
 
 @dataclass(frozen=True, slots=True)
 class VolatileHit:
-    """A volatile literal inside the cached prefix of one request."""
+    """A volatile literal inside the cached prefix of one request.
+
+    Attributes:
+        tokens_invalidated: tokens of the cached prefix after the value (they change with it).
+        tokens_rewritten: tokens written again each time the value changes: Anthropic reads a
+            prefix only up to an entry an earlier request wrote at a breakpoint, so everything
+            after the last readable breakpoint before the value (the whole prefix when there is
+            none) is written again; OpenAI reads any earlier prefix, so it equals
+            ``tokens_invalidated``.
+        readable_path: Anthropic: the last breakpoint before the value a request can read
+            (its prefix reaches the model's minimum and the covering breakpoint's lookback
+            reaches it); None when there is none, and for OpenAI.
+    """
 
     segment: Segment
     match: VolatileMatch
     path: str
     tokens_invalidated: int
     breakpoint_path: str | None
+    tokens_rewritten: int
+    readable_path: str | None
 
 
 #: Roles whose messages are regenerated on every call (system prompts), wherever they sit.
@@ -63,9 +77,12 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
     if end is not None:
         end_token = ctx.cached_end_token
         counter = get_counter(ctx.view.model)
+        anthropic = ctx.view.provider == "anthropic"
         for seg in ctx.view.segments[:end + 1]:
             if not seg.text or (seg.tier == "messages" and seg.role not in _REGENERATED_ROLES):
                 continue  # history is sent byte-identical on every later request
+            bp = ctx.covering_breakpoint(seg) if anthropic else None
+            readable = _readable_before(ctx, seg, bp) if anthropic else None
             before = 0
             last = 0
             for m in scan_text(seg.text, MAX_HITS_PER_SEGMENT):
@@ -73,11 +90,46 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
                 before += counter.count(seg.text[last:m.start]) if m.start > last else 0
                 last = m.start
                 invalidated = max(0, end_token - (seg.start_token + before))
-                bp = ctx.covering_breakpoint(seg) if ctx.view.provider == "anthropic" else None
+                rewritten = invalidated if not anthropic else \
+                    end_token - (readable.end_token if readable is not None else 0)
                 hits.append(VolatileHit(seg, m, text_path(seg), invalidated,
-                                        bp.path if bp is not None else None))
+                                        bp.path if bp is not None else None,
+                                        max(rewritten, invalidated),
+                                        readable.path if readable is not None else None))
     ctx.scratch["volatile"] = hits
     return hits
+
+
+def rewritten_note(hit: VolatileHit) -> str:
+    """The end of a finding's message when the tokens before the value are written again too
+    (Anthropic, no readable breakpoint close before it); "" when only those after it are."""
+    extra = hit.tokens_rewritten - hit.tokens_invalidated
+    if extra <= 0:
+        return ""
+    if hit.readable_path is None:
+        where = "no breakpoint before it can be read"
+    else:
+        where = f"the last breakpoint before it that can be read is at {hit.readable_path}"
+    return (f"; {where}, so the {extra} tokens before it are written again too "
+            f"({hit.tokens_rewritten} per change)")
+
+
+def _readable_before(ctx: RequestContext, seg: Segment, covering: Segment | None
+                     ) -> Segment | None:
+    """The last Anthropic breakpoint before ``seg`` whose entry a later request can read: its
+    prefix reaches the model's minimum, and ``covering`` (the breakpoint after the value) looks
+    back far enough to find it. None when there is none."""
+    minimum = ctx.facts.min_cacheable_tokens or 0
+    lookback = ctx.facts.lookback_positions
+    for bp in reversed(ctx.view.breakpoints()):
+        if bp.index >= seg.index:
+            continue
+        if lookback is not None and covering is not None and \
+                covering.position - bp.position > lookback:
+            return None  # farther ones are out of reach too
+        if bp.end_token >= minimum:
+            return bp
+    return None
 
 
 @dataclass(frozen=True, slots=True)
