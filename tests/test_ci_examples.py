@@ -41,3 +41,15 @@ def test_install_never_takes_the_pypi_name() -> None:
     assert wf["env"]["PROMPTCACHE_SOURCE"].startswith("git+")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "- run: pip install promptcache " not in readme
+
+
+def test_pre_commit_hook_runs_once_per_commit() -> None:
+    """One process: one summary (pre-commit splits files over processes otherwise, each
+    printing its own "Found N findings"), as ruff's hook does."""
+    [hook] = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    assert hook["id"] == "promptcache-lint" and hook["require_serial"] is True
+    config = yaml.safe_load((ROOT / "examples/ci/pre-commit-config.yaml").read_text(
+        encoding="utf-8"))
+    [repo] = config["repos"]
+    assert not repo["repo"].startswith("https://github.com/promptcache/")  # not ours to name
+    assert [h["id"] for h in repo["hooks"]] == ["promptcache-lint"]
