@@ -403,3 +403,32 @@ def test_explain_bad_stdin_is_one_line_exit_2(stdin: str, reason: str) -> None:
 def test_explain_stdin_that_is_not_utf8_is_one_line_exit_2() -> None:
     out = CliRunner().invoke(main, ["explain", "-"], input=b"\xff\xfe{}\n")
     _one_line_exit_2(out, "-: not UTF-8 text")
+
+
+def _diff_text(tmp_path: Path, a: dict, b: dict) -> str:
+    pa, pb = tmp_path / "A.json", tmp_path / "B.json"
+    pa.write_text(json.dumps(a))
+    pb.write_text(json.dumps(b))
+    return CliRunner().invoke(main, ["diff", str(pa), str(pb)]).output
+
+
+def test_diff_text_names_a_field_outside_the_cached_content(tmp_path: Path) -> None:
+    """tool_choice added on OpenAI chat: the text names it and never says 'identical
+    payloads' beside a failed body check (new-user report 8, bug 6)."""
+    body = {"model": "gpt-4o", "messages": [
+        {"role": "system", "content": "You are terse. " * 400},
+        {"role": "user", "content": "hi"}]}
+    out = _diff_text(tmp_path, body, dict(body, tool_choice="required"))
+    assert "identical payloads" not in out and "payload_difference: none" not in out
+    assert "differs_at: tool_choice" in out
+    assert "FAILED: byte-identical bodies (differs at tool_choice)" in out
+    assert "not part of the cached content" in out
+
+
+def test_diff_text_openai_effort_does_not_claim_anthropic_hierarchy(tmp_path: Path) -> None:
+    body = {"model": "gpt-5.5", "instructions": "You are terse. " * 400,
+            "input": [{"role": "user", "content": "hi"}], "reasoning": {"effort": "medium"}}
+    out = _diff_text(tmp_path, body, dict(body, reasoning={"effort": "high"}))
+    assert "effort_changed" in out
+    assert "tools -> system -> messages" not in out
+    assert "reasoning_effort_changed" in out

@@ -633,3 +633,112 @@ def test_openai_scaled_prediction_stays_on_the_grid(reported: int) -> None:
         assert tokens <= reported
     assert r.predicted.cache_read == 1024 + ((reported - 1024) // 128) * 128 \
         or r.predicted.cache_read == 1024 + ((reported - 1024) // 128 - 1) * 128
+
+
+# ------------------------------------------- bodies that differ outside the cached content
+def _chat(**extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": "gpt-4o", "messages": [
+        {"role": "system", "content": text(1500, "oc-sys")},
+        {"role": "user", "content": "hi"}]}
+    body.update(extra)
+    return body
+
+
+def test_ttl_change_names_the_field_not_identical_payloads() -> None:
+    """Only the system breakpoint's TTL changes (5m -> 1h): no miss (a TTL is not cached
+    content), but the cause names the field and never says 'identical payloads' while the
+    body check fails (new-user report 8, bug 6)."""
+    a, b = convo(4), convo(4, system_ttl="1h")
+    r = diff(a, b)
+    assert r.verdict == "no_miss" and r.cause == "no_difference"
+    cause = r.causes[0]
+    assert "identical" not in cause.title
+    assert cause.detail["payload_difference"] == "outside the cached content"
+    assert cause.detail["differs_at"] == ["system[0].cache_control.ttl"]
+    checks = {c.name: c for c in r.checks}
+    assert checks["byte-identical bodies"].passed is False
+    assert "system[0].cache_control.ttl" in checks["byte-identical bodies"].detail
+    notes = " ".join(r.notes)
+    assert "not part of the cached content" in notes
+    assert "longer TTL" in notes and "1h" in notes  # the TTL-ordering rule is named
+    assert "breaks" not in notes  # 1h system before 5m messages: the order is allowed
+
+
+def test_ttl_change_that_breaks_the_ordering_rule_says_so() -> None:
+    """B's last breakpoint becomes 1h after a 5m system breakpoint: the TTL-ordering rule
+    (longer TTLs first, hosted-api-rules.md 1.5) is broken, and the note says where."""
+    r = diff(convo(4), convo(4, last_ttl="1h"))
+    assert r.cause == "no_difference" and "identical" not in r.causes[0].title
+    assert r.causes[0].detail["differs_at"] == ["messages[3].content[0].cache_control.ttl"]
+    notes = " ".join(r.notes)
+    assert "breaks" in notes and "TTL-ordering" in notes
+    assert "messages[3].content[0]" in notes and "system[0]" in notes
+
+
+def test_openai_tool_choice_is_named_and_outside_the_cached_content() -> None:
+    r = diff(_chat(), _chat(tool_choice="required"))
+    assert r.provider == "openai-chat" and r.verdict == "no_miss"
+    assert r.cause == "no_difference" and "identical" not in r.causes[0].title
+    assert r.causes[0].detail["differs_at"] == ["tool_choice"]
+    assert any("not part of the cached content" in n for n in r.notes)
+
+
+def test_identical_bodies_still_say_identical() -> None:
+    r = diff(_chat(), _chat())
+    assert r.cause == "no_difference" and "identical" in r.causes[0].title
+    assert r.causes[0].detail == {"payload_difference": "none"}
+
+
+def test_top_level_key_order_is_named_as_key_order() -> None:
+    a = _chat(temperature=0, top_p=1)
+    b = {k: a[k] for k in ("model", "messages", "top_p", "temperature")}
+    r = diff(a, b)
+    assert r.cause == "no_difference" and "identical" not in r.causes[0].title
+    assert r.causes[0].detail["differs_at"] == ["(key order of the top level)"]
+
+
+def test_merge_names_the_removed_message_even_if_its_text_recurs() -> None:
+    """A: u1, a1, u2, a2, u3; B merges u1 and u2 and drops a1. a1's text also occurs inside
+    the merged user text; it is still the removed message (new-user report 8, nit N4)."""
+    u1 = text(400, "m-u1") + " shared words here"
+    a1 = "shared words here"
+    u2, a2, u3 = text(400, "m-u2"), text(300, "m-a2"), text(300, "m-u3")
+    base = convo(0, last_ttl=None)
+    a = dict(base, messages=[{"role": "user", "content": u1},
+                             {"role": "assistant", "content": a1},
+                             {"role": "user", "content": u2},
+                             {"role": "assistant", "content": a2},
+                             {"role": "user", "content": u3}])
+    b = dict(base, messages=[{"role": "user", "content": u1 + "\n\n" + u2},
+                             {"role": "assistant", "content": a2},
+                             {"role": "user", "content": u3}])
+    r = diff(a, b)
+    assert r.cause == "message_rewritten"
+    detail = r.causes[0].detail
+    assert "merged" in detail["subtype"]
+    assert detail["removed"] == ["messages[1]"]
+    assert detail["merged_into"] == "messages[0]"
+
+
+@pytest.mark.parametrize(("a", "b", "path"), [
+    (_responses(reasoning={"effort": "medium"}), _responses(reasoning={"effort": "high"}),
+     "reasoning.effort"),
+    (_chat(model="o3", reasoning_effort="low"), _chat(model="o3", reasoning_effort="high"),
+     "reasoning_effort"),
+])
+def test_openai_effort_cites_openai_not_anthropic_hierarchy(a: Any, b: Any, path: str) -> None:
+    """OpenAI effort change: the source is OpenAI's diagnostics page (reason
+    reasoning_effort_changed) and the note says the tier hierarchy is Anthropic's
+    (new-user report 8, nit N6)."""
+    from promptcache.diff._causes import OPENAI_DIAGNOSTICS_URL
+
+    r = diff(a, b)
+    assert r.cause == "effort_changed" and r.causes[0].path == path
+    cause = r.causes[0]
+    assert cause.source == OPENAI_DIAGNOSTICS_URL
+    assert "reasoning_effort_changed" in cause.note
+    assert "Anthropic" in cause.note
+    # Anthropic's effort keeps its own source and note
+    an = diff(convo(4, output_config={"effort": "high"}), convo(4, output_config={"effort": "low"}))
+    assert an.causes[0].source == CAUSES["effort_changed"].source
+    assert "reasoning_effort_changed" not in an.causes[0].note

@@ -174,6 +174,10 @@ def _print_diff(r: DiffResult, a: str, b: str) -> None:
         grid.add_row("before", _escape(d.before))
         grid.add_row("after", _escape(d.after))
     invalid = " -> ".join(r.invalidated_levels) or "nothing"
+    if r.provider.startswith("openai") and r.invalidated_levels \
+            and r.invalidated_levels[0] == "tools":
+        # OpenAI documents no tools -> system -> messages hierarchy (Anthropic's, 1.7)
+        invalid = "whole prompt"
     grid.add_row("invalidated", f"{invalid} (reusable: {r.reusable_prefix})")
     if r.predicted is not None:
         grid.add_row("tokens", f"A left {_tokens(r.ideal_cache_read)} cached; B reads "

@@ -482,13 +482,15 @@ class _RawCause:
     path: str | None
     detail: dict[str, Any] = field(default_factory=dict)
     note: str = ""
+    title: str | None = None   # overrides the cause table's title (this case only)
+    source: str | None = None  # overrides the cause table's source (the rule's own page)
 
 
 def _make_cause(raw: _RawCause) -> Cause:
     info = CAUSES[raw.code]
-    return Cause.model_construct(code=raw.code, title=info.title, tier=raw.tier, path=raw.path,
-                 segment_index=raw.cut, detail=raw.detail, fix_hint=info.fix_hint,
-                 source=info.source, note=raw.note)
+    return Cause.model_construct(code=raw.code, title=raw.title or info.title, tier=raw.tier,
+                 path=raw.path, segment_index=raw.cut, detail=raw.detail,
+                 fix_hint=info.fix_hint, source=raw.source or info.source, note=raw.note)
 
 
 def _get(params: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
@@ -516,10 +518,28 @@ def _param_causes(pa: Prepared, pb: Prepared) -> list[_RawCause]:
         if found_a == found_b and va == vb:  # key order of a parameter does not matter
             continue
         cut = pb.tier_first(rule.invalidates)
+        note, source = rule.note, None
+        if fam == "openai":  # the rule's own page, not the cause table's (Anthropic) one
+            source = rule.source.url
+            reason = openai_reason_for(rule.cause, None)
+            if not note and reason is not None:
+                note = _openai_param_note(reason, source)
         out.append(_RawCause(rule.cause, cut, 1, rule.invalidates, key,
                              {"from": va if found_a else None, "to": vb if found_b else None},
-                             rule.note))
+                             note, source=source))
     return out
+
+
+def _openai_param_note(reason: str, source: str) -> str:
+    """The caveat of an OpenAI request setting whose change is a documented miss reason.
+
+    OpenAI documents such a setting only as a reason value of its cache diagnostics
+    (hosted-api-rules.md 2, the diagnostics page); the tier-by-tier invalidation table
+    (1.7) is Anthropic's, so no tier is named: the whole prompt is counted as lost."""
+    return (f"OpenAI's cache diagnostics list {reason} as a cache-miss reason ({source}); "
+            "OpenAI documents no tier-by-tier invalidation table (that one is Anthropic's), "
+            "so the whole prompt is counted as lost: confirm with usage or "
+            "prompt_cache_diagnostics")
 
 
 # ---------------------------------------------------------------------------- content
@@ -672,10 +692,14 @@ def _message_cause(pa: Prepared, pb: Prepared, i: int, path: str) -> _RawCause:
         # replace
         merged_into = _merged(a_msgs, b_msgs)
         if merged_into is not None:
+            # kept: an A message whose text a B message of the same role holds (a merged
+            # neighbour); a text that merely recurs in a message of another role (an
+            # assistant reply quoted by the merged user turn) does not keep its message
             return _RawCause("message_rewritten", i, 2, tier, path, {
                 "subtype": "history_edit (message removed and neighbours merged)",
                 "removed": [f"messages[{m.index}]" for m in a_msgs
-                            if not any(m.text and m.text in bm.text for bm in b_msgs)],
+                            if not any(m.role == bm.role and m.text.strip()
+                                       and m.text.strip() in bm.text for bm in b_msgs)],
                 "merged_into": merged_into})
         detail: dict[str, Any] = {"subtype": "edited",
                                   "messages_a": [f"messages[{m.index}]" for m in a_msgs],
@@ -986,18 +1010,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             classification = "client_side"
 
     if verdict == "unexplained_miss" or not causes:
-        detail: dict[str, Any]
-        if first >= n_a and not raw and n_b > n_a:
-            # B is A plus new segments (the healthy next turn): not "identical payloads"
-            detail = {"payload_difference": "append_only",
-                      "appended_from": pb.segments[n_a].path,
-                      "appended_tokens": round((pb.total - pb.start(n_a)) * scale)}
-            code = "append_only"
-        else:
-            detail = {"payload_difference": "none" if first >= n_a and not raw
-                      else "not causal"}
-            code = "no_difference"
-        causes.insert(0, _make_cause(_RawCause(code, n_b, 9, None, None, detail)))
+        causes.insert(0, _make_cause(_no_change_cause(pa, pb, first, bool(raw), scale)))
     primary = causes[0].code
 
     # invalidated tiers: from the earliest cut on
@@ -1051,6 +1064,124 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
         extra_cost_base_tokens=base, observed=observed, classification=classification,
         checks=checks, diagnostics=diag, token_counts_exact=pb.view.counter_exact,
         notes=notes + [c.note for c in causes if c.note])
+
+
+def _no_change_cause(pa: Prepared, pb: Prepared, first: int, changed: bool,
+                     scale: float) -> _RawCause:
+    """The primary cause when nothing in the payload explains a miss (or there is none).
+
+    ``append_only``: B is A plus new segments (the healthy next turn). ``no_difference``:
+    the cached contents are equal; when the bodies still differ (a marker's TTL, a request
+    setting no provider documents as cached content), the detail names where, and the title
+    does not claim identical payloads. ``not causal``: changes exist but do not explain the
+    missed reads.
+    """
+    n_a, n_b = len(pa.keys), len(pb.keys)
+    if first >= n_a and not changed and n_b > n_a:
+        return _RawCause("append_only", n_b, 9, None, None, {
+            "payload_difference": "append_only", "appended_from": pb.segments[n_a].path,
+            "appended_tokens": round((pb.total - pb.start(n_a)) * scale)})
+    if changed or first < n_a:
+        return _RawCause("no_difference", n_b, 9, None, None,
+                         {"payload_difference": "not causal"},
+                         title="no change in the payload explains the missed reads: the "
+                               "miss is not explained by content")
+    if _dumps(dict(pa.payload)) == _dumps(dict(pb.payload)):
+        return _RawCause("no_difference", n_b, 9, None, None, {"payload_difference": "none"})
+    differs = _payload_differences(pa.payload, pb.payload)
+    return _RawCause("no_difference", n_b, 9, None, None,
+                     {"payload_difference": "outside the cached content",
+                      "differs_at": differs},
+                     _outside_note(pb, differs),
+                     title="same cached content; the bodies differ only outside it: the "
+                           "miss is not explained by content")
+
+
+_DIFF_LIMIT = 8
+
+
+def _payload_differences(a: Any, b: Any, path: str = "",
+                         out: list[str] | None = None) -> list[str]:
+    """Paths where two request bodies differ (at most ``_DIFF_LIMIT``), in B's order.
+
+    A dict whose values are equal but whose keys come in another order gives
+    ``"(key order of PATH)"`` (``"(key order of the top level)"`` at the root)."""
+    out = [] if out is None else out
+    if len(out) >= _DIFF_LIMIT:
+        return out
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        keys = list(b) + [k for k in a if k not in b]
+        for k in keys:
+            sub = f"{path}.{k}" if path else str(k)
+            if k not in a or k not in b:
+                out.append(sub)
+            elif _dumps(a[k]) != _dumps(b[k]):
+                _payload_differences(a[k], b[k], sub, out)
+            if len(out) >= _DIFF_LIMIT:
+                return out
+        if list(a) != list(b) and dict(a) == dict(b):
+            out.append(f"(key order of {path or 'the top level'})")
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        for k in range(max(len(a), len(b))):
+            sub = f"{path}[{k}]"
+            if k >= len(a) or k >= len(b):
+                out.append(sub)
+            elif _dumps(a[k]) != _dumps(b[k]):
+                _payload_differences(a[k], b[k], sub, out)
+            if len(out) >= _DIFF_LIMIT:
+                break
+        return out
+    out.append(path or "(the whole body)")
+    return out
+
+
+def _outside_note(pb: Prepared, differs: list[str]) -> str:
+    """Why fields outside the cached content do not change it, as far as documented.
+
+    Cache markers (``cache_control`` / ``prompt_cache_breakpoint``: their place and TTL) are
+    not cached bytes. Other request settings: the reference names what is cached and
+    which settings invalidate it (hosted-api-rules.md 1.7 for Anthropic, 2.1 and the
+    diagnostics reasons for OpenAI); a setting in neither list is not part of the cached
+    content as far as the providers document. Anthropic's TTL-ordering rule (1.5, [A3]):
+    entries with a longer TTL come before entries with a shorter one in render order.
+    """
+    markers = [d for d in differs if any(m in d for m in _MARKERS)]
+    others = [d for d in differs if d not in markers]
+    parts: list[str] = []
+    if others:
+        where = ("OpenAI caches the messages, images, tool definitions and output schema, "
+                 "and its cache diagnostics name no miss reason for it" if pb.family == "openai"
+                 else "Anthropic's invalidation table names no rule for it")
+        parts.append(f"{', '.join(others)}: not part of the cached content as far as the "
+                     f"providers document ({where}); confirm with usage")
+    if markers:
+        parts.append(f"{', '.join(markers)}: a cache marker (its place or TTL) is not part "
+                     "of the cached content")
+        if pb.family == "anthropic":
+            parts.append("TTL ordering (Anthropic): entries with a longer TTL must come "
+                         "before entries with a shorter TTL in render order (a 1h entry "
+                         "before any 5m entry)")
+            broken = _ttl_order_broken(pb)
+            if broken is not None:
+                late, late_ttl, early, early_ttl = broken
+                parts.append(f"B breaks the TTL-ordering rule: its {late_ttl} breakpoint at "
+                             f"{late} comes after a {early_ttl} one at {early} (third-party "
+                             "gateways report such a request as a 400)")
+    return "; ".join(parts)
+
+
+def _ttl_order_broken(p: Prepared) -> tuple[str, str, str, str] | None:
+    """(path and TTL of a breakpoint, path and shorter TTL of an earlier one), or None."""
+    shortest: tuple[float, str, str] | None = None
+    for k in sorted(p.bps):
+        name = str(p.bp_ttl.get(k) or "5m")
+        ttl = _ttl_seconds(name)
+        if shortest is not None and ttl > shortest[0]:
+            return p.segments[k].path, name, shortest[1], shortest[2]
+        if shortest is None or ttl < shortest[0]:
+            shortest = (ttl, p.segments[k].path, name)
+    return None
 
 
 def _after(pb: Prepared, idx: int | None) -> int:
@@ -1154,10 +1285,13 @@ def _checks(pa: Prepared, pb: Prepared, first: int, gap: float | None,
     extends = identical_prefix and len(pb.keys) > len(pa.keys)
     same_body = (identical_prefix and len(pa.keys) == len(pb.keys)
                  and _dumps(dict(pa.payload)) == _dumps(dict(pb.payload)))
+    body_detail = "B extends A" if extends else ""
+    if identical_prefix and not extends and not same_body:  # same content: name the field
+        body_detail = "differs at " + ", ".join(_payload_differences(pa.payload, pb.payload))
     checks = [
         # B only appends to A: its body cannot be A's, and need not be (not a failure)
         Check.model_construct(name="byte-identical bodies", passed=None if extends else same_body,
-                              detail="B extends A" if extends else ""),
+                              detail=body_detail),
         Check.model_construct(name="B extends A's prefix unchanged", passed=identical_prefix),
         Check.model_construct(name="same model",
                               passed=(pa.model == pb.model) if pa.model and pb.model else None),
