@@ -635,3 +635,96 @@ def test_summary_counts_findings_hidden_by_min_severity_and_baseline(
     result = lint_paths([str(files["bad"]), str(files["tpl"])],
                         LintConfig(min_severity=Severity.ERROR))
     assert result.findings == [] and result.below_severity == {"error": 2}
+
+
+# ------------------------------------------------------------------ newuser8 (sixth session)
+def _codes(argv: list[str]) -> tuple[int, list[str]]:
+    code, out, _ = run([*argv, "--format", "json"])
+    return code, sorted({f["code"] for f in json.loads(out)["findings"]})
+
+
+def test_cli_select_drops_the_configs_extend_select_and_ignore(tmp_path: Path) -> None:
+    """As ruff (>= 0.0.238): a --select on the command line starts the selection anew; the
+    pyproject's extend-select and ignore no longer apply, --extend-select / --ignore do, and
+    per-file-ignores still do (bug 4)."""
+    tools = [{"name": n, "description": "d", "input_schema": {"type": "object"}}
+             for n in ("zeta", "alpha")]  # unsorted: PC202 (preview)
+    req = tmp_path / "req.json"
+    req.write_text(json.dumps({**BAD_REQUEST, "tools": tools}, indent=2), encoding="utf-8")
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.promptcache]\nextend-select = ["PC202"]\n', encoding="utf-8")
+    assert _codes([str(req)]) == (1, ["PC101", "PC202"])
+    assert _codes([str(req), "--select", "PC101"]) == (1, ["PC101"])
+    assert _codes([str(req), "--select", "PC101", "--extend-select", "PC202"]) == (
+        1, ["PC101", "PC202"])
+    pyproject.write_text('[tool.promptcache]\nignore = ["PC101"]\n', encoding="utf-8")
+    assert _codes([str(req)]) == (0, [])
+    assert _codes([str(req), "--select", "PC101"]) == (1, ["PC101"])
+    assert _codes([str(req), "--select", "PC101", "--ignore", "PC101"]) == (0, [])
+    # without --select, the options modify the set the file selects
+    assert _codes([str(req), "--extend-select", "PC101"]) == (1, ["PC101"])
+    pyproject.write_text('[tool.promptcache]\nselect = ["PC3"]\nignore = ["PC101"]\n'
+                         'per-file-ignores = { "req.json" = ["PC202"] }\n', encoding="utf-8")
+    assert _codes([str(req), "--extend-select", "PC202"]) == (0, [])
+    assert _codes([str(req), "--select", "PC101,PC202"]) == (1, ["PC101"])
+
+
+def test_empty_stdin_is_an_input_error(files: dict[str, Path]) -> None:
+    """Nothing (or blanks) on stdin is an input error naming '-' or --stdin-filename, as an
+    empty file is; the other paths are still linted (N7)."""
+    for data in (b"", b"\n", b" \n\t\r\n", b"\xef\xbb\xbf\n"):
+        assert run(["-"], stdin=data) == (
+            2, "", "-: error: empty input (nothing read from stdin)\n")
+    code, _, err = run(["-", "--stdin-filename", "prompts/system.j2"], stdin=b"\n")
+    assert code == 2 and err == "prompts/system.j2: error: empty input (nothing read from stdin)\n"
+    code, out, _ = run(["-", str(files["bad"]), "--format", "json"], stdin=b"")
+    doc = json.loads(out)
+    assert code == 2 and [f["code"] for f in doc["findings"]] == ["PC101"]
+    assert [e["file"] for e in doc["errors"]] == ["-"]
+    empty = files["bad"].with_name("empty.json")
+    empty.write_text("", encoding="utf-8")
+    assert run([str(empty)])[0] == 2  # as an empty file
+
+
+def test_json_key_only_for_a_value_in_a_field(tmp_path: Path) -> None:
+    """PC101's json_key names a JSON / YAML field, not the last word before a colon in prose
+    (N5: "Current date and time: ..." is no field "time")."""
+    def key(line: str) -> Any:
+        req = {**BAD_REQUEST, "system": [{"type": "text", "text": line + "\n" + filler(2000),
+                                          "cache_control": {"type": "ephemeral"}}]}
+        path = tmp_path / "r.json"
+        path.write_text(json.dumps(req), encoding="utf-8")
+        [finding] = json.loads(run([str(path), "--format", "json"])[1])["findings"]
+        return finding["details"]["json_key"]
+
+    assert key("Current date and time: 2025-05-04 14:03:27") is None
+    assert key("You are helpful. In Paris, time: 2025-05-04 14:03:27") is None
+    assert key('{"channel": "chat", "sent_at": "2025-05-04 14:03:27"}') == "sent_at"
+    assert key("meta:\n  sent_at: 2025-05-04 14:03:27") == "sent_at"
+    assert key("{channel: chat, sent_at: 2025-05-04 14:03:27}") == "sent_at"
+
+
+def test_sarif_relative_uris_have_a_base(files: dict[str, Path], tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Relative artifact URIs carry uriBaseId %SRCROOT%, declared in originalUriBaseIds as the
+    current folder's file:// URI (SARIF 2.1.0 §3.14.14) (N9)."""
+    spaced = tmp_path / "my prompts" / "a b.json"
+    spaced.parent.mkdir()
+    spaced.write_bytes(files["bad"].read_bytes())
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(["bad.json", "my prompts/a b.json", str(files["bad"]), "--format", "sarif"])
+    assert code == 1
+    log = json.loads(out)
+    schema = json.loads((FIXTURES / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(schema).validate(log)
+    run0 = log["runs"][0]
+    base = run0["originalUriBaseIds"]["%SRCROOT%"]["uri"]
+    assert base == tmp_path.as_uri() + "/"
+    locations = [r["locations"][0]["physicalLocation"]["artifactLocation"]
+                 for r in run0["results"]]
+    assert {"uri": "bad.json", "uriBaseId": "%SRCROOT%"} in locations
+    assert {"uri": "my%20prompts/a%20b.json", "uriBaseId": "%SRCROOT%"} in locations
+    assert {"uri": files["bad"].as_uri()} in locations
+    code, out, _ = run(["-", "--format", "sarif"], stdin=json.dumps(BAD_REQUEST).encode())
+    [res] = json.loads(out)["runs"][0]["results"]
+    assert res["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": "stdin"}

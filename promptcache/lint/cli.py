@@ -91,7 +91,12 @@ def _read_baseline(path: str) -> frozenset[str]:
 
 class _Configs:
     """File -> its :class:`LintConfig`: the ``pyproject.toml`` nearest to the file (as ruff),
-    or ``--config``'s for every file, with the command-line options applied on top.
+    or ``--config``'s for every file, with the command-line options applied on top. As ruff
+    (since 0.0.238), ``--select`` starts the rule selection anew: it replaces the file's
+    ``select`` and drops its ``extend-select`` and ``ignore``; ``--extend-select`` and
+    ``--ignore`` then apply (without ``--select``, to the set the file selects: an
+    ``--extend-select`` re-enables a rule the file ignores).
+    ``per-file-ignores`` and inline suppressions apply in every case.
 
     The configuration found from the current directory applies to files that have none above
     them. A ``pyproject.toml`` that cannot be read, or names an unknown rule or model, gives a
@@ -153,11 +158,17 @@ class _Configs:
                 config = LintConfig(root=config.root,
                                     error=InputError(exc.source, exc.reason))
         if self.select:
+            # As ruff: the command line's --select starts the resolution anew, dropping the
+            # file's select, extend-select and ignore (per-file-ignores still apply).
             config.select = self.select
-        if self.extend_select:
-            config.extend_select = (*config.extend_select, *self.extend_select)
-        if self.ignore:
-            config.ignore = (*config.ignore, *self.ignore)
+            config.extend_select = self.extend_select
+            config.ignore = self.ignore
+        elif self.extend_select or self.ignore:
+            # The options apply after the file's whole selection (a --extend-select undoes
+            # the file's ignore): resolve the file's set first, then modify it.
+            config.select = tuple(r.code for r in config.rules())
+            config.extend_select = self.extend_select
+            config.ignore = self.ignore
         if self.model:
             config.model = self.model
         if self.provider:
@@ -197,9 +208,12 @@ def _report(result: LintResult, fmt: str, out: IO[str], err: IO[str]) -> None:
 @click.argument("paths", nargs=-1, type=str)
 @click.option("--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text",
               show_default=True, help="Output format.")
-@click.option("--select", multiple=True, help="Rules to run (codes, prefixes, names, groups; "
-                                              "comma-separated). Replaces the default set.")
-@click.option("--extend-select", multiple=True, help="Rules to add to the set (e.g. PC202).")
+@click.option("--select", multiple=True,
+              help="Rules to run (codes, prefixes, names, groups; comma-separated). Replaces "
+                   "the default set and the configuration's select, extend-select and ignore "
+                   "(as ruff; per-file-ignores still apply).")
+@click.option("--extend-select", multiple=True,
+              help="Rules to add to the set (e.g. PC202), even ones the configuration ignores.")
 @click.option("--ignore", multiple=True, help="Rules to skip.")
 @click.option("--model", default=None, help="Model id for requests/templates that name none "
                                              "(and to override the one they name).")
@@ -227,6 +241,8 @@ def lint_command(paths: tuple[str, ...], fmt: str, select: tuple[str, ...],
     build folders such as .git, .venv, node_modules, dist), glob patterns, or '-' for stdin.
     Each file's settings come from the nearest pyproject.toml with [tool.promptcache]
     (unless --config); per-file-ignores and exclude globs are relative to its folder.
+    As ruff, --select replaces the file's select, extend-select and ignore; --extend-select
+    and --ignore apply on top (per-file-ignores and inline suppressions always apply).
     Exit codes: 0 clean, 1 findings, 2 usage or input error. A folder holding nothing to lint
     is a warning (exit 0); a glob matching nothing is an error (exit 2).
     """
@@ -263,7 +279,15 @@ def _run(paths: list[str], *, fmt: str, select: tuple[str, ...], extend_select: 
     data = stdin
     if "-" in paths and data is None:
         data = sys.stdin.buffer.read()
-    result = lint_paths(paths, stdin=data, stdin_name=stdin_filename, config_for=configs)
+    if "-" in paths and not (data or b"").removeprefix(b"\xef\xbb\xbf").strip():
+        # Nothing (or only blanks) on stdin is an input error, as an empty file is: an empty
+        # pipe is a mistake upstream, not a clean prompt.
+        rest = [p for p in paths if p != "-"]
+        result = (lint_paths(rest, config_for=configs) if rest else LintResult())
+        result.errors.append(InputError(stdin_filename or "-",
+                                        "empty input (nothing read from stdin)"))
+    else:
+        result = lint_paths(paths, stdin=data, stdin_name=stdin_filename, config_for=configs)
     _report(result, fmt, out, err)
     for folder in result.empty_folders:
         err.write(f"promptcache lint: warning: no files to lint found under {folder}\n")

@@ -17,7 +17,12 @@ options::
 
 Selection follows ruff: ``select`` replaces the default set (every stable rule),
 ``extend-select`` adds to it, ``ignore`` removes; a selector matches a code exactly, a code
-prefix (``PC1``), a rule's dotted name, or one of its groups.
+prefix (``PC1``), a rule's dotted name, or one of its groups. A ``--select`` on the command
+line starts the selection anew (as ruff since 0.0.238): the file's ``select``,
+``extend-select`` and ``ignore`` are dropped, and ``--extend-select`` / ``--ignore`` apply on
+top; without it, they modify the set the file selects (``--extend-select`` re-enables a
+rule the file ignores).
+``per-file-ignores`` and inline suppressions apply in every case.
 
 ``per-file-ignores`` and ``exclude`` globs are matched against the file's path relative to
 the directory holding the ``pyproject.toml`` (so they hold whatever the current directory),

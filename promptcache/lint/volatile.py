@@ -94,7 +94,14 @@ _ID_WORDS = re.compile(
     r"(?i)(?:\bid\b|_id\b|\bids?\b|nonce|request|trace|session|correlation|\brun\b|uuid|guid|"
     r"message|token|span|idempotency)"
 )
-_KEY_BEFORE = re.compile(r"""["']?([A-Za-z_][\w.-]{0,63})["']?\s*[:=]\s*["']?\s*$""")
+_KEY_BEFORE = re.compile(r"""(["']?)([A-Za-z_][\w.-]{0,63})\1\s*([:=])\s*["']?\s*$""")
+#: What may stand before an unquoted key for it to be a field: a YAML / TOML key starts its
+#: line (after indentation or a ``- `` list marker), a flow-mapping key follows its ``{`` or a
+#: ``,`` after it on the same line (not a comma in prose: "In Paris, time: ...").
+_KEY_START = re.compile(r"(?:(?:^|\n)[ \t]*(?:-[ \t]+)?|\{(?:[^\n{}]*,)?[ \t]*)$")
+#: Before an unquoted ``key=``: the text's or line's start, a blank, or a separator
+#: (``a=1&b=2``, ``k=v; k2=v2``).
+_ASSIGN_START = re.compile(r"(?:^|[\s&?;,{(])$")
 
 
 def _context(text: str, start: int, width: int = 48) -> str:
@@ -102,8 +109,17 @@ def _context(text: str, start: int, width: int = 48) -> str:
 
 
 def _json_key(text: str, start: int) -> str | None:
+    """The key of the JSON / YAML / TOML field (or ``key=value`` pair) whose value starts at
+    ``start``; None in prose ("Current date and time: ..." has no field ``time``)."""
     m = _KEY_BEFORE.search(text, max(0, start - 80), start)
-    return m.group(1) if m else None
+    if m is None:
+        return None
+    if not m.group(1):  # an unquoted key: a field only where a key can start
+        before = m.start(2)
+        start_re = _KEY_START if m.group(3) == ":" else _ASSIGN_START
+        if start_re.search(text, max(0, before - 80), before) is None:
+            return None
+    return m.group(2)
 
 
 def _has_letters_and_digits(s: str) -> bool:

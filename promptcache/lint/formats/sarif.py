@@ -3,15 +3,18 @@
 ``tool.driver.rules`` comes from the rule registry (every rule, with its doc as ``help``);
 each finding is a ``result`` with ``ruleId``/``ruleIndex``, ``level``, a physical location
 (``startLine``/``startColumn``) and a ``partialFingerprints`` entry (our baseline
-fingerprint). Input errors become ``toolExecutionNotifications`` and set
-``executionSuccessful`` to false. Spec: https://docs.oasis-open.org/sarif/sarif/v2.1.0/
+fingerprint). Relative locations carry ``uriBaseId`` ``%SRCROOT%``, which the run's
+``originalUriBaseIds`` sets to the current folder's ``file://`` URI. Input errors become
+``toolExecutionNotifications`` and set ``executionSuccessful`` to false.
+Spec: https://docs.oasis-open.org/sarif/sarif/v2.1.0/
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import IO, TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from promptcache.lint.formats._meta import tool_version
 from promptcache.lint.rules import all_rules
@@ -25,11 +28,27 @@ _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 _SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-def _uri(file: str) -> str:
+#: The ``uriBaseId`` of relative artifact locations: the folder promptcache ran in, declared
+#: in the run's ``originalUriBaseIds`` (SARIF 2.1.0 §3.14.14, §3.4.4), so that a consumer
+#: (GitHub code scanning) resolves them wherever the run started, a subfolder too.
+SRCROOT = "%SRCROOT%"
+
+
+def _location(file: str) -> dict[str, str]:
+    """The ``artifactLocation`` of ``file``: a relative URI reference (percent-encoded) with
+    ``uriBaseId`` :data:`SRCROOT`, an absolute ``file://`` URI, or ``stdin``."""
     if file in ("-", "<request>"):
-        return "stdin"
-    return PurePath(file).as_posix().lstrip("/") if not file.startswith("/") else \
-        "file://" + PurePath(file).as_posix()
+        return {"uri": "stdin"}
+    path = PurePath(file)
+    if path.is_absolute():
+        return {"uri": Path(file).as_uri()}
+    return {"uri": quote(path.as_posix(), safe="/"), "uriBaseId": SRCROOT}
+
+
+def _srcroot() -> str:
+    """The current working directory as a ``file://`` URI ending in ``/`` (§3.14.14)."""
+    uri = Path.cwd().as_uri()
+    return uri if uri.endswith("/") else uri + "/"
 
 
 def to_sarif(result: LintResult) -> dict[str, Any]:
@@ -55,7 +74,7 @@ def to_sarif(result: LintResult) -> dict[str, Any]:
             "message": {"text": f.message + (f" Fix: {f.fix}" if f.fix else "")},
             "locations": [{
                 "physicalLocation": {
-                    "artifactLocation": {"uri": _uri(f.file)},
+                    "artifactLocation": _location(f.file),
                     "region": {"startLine": max(1, f.line), "startColumn": max(1, f.col)},
                 },
             }],
@@ -70,7 +89,7 @@ def to_sarif(result: LintResult) -> dict[str, Any]:
     notifications = [{
         "level": "error",
         "message": {"text": e.reason},
-        "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(e.file)}}}],
+        "locations": [{"physicalLocation": {"artifactLocation": _location(e.file)}}],
     } for e in result.errors]
     ver = tool_version()
     return {
@@ -83,6 +102,7 @@ def to_sarif(result: LintResult) -> dict[str, Any]:
                 "version": ver,
                 "rules": driver_rules,
             }},
+            "originalUriBaseIds": {SRCROOT: {"uri": _srcroot()}},
             "invocations": [{
                 "executionSuccessful": not result.errors,
                 "toolExecutionNotifications": notifications,
