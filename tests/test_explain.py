@@ -510,3 +510,91 @@ def test_a_stored_prompt_is_named_not_called_a_non_request(tmp_path: Path) -> No
     res = CliRunner().invoke(main, ["explain", str(log)])
     assert res.exit_code == 2
     assert "prompt is stored server-side (prompt)" in res.output
+
+
+def test_a_side_request_does_not_hide_the_main_loop_entries() -> None:
+    """Bug 2(a), BR-16 pattern: a side request with another tool_choice between two main-loop
+    turns. The next main-loop turn extends the entries of the turn before the side request,
+    which are still live: it is compared with that request, not blamed on tool_choice."""
+    main_loop = conversation("alpha", 2)
+    side = {**main_loop[0], "tool_choice": {"type": "tool", "name": "read"}}
+    lines = [{"request": main_loop[0], "timestamp": 1000, "session_id": "c"},
+             {"request": side, "timestamp": 1020, "session_id": "c"},
+             {"request": main_loop[1], "timestamp": 1040, "session_id": "c"}]
+    report = explain(lines)
+    first, side_row, nxt = report.requests
+    assert first.compared_with_line is None
+    assert (side_row.cause, side_row.compared_with_line) == ("tool_choice_changed", 1)
+    assert (nxt.status, nxt.cause, nxt.compared_with_line) == ("hit", None, 1)
+    assert nxt.predicted_cache_read and nxt.predicted_cache_read > 1500
+    assert report.misses == 1 and [s.cause for s in report.summary] == ["tool_choice_changed"]
+    # the main loop's entries expired (TTL from the timestamps): the last request is the
+    # only baseline left, and the cause analysis against it stays as it was
+    late = [dict(lines[0], timestamp=1000), dict(lines[1], timestamp=1400),
+            dict(lines[2], timestamp=1420)]
+    nxt = explain(late).requests[2]
+    assert (nxt.cause, nxt.compared_with_line) == ("tool_choice_changed", 2)
+
+
+def test_a_reverted_change_reads_the_entries_written_before_it() -> None:
+    """Bug 2(b): turn 2 adds a date to the system prompt, turn 3 removes it again. Turn 3 reads
+    turn 1's entries (the logged usage shows the read): a hit, not system_changed."""
+    reqs = conversation("alpha", 3)
+    dated = text(1500, "sys") + "\nToday is 2026-11-29."
+    reqs[1]["system"] = [{"type": "text", "text": dated, "cache_control": {"type": "ephemeral"}}]
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 1700,
+             "cache_creation_input_tokens": 300}
+    lines = [{"request": reqs[0], "timestamp": 1000},
+             {"request": reqs[1], "timestamp": 1030},
+             {"request": reqs[2], "timestamp": 1060, "usage": usage}]
+    report = explain(lines)
+    assert report.sessions == 1
+    assert report.requests[1].cause == "system_changed"
+    third = report.requests[2]
+    assert (third.status, third.cause, third.compared_with_line) == ("hit", None, 1)
+    assert third.predicted_cache_read and third.predicted_cache_read > 1500
+    assert "causes_not_confirmed_by_usage" not in third.detail
+    assert report.misses == 1
+    # turn 1's entries expired before turn 3: compared with turn 2 (system_changed), and the
+    # logged read, which that prediction says is impossible, is flagged
+    late = [dict(lines[0]), dict(lines[1], timestamp=1400), dict(lines[2], timestamp=1420)]
+    third = explain(late).requests[2]
+    assert (third.cause, third.compared_with_line) == ("system_changed", 2)
+    assert third.detail["causes_not_confirmed_by_usage"] == ["system_changed"]
+
+
+def test_a_reverted_change_reads_the_automatic_prefix_on_openai() -> None:
+    """Bug 2(b) on OpenAI: the automatic prefix of turn 1 is still cached when turn 3 reverts
+    turn 2's system prompt change."""
+    system = text(1500, "sys")
+
+    def chat(sys_text: str, turns: int) -> dict[str, Any]:
+        msgs = [{"role": "system", "content": sys_text}]
+        for k in range(turns):
+            msgs.append({"role": "user", "content": text(80, f"u{k}")})
+            if k < turns - 1:
+                msgs.append({"role": "assistant", "content": text(60, f"a{k}")})
+        return {"model": "gpt-4o", "messages": msgs}
+
+    lines = [{"request": chat(system, 1), "timestamp": 1000},
+             {"request": chat("Today is 2026-11-29.\n" + system, 2), "timestamp": 1030},
+             {"request": chat(system, 3), "timestamp": 1060}]
+    report = explain(lines)
+    assert [(r.status, r.cause, r.compared_with_line) for r in report.requests] == [
+        ("cold_start", None, None), ("miss_explained", "system_changed", 1), ("hit", None, 1)]
+    assert report.requests[2].predicted_cache_read == 1536  # 1,024 + 4 x 128, on the grid
+
+
+def test_a_first_request_below_the_minimum_is_not_a_cold_start() -> None:
+    """N3, BR-14: a prefix below the model's minimum writes nothing, so the first request is
+    not a cold start; both requests are uncached for below_minimum, and neither is a miss."""
+    req = {"model": "claude-3-5-haiku-20241022", "max_tokens": 64,
+           "system": [{"type": "text", "text": text(1500, "agent"),
+                       "cache_control": {"type": "ephemeral"}}],
+           "messages": [{"role": "user", "content": text(20, "q")}]}
+    usage = {"input_tokens": 1520, "cache_creation_input_tokens": 0,
+             "cache_read_input_tokens": 0, "output_tokens": 80}
+    report = explain([{"request": req, "usage": usage}, {"request": req, "usage": usage}])
+    assert [(r.status, r.cause) for r in report.requests] == [("uncached", "below_minimum")] * 2
+    assert report.requests[0].detail["minimum_tokens"] == 2048
+    assert report.misses == 0

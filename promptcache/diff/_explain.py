@@ -18,13 +18,32 @@ longest such prefix); failing that, the session whose last request's messages re
 this one the most (at least a third of them, and no fewer messages: a history edit such as
 BR-18's merge, or a changed tool list over the same history); else it starts a new session.
 
+Baseline: the provider's cache holds the entries of every earlier request still within its
+TTL, not only the last one's. Each request is compared with the earlier request of its session
+whose written entries give the longest expected cache read and are still live (an entry written
+at time t, or read again by a request with a breakpoint at the same prefix, lives until t + TTL;
+without timestamps it is assumed live): a main-loop turn
+after a side request (BR-16's pattern) reads the turn before the side request, and a reverted
+change reads the entries written before the change. When no earlier entry matches, or none
+gives a longer read, the session's last request is the baseline (ties go to it). Each row
+names its baseline in ``compared_with_line``. Candidates are found through an index of the
+prefix digests each request wrote (Anthropic: its breakpoint segments; OpenAI: its automatic
+prefix, every segment boundary from the minimum on), looked up longest-first; only the last
+``_WINDOW`` requests of a session are indexed. A logged read that the chosen prediction says is
+impossible lists the causes it contradicts under ``detail.causes_not_confirmed_by_usage``.
+
+The first request of a session is a ``cold_start``, unless its prefix is below the model's
+minimum (it writes nothing): ``uncached`` with cause ``below_minimum`` (case BR-14).
+
 Provider diagnostics are judged against the baseline the provider used: the request's
 ``diagnostics.previous_message_id`` (Anthropic) or ``prompt_cache_options.comparison_response_id``
-(OpenAI) when that response is in the log, else the session's previous request.
+(OpenAI) when that response is in the log, else the request's baseline above.
 
 Speed: each request is rendered exactly once (:func:`~promptcache.diff._engine.prepare`);
-sessions are found through an index on the first content key; consecutive requests are
-compared on precomputed content keys. ``bench/explain_speed.py`` times a 1,000-request log.
+sessions are found through an index on the first content key; requests are compared on
+precomputed content keys, usually once each (a second or third comparison only when the
+longest match's writer does not give the read, e.g. after a side request).
+``bench/explain_speed.py`` times a 1,000-request log.
 """
 
 from __future__ import annotations
@@ -32,8 +51,9 @@ from __future__ import annotations
 import gc
 import json
 import sys
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +66,7 @@ from promptcache._cliutil import (
 from promptcache._errors import InputError, PromptCacheError
 from promptcache._times import TIME_KEYS, timestamp_of
 from promptcache.diff._causes import NO_CHANGE_CAUSES
-from promptcache.diff._engine import Prepared, compare, prepare
+from promptcache.diff._engine import _MIN_TOLERANCE, Prepared, _calibration, compare, prepare
 from promptcache.diff._inputs import (
     Prices,
     RawDiagnostics,
@@ -67,9 +87,15 @@ _LOG_FIELDS = frozenset({"usage", "response", "response_id", "diagnostics",
 #: Show a progress bar (on a TTY) from this many requests on.
 PROGRESS_THRESHOLD = 200
 _MISS_STATUSES = ("miss_explained", "unexplained_miss", "prefix_regression")
+#: Requests per session whose written entries are indexed as baselines (older ones are let go).
+_WINDOW = 32
+#: Most recent writers kept per prefix digest.
+_WRITERS_PER_DIGEST = 3
+#: Most comparisons made to choose one request's baseline.
+_MAX_COMPARES = 4
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # identity: entries sit in the baseline index's lists
 class _Entry:
     line: int
     request: Mapping[str, Any] | None
@@ -82,6 +108,8 @@ class _Entry:
     model: str | None
     prepared: Prepared | None = None
     usage: Usage | None = None
+    digests: list[int] | None = None  # prefix digest per cached segment (see _digests)
+    indexed: set[int] = field(default_factory=set)  # the digests it is a writer of
 
 
 @dataclass(slots=True)
@@ -89,6 +117,9 @@ class _Session:
     id: str
     last: _Entry | None = None
     turns: int = 0
+    # prefix digest -> the requests that wrote (or refreshed) an entry there, newest first
+    written: dict[int, list[_Entry]] = field(default_factory=dict)
+    window: deque[_Entry] = field(default_factory=deque)
 
 
 def iter_log(log: str | Path | Iterable[Any], *, name: str | None = None
@@ -337,9 +368,9 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
         else:
             sess = sessions.get("(no session)") or sessions.setdefault(
                 "(no session)", _Session("(no session)"))
-        prev = sess.last
         try:
-            row = _explain_one(e, prev, sess, prices_for)
+            prev, res = _baseline(e, sess, prices_for)
+            row = _explain_one(e, prev, sess, res, prices_for)
         except RecursionError:  # parsed, yet too deep to compare
             raise InputError(label, f"line {e.line}: request nested too deeply") from None
         wanted = _baseline_id(e.request)
@@ -350,8 +381,7 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
         if e.response_id in baselines_wanted and e.prepared is not None:
             baselines[e.response_id] = e.prepared
         # ---- update session state
-        if prev is not None:
-            prev.prepared = None  # superseded: only a session's last request is compared
+        _remember(sess, e)
         sess.last = e
         sess.turns += 1
         if e.prepared is not None and e.session is None:
@@ -367,11 +397,11 @@ def _baseline_id(request: Mapping[str, Any] | None) -> str | None:
     https://developers.openai.com/api/docs/guides/prompt-caching/diagnostics)."""
     if request is None:
         return None
-    for key, field in (("diagnostics", "previous_message_id"),
-                       ("prompt_cache_options", "comparison_response_id")):
+    for key, name in (("diagnostics", "previous_message_id"),
+                      ("prompt_cache_options", "comparison_response_id")):
         node = request.get(key)
-        if isinstance(node, Mapping) and isinstance(node.get(field), str):
-            return str(node[field])
+        if isinstance(node, Mapping) and isinstance(node.get(name), str):
+            return str(node[name])
     return None
 
 
@@ -481,20 +511,164 @@ class _SessionIndex:
         self.sessions[sid] = sess
 
 
-def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session,
+def _digests(p: Prepared) -> list[int]:
+    """A prefix digest per cached segment: ``out[i]`` identifies segments ``0..i`` (content
+    keys, cache markers ignored) of this model. In-process hashes: the index lives for one run,
+    and a collision costs only a comparison (:func:`compare` checks the keys themselves)."""
+    h = hash((p.family, p.model))
+    out = []
+    for key in p.keys:
+        h = hash((h, key))
+        out.append(h)
+    return out
+
+
+def _written_at(p: Prepared) -> list[int]:
+    """Segment indices where ``p`` writes (or refreshes) a cache entry: its breakpoints
+    (Anthropic, and OpenAI's explicit ones), and on OpenAI every segment boundary of its
+    automatic prefix from the minimum on."""
+    if p.family == "anthropic":
+        return sorted(set(p.bps))
+    minimum = int(getattr(p.policy, "min_cacheable_tokens", 1024) or 1024)
+    return sorted(set(p.bps) | {s.index for s in p.segs if s.end_token >= minimum})
+
+
+def _remember(sess: _Session, e: _Entry) -> None:
+    """Index the entries ``e`` wrote as baselines of its session's later requests, and let
+    the request that leaves the session's window go (its prepared view too)."""
+    p = e.prepared
+    if p is None or p.policy is None:
+        if sess.last is not None and not sess.last.indexed:
+            sess.last.prepared = None  # a last request that is no baseline: superseded
+        return
+    digests = e.digests if e.digests is not None else _digests(p)
+    written = sess.written
+    last = sess.last
+    mine = e.indexed
+    for i in _written_at(p):  # distinct indices, and e is new: it is in no list yet
+        d = digests[i]
+        writers = written.get(d)
+        if writers is None:
+            written[d] = [e]
+        else:
+            writers.insert(0, e)
+            if len(writers) > _WRITERS_PER_DIGEST:
+                old = writers.pop()
+                old.indexed.discard(d)
+                if not old.indexed and old is not last:
+                    old.prepared = None
+        mine.add(d)
+    e.digests = None  # the index holds what later requests look up
+    if sess.last is not None and not sess.last.indexed:
+        sess.last.prepared = None
+    sess.window.append(e)
+    if len(sess.window) > _WINDOW:
+        old = sess.window.popleft()
+        for d in old.indexed:
+            held = sess.written.get(d)
+            if held is not None and any(w is old for w in held):
+                held[:] = [w for w in held if w is not old]
+                if not held:
+                    del sess.written[d]
+        old.indexed.clear()
+        old.prepared = None
+
+
+def _gap(e: _Entry, prev: _Entry) -> float | None:
+    return (e.timestamp - prev.timestamp) if e.timestamp is not None and \
+        prev.timestamp is not None else None
+
+
+def _compare(e: _Entry, prev: _Entry, prices_for: Any) -> DiffResult | None:
+    if e.prepared is None or prev.prepared is None or e.prepared.family != prev.prepared.family:
+        return None
+    return compare(prev.prepared, e.prepared, gap=_gap(e, prev), usage_a=prev.usage,
+                   usage_b=e.usage, diagnostics_b=e.diagnostics,
+                   prices=prices_for(e.prepared.model), with_checks=False)
+
+
+def _baseline(e: _Entry, sess: _Session, prices_for: Any
+              ) -> tuple[_Entry | None, DiffResult | None]:
+    """The earlier request of ``e``'s session to compare it with, and the comparison.
+
+    Candidates are the writers of ``e``'s own prefix digests, longest prefix first and newest
+    writer first; :func:`compare` predicts each one's read (TTL from the timestamps, parameter
+    changes such as tool_choice included). The longest predicted read wins, ties going to the
+    session's last request; the last request is also the baseline when nothing matches or
+    nothing predicts a read. The walk stops once no shorter prefix can beat the best read."""
+    last = sess.last
+    p = e.prepared
+    if p is None or p.policy is None or not sess.written:
+        return last, (_compare(e, last, prices_for) if last is not None else None)
+    e.digests = digests = _digests(p)
+    # OpenAI reads whole 128-token steps: a read one step short of a prefix's end is full
+    step = 0 if p.family == "anthropic" else int(getattr(p.policy, "cache_step_tokens", 128) or 1)
+    best: tuple[float, bool] | None = None
+    slack = 0.0
+    best_entry: _Entry | None = None
+    best_res: DiffResult | None = None
+    tried: set[_Entry] = set()
+    for i in range(len(digests) - 1, -1, -1):
+        writers = sess.written.get(digests[i])
+        if not writers:
+            continue
+        if best is not None and p.end(i) <= best[0] + slack:
+            break  # no entry at a shorter prefix reads more
+        for c in writers:
+            if c in tried or len(tried) >= _MAX_COMPARES:
+                continue
+            tried.add(c)
+            res = _compare(e, c, prices_for)
+            if res is None or res.predicted is None or res.predicted.cache_read is None:
+                continue
+            assert c.prepared is not None
+            # in estimated tokens (what p.end counts), not the candidate's reported scale
+            scale = _calibration(c.prepared, c.usage) or 1.0
+            key = (res.predicted.cache_read / scale, c is last)
+            if best is None or key > best:
+                best, best_entry, best_res, slack = key, c, res, step / scale
+        if len(tried) >= _MAX_COMPARES:
+            break
+    if best_entry is None or best is None or best[0] <= 0 or best_entry is last:
+        if last is not None and best_entry is last:
+            return last, best_res
+        return last, (_compare(e, last, prices_for) if last is not None else None)
+    return best_entry, best_res
+
+
+def _below_minimum(p: Prepared | None) -> dict[str, Any] | None:
+    """What shows that ``p`` writes nothing because its prefix is below the model's minimum
+    (None when it writes, or when that is not known)."""
+    if p is None or p.policy is None:
+        return None
+    minimum = int(getattr(p.policy, "min_cacheable_tokens", 0) or 0)
+    if p.family == "anthropic":
+        if not p.bps or any(p.end(j) >= minimum for j in p.bps):
+            return None
+        return {"minimum_tokens": minimum,
+                "largest_breakpoint_prefix_tokens": max(p.end(j) for j in p.bps)}
+    minimum = minimum or 1024
+    if p.total >= minimum:
+        return None
+    return {"minimum_tokens": minimum, "prompt_tokens": p.total}
+
+
+def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session, res: DiffResult | None,
                  prices_for: Any) -> RequestExplanation:
     base: dict[str, Any] = {"line": e.line, "session": sess.id, "turn": sess.turns,
-                            "response_id": e.response_id}
+                            "response_id": e.response_id,
+                            "compared_with_line": prev.line if prev is not None else None}
     observed = e.usage.cache_read if e.usage is not None else None
     if prev is None:
+        facts = _below_minimum(e.prepared)
+        if facts is not None:  # writes nothing: not a cold start (case BR-14)
+            return RequestExplanation(**base, status="uncached", cause="below_minimum",
+                                      predicted_cache_read=0, observed_cache_read=observed,
+                                      lost_tokens=0, miss_cost_usd=0.0, detail=facts)
         return RequestExplanation(**base, status="cold_start", observed_cache_read=observed)
-    gap = (e.timestamp - prev.timestamp) if e.timestamp is not None and \
-        prev.timestamp is not None else None
-    if e.prepared is not None and prev.prepared is not None \
-            and e.prepared.family == prev.prepared.family:
-        res = compare(prev.prepared, e.prepared, gap=gap, usage_a=prev.usage, usage_b=e.usage,
-                      diagnostics_b=e.diagnostics, prices=prices_for(e.prepared.model),
-                      with_checks=False)
+    gap = _gap(e, prev)
+    if res is not None:
+        assert e.prepared is not None
         pred = res.predicted.cache_read if res.predicted is not None else None
         status: str
         if res.verdict in ("miss_explained", "unexplained_miss"):
@@ -515,7 +689,7 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session,
             predicted_cache_read=pred, observed_cache_read=observed,
             lost_tokens=res.lost_tokens if missed else 0,
             miss_cost_usd=res.miss_cost_usd if missed else 0.0,
-            diagnostics=res.diagnostics, detail=_detail(res, gap, missed))
+            diagnostics=res.diagnostics, detail=_detail(res, gap, missed, pred, observed))
     # usage only: the append-only identity
     if e.usage is None or prev.usage is None or e.usage.cache_read is None \
             or prev.usage.cache_read is None:
@@ -542,15 +716,18 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session,
                 **({"gap_seconds": gap} if gap is not None else {})})
 
 
-def _detail(res: DiffResult, gap: float | None, missed: bool) -> dict[str, Any]:
+def _detail(res: DiffResult, gap: float | None, missed: bool, pred: int | None,
+            observed: int | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if gap is not None:
         out["gap_seconds"] = gap
-    if not missed:
-        found = [c.code for c in res.causes if c.code not in NO_CHANGE_CAUSES]
-        if found and res.observed is not None:
-            # the payload changed in a way documented to invalidate, yet the read happened
-            out["causes_not_confirmed_by_usage"] = found
+    found = [c.code for c in res.causes if c.code not in NO_CHANGE_CAUSES]
+    if found and res.observed is not None and (not missed or (
+            pred is not None and observed is not None
+            and observed > pred + max(_MIN_TOLERANCE, round(0.02 * (res.ideal_cache_read or 0))))):
+        # the payload changed in a way documented to invalidate, yet the read happened (on a
+        # miss: more was read than these causes leave readable)
+        out["causes_not_confirmed_by_usage"] = found
     if missed and res.notes:
         out["notes"] = res.notes
     return out

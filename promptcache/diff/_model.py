@@ -218,14 +218,15 @@ class DiffResult(_Frozen):
 
 
 class RequestExplanation(_Frozen):
-    """One request of a log, explained against the previous request of its session.
+    """One request of a log, explained against an earlier request of its session.
 
     Attributes:
         line: 1-based line number in the log.
         session: session id (explicit, or ``"inferred-N"``).
         turn: 0-based index of the request in its session.
         response_id: the response id, if logged.
-        status: ``cold_start`` (first of a session), ``hit``, ``miss_explained``,
+        status: ``cold_start`` (first of a session, unless it writes nothing because its prefix
+            is below the model's minimum: then ``uncached``), ``hit``, ``miss_explained``,
             ``unexplained_miss``, ``prefix_regression`` (usage-only logs), ``uncached``
             (nothing read and nothing could be) or ``no_usage`` (no usage logged and nothing
             predicted lost).
@@ -239,6 +240,9 @@ class RequestExplanation(_Frozen):
         miss_cost_usd: USD of the miss (None when prices are unknown).
         diagnostics: the provider's diagnosis beside ours.
         detail: extra facts (expected minimum read for usage-only checks, gap seconds).
+        compared_with_line: line number of the earlier request this one was compared with:
+            the one whose still-live cache entries give the longest expected read, else the
+            session's last request (None for the first request of a session).
     """
 
     line: int
@@ -255,6 +259,7 @@ class RequestExplanation(_Frozen):
     miss_cost_usd: float | None = None
     diagnostics: DiagnosticsComparison | None = None
     detail: dict[str, Any] = Field(default_factory=dict)
+    compared_with_line: int | None = None
 
 
 class CauseSummary(_Frozen):
