@@ -79,7 +79,7 @@ from promptcache.diff._model import (
 from promptcache.prefix import PrefixView, Segment, render
 from promptcache.tokens import count_text
 
-__all__ = ["Prepared", "compare", "diff", "prepare"]
+__all__ = ["Prepared", "calibration", "compare", "diff", "prepare", "read_tolerance"]
 
 TIERS = ("tools", "system", "messages")
 _TIER_RANK = {t: i for i, t in enumerate(TIERS)}
@@ -90,6 +90,12 @@ _OPENAI_IN_MEMORY_S = 300.0
 _TTL_SECONDS = {"5m": 300.0, "1h": 3600.0, "30m": 1800.0, "12h": 43200.0, "24h": 86400.0}
 #: A shortfall below this many tokens (or 2 % of the prediction) is estimate noise.
 _MIN_TOLERANCE = 32
+
+
+def read_tolerance(ideal: int | None) -> int:
+    """Tokens by which an observed cache read may differ from a predicted ``ideal`` read and
+    still agree with it (estimate noise): 32 tokens or 2 % of the prediction."""
+    return max(_MIN_TOLERANCE, round(0.02 * (ideal or 0)))
 
 
 def _ttl_seconds(ttl: str | None) -> float:
@@ -898,7 +904,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
     scale = 1.0
     top_a = 0  # Anthropic: A's largest written entry (estimated tokens)
     if policy is not None and pa.policy is not None:
-        scale = _calibration(pa, usage_a)
+        scale = calibration(pa, usage_a)
         if pb.family == "anthropic":
             p = _predict_anthropic(pa, pb, cut, gap)
             p_nottl = _predict_anthropic(pa, pb, cut, None)
@@ -986,7 +992,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
         basis = read_seen if read_seen is not None else pred_read
         lost = max(0, ideal - basis)
         predicted_loss = max(0, ideal - pred_read)
-        tol = max(_MIN_TOLERANCE, round(0.02 * ideal))
+        tol = read_tolerance(ideal)
         shortfall = (pred_read - read_seen) if read_seen is not None else 0
         observed_hit = read_seen is not None and lost <= tol
         if read_seen is not None and pred_read + tol < read_seen:
@@ -1213,7 +1219,7 @@ def _bp_detail(pa: Prepared, pb: Prepared, alive: list[int], p: _Prediction) -> 
     return detail
 
 
-def _calibration(pa: Prepared, usage_a: Usage | None) -> float:
+def calibration(pa: Prepared, usage_a: Usage | None) -> float:
     """Ratio reported / estimated tokens of request A (1.0 when unknown)."""
     if usage_a is None:
         return 1.0

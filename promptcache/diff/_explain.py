@@ -66,7 +66,7 @@ from promptcache._cliutil import (
 from promptcache._errors import InputError, PromptCacheError
 from promptcache._times import TIME_KEYS, timestamp_of
 from promptcache.diff._causes import NO_CHANGE_CAUSES
-from promptcache.diff._engine import _MIN_TOLERANCE, Prepared, _calibration, compare, prepare
+from promptcache.diff._engine import Prepared, calibration, compare, prepare, read_tolerance
 from promptcache.diff._inputs import (
     Prices,
     RawDiagnostics,
@@ -623,7 +623,7 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
                 continue
             assert c.prepared is not None
             # in estimated tokens (what p.end counts), not the candidate's reported scale
-            scale = _calibration(c.prepared, c.usage) or 1.0
+            scale = calibration(c.prepared, c.usage) or 1.0
             key = (res.predicted.cache_read / scale, c is last)
             if best is None or key > best:
                 best, best_entry, best_res, slack = key, c, res, step / scale
@@ -724,7 +724,7 @@ def _detail(res: DiffResult, gap: float | None, missed: bool, pred: int | None,
     found = [c.code for c in res.causes if c.code not in NO_CHANGE_CAUSES]
     if found and res.observed is not None and (not missed or (
             pred is not None and observed is not None
-            and observed > pred + max(_MIN_TOLERANCE, round(0.02 * (res.ideal_cache_read or 0))))):
+            and observed > pred + read_tolerance(res.ideal_cache_read))):
         # the payload changed in a way documented to invalidate, yet the read happened (on a
         # miss: more was read than these causes leave readable)
         out["causes_not_confirmed_by_usage"] = found
