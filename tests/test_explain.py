@@ -598,3 +598,25 @@ def test_a_first_request_below_the_minimum_is_not_a_cold_start() -> None:
     assert [(r.status, r.cause) for r in report.requests] == [("uncached", "below_minimum")] * 2
     assert report.requests[0].detail["minimum_tokens"] == 2048
     assert report.misses == 0
+
+
+def test_the_text_table_names_the_line_each_request_was_compared_with(tmp_path: Path) -> None:
+    """``explain --all``: a "vs line" column (the baseline chosen among the session's live
+    entries), so a reader sees that line 3 was compared with line 1, not with the side request."""
+    from click.testing import CliRunner
+
+    from promptcache.cli import main
+
+    main_loop = conversation("alpha", 2)
+    side = {**main_loop[0], "tool_choice": {"type": "tool", "name": "read"}}
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps({"request": r, "timestamp": t, "session_id": "c"}) + "\n"
+                           for r, t in ((main_loop[0], 1000), (side, 1020),
+                                        (main_loop[1], 1040))))
+    out = CliRunner().invoke(main, ["explain", str(log), "--all"], env={"COLUMNS": "200"})
+    assert out.exit_code == 1, out.output
+    assert "vs line" in out.output
+    rows = {ln.split("│")[1].strip(): ln.split("│")[2].strip()
+            for ln in out.output.splitlines() if ln.count("│") > 3 and ln.split("│")[1].strip()
+            .isdigit()}
+    assert rows == {"1": "-", "2": "1", "3": "1"}

@@ -315,7 +315,8 @@ def _print_report(r: ExplainReport, log: str, show_all: bool) -> None:
     if not rows:
         return
     table = Table(title="requests" if show_all else "misses")
-    for col, justify in (("line", "right"), ("session:turn", "left"), ("status / cause", "left"),
+    for col, justify in (("line", "right"), ("vs line", "right"), ("session:turn", "left"),
+                         ("status / cause", "left"),
                          ("at", "left"), ("read pred/obs", "right"), ("lost", "right"),
                          ("USD", "right"), ("provider says", "left")):
         table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
@@ -325,7 +326,8 @@ def _print_report(r: ExplainReport, log: str, show_all: bool) -> None:
         what = x.cause or x.status
         if x.status == "unexplained_miss":
             what = "unexplained (provider side?)"
-        table.add_row(str(x.line), f"{x.session}:{x.turn}", what, x.path or "",
+        vs = "-" if x.compared_with_line is None else str(x.compared_with_line)
+        table.add_row(str(x.line), vs, f"{x.session}:{x.turn}", what, x.path or "",
                       f"{_tokens(x.predicted_cache_read)}/{_tokens(x.observed_cache_read)}",
                       _tokens(x.lost_tokens), _usd(x.miss_cost_usd), says)
     console.print(table)
