@@ -327,6 +327,7 @@ def test_openai_malformed_and_unsupported_cache_params(backend: LocalBackend) ->
     with pytest.raises(openai.BadRequestError) as err:
         client.chat.completions.create(model="gpt-4o", messages=[], max_tokens=1)
     assert err.value.body["param"] == "messages"  # type: ignore[index]
+    assert err.value.body["code"] == "empty_array"  # type: ignore[index]
     with pytest.raises(openai.BadRequestError, match="prompt_cache_options"):
         client.chat.completions.create(
             model="gpt-4o",
@@ -476,3 +477,122 @@ def test_blank_text_blocks_get_the_apis_400() -> None:
             {"role": "user", "content": [image, {"type": "text", "text": "describe it",
                                                  "cache_control": {"type": "ephemeral"}}]}])
         assert ok.usage.input_tokens > 0
+
+
+# ------------------------------------------------------- sixth session: validation fidelity
+H_ANTHROPIC = {"anthropic-version": "2023-06-01"}
+
+
+@pytest.mark.parametrize("kind", ["thinking", "redacted_thinking"])
+def test_cache_control_on_a_thinking_block_is_the_apis_400(
+    backend: LocalBackend, kind: str
+) -> None:
+    """hosted-api-rules.md 1.2: thinking / redacted_thinking blocks carry no cache_control; the
+    backend used to accept the marker and write a cache entry there (newuser7 bug 4)."""
+    block: dict[str, Any] = (
+        {"type": "thinking", "thinking": "hmm", "signature": "sig"}
+        if kind == "thinking"
+        else {"type": "redacted_thinking", "data": "abc"}
+    )
+    messages = [
+        _user("question"),
+        {"role": "assistant", "content": [{**block, "cache_control": EPH}, {"type": "text",
+                                                                           "text": "ok"}]},
+        _user("next"),
+    ]
+    with pytest.raises(anthropic.BadRequestError) as err:
+        backend.anthropic().messages.create(**_payload(messages))
+    assert err.value.status_code == 400
+    assert "messages.1.content.0.cache_control" in str(err.value)
+    # without the marker the block is fine (and cached as part of a later prefix)
+    messages[1]["content"][0] = block
+    backend.anthropic().messages.create(**_payload(messages))
+
+
+@pytest.mark.parametrize(
+    ("messages", "index"),
+    [
+        ([{"role": "user", "content": ""}], 0),
+        ([{"role": "user", "content": []}], 0),
+        ([_user("x"), {"role": "assistant", "content": ""}, _user("y")], 1),
+        ([_user("x"), {"role": "assistant", "content": []}, _user("y")], 1),
+    ],
+)
+def test_empty_message_content_is_the_apis_400(
+    backend: LocalBackend, messages: list[dict[str, Any]], index: int
+) -> None:
+    response = backend.http_client().post(
+        "/v1/messages", headers=H_ANTHROPIC, json=_payload(messages)
+    )
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert error["message"].startswith(f"messages.{index}: all messages must have non-empty")
+
+
+def test_an_empty_final_assistant_message_is_allowed(backend: LocalBackend) -> None:
+    response = backend.http_client().post(
+        "/v1/messages",
+        headers=H_ANTHROPIC,
+        json=_payload([_user("x"), {"role": "assistant", "content": ""}]),
+    )
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize(
+    ("body", "param", "code", "fragment"),
+    [
+        ({"messages": []}, "messages", "empty_array", "empty array"),
+        (
+            {"messages": [{"role": "bogus", "content": "x"}]},
+            "messages[0].role",
+            "invalid_value",
+            "'bogus'",
+        ),
+        (
+            {"messages": [{"role": "user", "content": "x"}], "prompt_cache_key": 123},
+            "prompt_cache_key",
+            "invalid_type",
+            "expected a string",
+        ),
+    ],
+)
+def test_openai_chat_validation_fidelity(
+    backend: LocalBackend, body: dict[str, Any], param: str, code: str, fragment: str
+) -> None:
+    response = backend.http_client().post(
+        "/v1/chat/completions", json={"model": "gpt-5", "max_tokens": 1, **body}
+    )
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", param, code)
+    assert fragment in error["message"]
+
+
+def test_responses_prompt_cache_key_must_be_a_string(backend: LocalBackend) -> None:
+    with pytest.raises(openai.BadRequestError) as err:
+        backend.openai().responses.create(
+            model="gpt-5", input="x", max_output_tokens=16, extra_body={"prompt_cache_key": 1}
+        )
+    assert err.value.body["param"] == "prompt_cache_key"  # type: ignore[index]
+
+
+def test_unknown_routes_get_the_providers_error_shape(backend: LocalBackend) -> None:
+    client = backend.http_client()
+    a = client.post("/v1/messages/nope", json={})
+    assert a.status_code == 404
+    assert a.json()["type"] == "error" and a.json()["error"]["type"] == "not_found_error"
+    a = client.get("/v1/whatever", headers=H_ANTHROPIC)
+    assert a.status_code == 404 and a.json()["error"]["type"] == "not_found_error"
+    o = client.post("/v1/embeddings", json={})
+    assert o.status_code == 404
+    assert o.json()["error"] == {
+        "message": "Invalid URL (POST /v1/embeddings)",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": None,
+    }
+    with pytest.raises(openai.NotFoundError):
+        backend.openai().embeddings.create(model="text-embedding-3-small", input="x")
+    wrong = client.get("/v1/chat/completions")
+    assert wrong.status_code == 405 and "error" in wrong.json()

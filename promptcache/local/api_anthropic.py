@@ -64,6 +64,9 @@ from promptcache.local.template import (
 
 __all__ = ["AnthropicRequest", "message_body", "model_info", "parse_request", "router"]
 
+_NO_MARKER_KINDS = frozenset({"thinking", "redacted_thinking"})
+"""Block kinds whose request param types have no ``cache_control`` (hosted-api-rules.md 1.2)."""
+
 _STOP_REASONS = {"max_tokens": "max_tokens", "stop": "stop_sequence", "eos": "end_turn"}
 
 
@@ -114,6 +117,7 @@ def parse_request(body: dict[str, Any], *, count_only: bool = False) -> Anthropi
         )
     if not messages and not count_only:
         raise _bad("messages: at least one message is required")
+    _check_message_content(messages)
     if count_only:
         return AnthropicRequest(model, 0, False, (), 1.0, None)
     max_tokens = body.get("max_tokens")
@@ -154,6 +158,23 @@ def parse_request(body: dict[str, Any], *, count_only: bool = False) -> Anthropi
     return AnthropicRequest(model, max_tokens, stream, tuple(stops), float(temperature), seed)
 
 
+def _check_message_content(messages: list[Any]) -> None:
+    """The API's 400 for an empty ``content`` (``""`` or ``[]``): "all messages must have
+    non-empty content except for the optional final assistant message"."""
+    last = len(messages) - 1
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue  # the renderer names the path
+        content = message.get("content")
+        if (content == "" or content == []) and not (
+            i == last and message.get("role") == "assistant"
+        ):
+            raise _bad(
+                f"messages.{i}: all messages must have non-empty content except for the "
+                f"optional final assistant message"
+            )
+
+
 def template(body: dict[str, Any], policy: CachePolicy) -> TemplatedPrompt:
     """Render and encode a Messages request.
 
@@ -170,12 +191,28 @@ def template(body: dict[str, Any], policy: CachePolicy) -> TemplatedPrompt:
 
 
 def _check_text_blocks(prompt: TemplatedPrompt) -> None:
-    """The API's 400s for blank text blocks (case BR-10): an empty text block cannot carry
+    """The API's 400s for blocks that cannot carry a marker or hold no text.
+
+    A ``thinking`` / ``redacted_thinking`` block with ``cache_control`` is a 400 naming the
+    path (``messages.1.content.0.cache_control``): the SDK's param types of those blocks have no
+    ``cache_control`` field (hosted-api-rules.md 1.2), so the API rejects the extra input; the
+    block is still cached as part of a prefix that a later breakpoint closes.
+
+    Case BR-10: an empty text block cannot carry
     ``cache_control``, and a text *block* (not a plain string) must hold non-whitespace text.
     Source: https://github.com/anthropics/claude-code/issues/54013 (see
     ../shared/cases, BR-10) and https://platform.claude.com/docs/en/build-with-claude/prompt-caching
     ("empty text blocks cannot be cached")."""
     for seg in prompt.view.segments:
+        if (
+            seg.kind in _NO_MARKER_KINDS
+            and seg.breakpoint is not None
+            and seg.breakpoint.source == "block"
+        ):
+            raise _bad(
+                f"{_dotted(seg.path)}.cache_control: Extra inputs are not permitted "
+                f"({seg.kind} blocks cannot carry cache_control)"
+            )
         if seg.kind != "text" or not seg.path.endswith("]") or (seg.text or "").strip():
             continue
         where = _dotted(seg.path)

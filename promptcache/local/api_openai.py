@@ -66,8 +66,27 @@ __all__ = ["OpenAIRequest", "OpenAIUsageCounts", "model_info", "router"]
 Shape = Literal["openai-chat", "openai-responses"]
 
 
-def _bad(message: str, param: str | None = None) -> BackendAPIError:
-    return BackendAPIError(400, "invalid_request_error", message, param=param)
+def _bad(message: str, param: str | None = None, code: str | None = None) -> BackendAPIError:
+    return BackendAPIError(400, "invalid_request_error", message, param=param, code=code)
+
+
+_CHAT_ROLES = ("system", "assistant", "user", "function", "tool", "developer")
+"""Chat Completions message roles (the API's "Supported values")."""
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type name OpenAI's ``invalid_type`` messages use."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a decimal"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "null" if value is None else "a string"
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +137,36 @@ def parse_request(body: dict[str, Any], shape: Shape, default_max_tokens: int) -
         raise _bad("Missing required parameter: 'model'.", "model")
     if shape == "openai-chat":
         messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
+        if messages is None:
             raise _bad("Missing required parameter: 'messages'.", "messages")
+        if not isinstance(messages, list):
+            raise _bad(
+                f"Invalid type for 'messages': expected an array, but got "
+                f"{_json_type(messages)} instead.",
+                "messages",
+                "invalid_type",
+            )
+        if not messages:
+            raise _bad(
+                "Invalid 'messages': empty array. Expected an array with minimum length 1, "
+                "but got an empty array instead.",
+                "messages",
+                "empty_array",
+            )
+        for i, message in enumerate(messages):
+            role = message.get("role") if isinstance(message, dict) else None
+            if isinstance(message, dict) and role is None:
+                raise _bad(
+                    f"Missing required parameter: 'messages[{i}].role'.", f"messages[{i}].role"
+                )
+            if isinstance(message, dict) and role not in _CHAT_ROLES:
+                supported = ", ".join(f"'{r}'" for r in _CHAT_ROLES[:-1])
+                raise _bad(
+                    f"Invalid value: {role!r}. Supported values are: {supported}, and "
+                    f"'{_CHAT_ROLES[-1]}'.",
+                    f"messages[{i}].role",
+                    "invalid_value",
+                )
         max_tokens = _int(body, "max_completion_tokens", minimum=1)
         if max_tokens is None:
             max_tokens = _int(body, "max_tokens", minimum=1)
@@ -130,6 +177,14 @@ def parse_request(body: dict[str, Any], shape: Shape, default_max_tokens: int) -
         if body.get("input") is None and body.get("instructions") is None:
             raise _bad("Missing required parameter: 'input'.", "input")
         max_tokens = _int(body, "max_output_tokens", minimum=1)
+    cache_key = body.get("prompt_cache_key")
+    if cache_key is not None and not isinstance(cache_key, str):
+        raise _bad(
+            f"Invalid type for 'prompt_cache_key': expected a string, but got "
+            f"{_json_type(cache_key)} instead.",
+            "prompt_cache_key",
+            "invalid_type",
+        )
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise _bad("Invalid 'stream': expected a boolean.", "stream")

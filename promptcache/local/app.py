@@ -27,7 +27,10 @@ engine's next step (after at most one token when the client left before the firs
 request is counted with the tokens generated until then, in every counter alike. The prompt of
 a request whose client left while it waited is still prefilled, cached and counted.
 
-Errors: a malformed request -> 400 in the provider's error JSON; an unknown model -> 404; a
+Errors: a malformed request -> 400 in the provider's error JSON; an unknown model -> 404; an
+unknown route -> 404 (405 for a wrong method) in the provider's shape
+(:func:`unknown_route_response`: Anthropic's under ``/v1/messages`` or with an
+``anthropic-version`` header, else OpenAI's ``Invalid URL (...)``); a
 body over ``ServerOptions.max_body_bytes`` -> 413; pool exhausted -> 529 ``overloaded_error``
 (Anthropic) / 503 (OpenAI); anything unexpected -> 500 in the provider's shape, the server keeps
 running.
@@ -52,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import anyio
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Receive, Scope, Send
 
 from promptcache._errors import InvalidRequestError, PoolExhaustedError, UnknownModelError
@@ -519,6 +523,29 @@ def provider_of(request: Request) -> ProviderShape:
     return "openai"
 
 
+def unknown_route_response(request: Request, status: int) -> JSONResponse:
+    """An unknown route (404) or method (405) in the provider's error shape.
+
+    Anthropic's shape (``not_found_error``) when the path is under ``/v1/messages`` or the
+    request sends ``anthropic-version`` (as the official Anthropic client always does);
+    otherwise OpenAI's error object, ``Invalid URL (METHOD /path)`` (``invalid_request_error``).
+    """
+    path = request.url.path
+    anthropic = path.startswith("/v1/messages") or "anthropic-version" in request.headers
+    if status == 404:
+        if anthropic:
+            exc = BackendAPIError(404, "not_found_error", "Not Found")
+        else:
+            exc = BackendAPIError(
+                404, "invalid_request_error", f"Invalid URL ({request.method} {path})"
+            )
+    else:
+        exc = BackendAPIError(
+            status, "invalid_request_error", f"Method {request.method} not allowed for {path}"
+        )
+    return error_response("anthropic" if anthropic else "openai", exc)
+
+
 def error_response(provider: ProviderShape, exc: BackendAPIError) -> JSONResponse:
     """Render a :class:`BackendAPIError` in the provider's shape (OpenAI: 529 -> 503)."""
     if provider == "anthropic":
@@ -775,6 +802,10 @@ def create_app(
     @app.exception_handler(BackendAPIError)
     async def on_api_error(request: Request, exc: BackendAPIError) -> JSONResponse:
         return error_response(provider_of(request), exc)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return unknown_route_response(request, exc.status_code)
 
     @app.get("/metrics")
     async def metrics() -> PlainTextResponse:
