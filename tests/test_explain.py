@@ -620,3 +620,110 @@ def test_the_text_table_names_the_line_each_request_was_compared_with(tmp_path: 
             for ln in out.output.splitlines() if ln.count("│") > 3 and ln.split("│")[1].strip()
             .isdigit()}
     assert rows == {"1": "-", "2": "1", "3": "1"}
+
+
+# ------------------------------------------- usage-only lines: groups, prompts, write TTL
+
+
+def _record(**kw: Any) -> dict[str, Any]:
+    """A line as the usage tracker's JsonlSink writes it."""
+    return {"provider": "anthropic", "model": "claude-sonnet-4-6", "uncached_input": 33,
+            "output": 2, **kw}
+
+
+def test_usage_lines_without_session_of_different_prompts_are_not_compared() -> None:
+    """newuser7 bug 3 (ex5): two prompts of one model (different prefix_hash), no session: no
+    false prefix_regression (it exited 1 with a $0.005 miss)."""
+    report = explain([_record(cache_read=1512, cache_write=0, start=1.0, prefix_hash="aaaa"),
+                      _record(cache_read=0, cache_write=800, start=2.0, prefix_hash="bbbb")])
+    assert report.misses == 0 and report.miss_cost_usd is None
+    assert [r.status for r in report.requests] == ["cold_start", "cold_start"]
+    assert report.sessions == 2
+    assert {r.session for r in report.requests} == {
+        "(no session: anthropic/claude-sonnet-4-6 #aaaa)",
+        "(no session: anthropic/claude-sonnet-4-6 #bbbb)"}
+
+
+def test_usage_lines_of_different_providers_and_models_are_not_compared() -> None:
+    """newuser7 bug 3 (ex6, w1): an Anthropic record then an OpenAI one, no session; each
+    provider/model/prompt group is checked on its own (w1's healthy groups give hits)."""
+    report = explain([_record(cache_read=1512, cache_write=0, start=1.0),
+                      {"provider": "openai", "model": "gpt-5", "uncached_input": 1446,
+                       "cache_read": 0, "input_total": 1446, "output": 2, "start": 2.0}])
+    assert report.misses == 0
+    assert [r.status for r in report.requests] == ["cold_start", "cold_start"]
+    mixed = [_record(cache_read=0, cache_write=1512, start=1.0, prefix_hash="a1"),
+             _record(cache_read=1512, cache_write=0, start=2.0, prefix_hash="a1"),
+             {"provider": "openai", "model": "gpt-5", "uncached_input": 1446, "cache_read": 0,
+              "input_total": 1446, "output": 2, "start": 3.0, "prefix_hash": "o1"},
+             {"provider": "openai", "model": "gpt-5", "uncached_input": 38, "cache_read": 1408,
+              "input_total": 1446, "output": 2, "start": 4.0, "prefix_hash": "o1"}]
+    report = explain(mixed)
+    assert report.misses == 0
+    assert [(r.status, r.compared_with_line) for r in report.requests] == [
+        ("cold_start", None), ("hit", 1), ("cold_start", None), ("hit", 3)]
+    # a real regression inside one group is still found
+    bad = explain([*mixed, _record(cache_read=0, cache_write=1512, start=5.0, prefix_hash="a1")])
+    assert bad.misses == 1 and bad.requests[-1].status == "prefix_regression"
+    assert bad.requests[-1].compared_with_line == 2
+
+
+def test_usage_lines_of_one_session_compare_only_the_same_provider_model_and_prompt() -> None:
+    """Within a session: another model's line is not the baseline, and a pair whose
+    prefix_hash values differ is not checked; a regression of the same prompt still is."""
+    lines = [_record(cache_read=0, cache_write=2000, start=1.0, session="s"),
+             {"provider": "openai", "model": "gpt-5", "uncached_input": 1446, "cache_read": 0,
+              "input_total": 1446, "output": 2, "start": 2.0, "session": "s"},
+             _record(cache_read=2000, cache_write=100, start=3.0, session="s")]
+    report = explain(lines)
+    assert [(r.status, r.compared_with_line) for r in report.requests] == [
+        ("cold_start", None), ("cold_start", None), ("hit", 1)]
+    hashed = [_record(cache_read=0, cache_write=2000, start=1.0, session="s", prefix_hash="p"),
+              _record(cache_read=0, cache_write=900, start=2.0, session="s", prefix_hash="q")]
+    row = explain(hashed).requests[-1]
+    assert row.status == "uncached" and row.cause is None and row.lost_tokens is None
+    assert row.detail["previous_line"] == 1 and "prefix_hash" in row.detail["not_compared"]
+    same = [_record(cache_read=0, cache_write=2000, start=1.0, session="s", prefix_hash="p"),
+            _record(cache_read=500, cache_write=0, start=2.0, session="s", prefix_hash="p")]
+    last = explain(same).requests[-1]
+    assert last.status == "prefix_regression" and last.lost_tokens == 1500
+
+
+def test_usage_only_ttl_cause_uses_the_previous_write_ttl() -> None:
+    """A 10-minute gap after a 1 h write is no TTL expiry (the check used 300 s for every
+    write); after a 5 min write it is; OpenAI's default is the engine's in-memory retention."""
+    def pair(first: dict[str, Any], gap: float) -> Any:
+        return explain([{**first, "start": 1000.0, "session": "s"},
+                        _record(cache_read=0, cache_write=2000, start=1000.0 + gap,
+                                session="s")]).requests[-1]
+
+    one_hour = _record(cache_read=0, cache_write=2000, cache_write_5m=0, cache_write_1h=2000)
+    row = pair(one_hour, 600)
+    assert row.status == "prefix_regression" and row.cause is None
+    assert row.detail["ttl_seconds"] == 3600
+    assert pair(one_hour, 4000).cause == "ttl_expired"
+    five = _record(cache_read=0, cache_write=2000, cache_write_5m=2000, cache_write_1h=0)
+    assert pair(five, 600).cause == "ttl_expired"
+    assert pair(_record(cache_read=0, cache_write=2000), 600).cause == "ttl_expired"
+    # a raw Anthropic usage object with 1 h writes (a "usage" line)
+    raw = [{"session_id": "s", "model": MODEL, "timestamp": 1000.0 + t,
+            "usage": {"input_tokens": 10, "cache_read_input_tokens": r,
+                      "cache_creation_input_tokens": w,
+                      "cache_creation": {"ephemeral_5m_input_tokens": 0,
+                                         "ephemeral_1h_input_tokens": w}}}
+           for t, r, w in ((0, 0, 2000), (600, 0, 2000))]
+    assert explain(raw).requests[-1].cause is None
+
+    def openai(**kw: Any) -> dict[str, Any]:
+        return {"provider": "openai", "model": "gpt-5", "uncached_input": 100,
+                "input_total": 100, "output": 2, "session": "s", **kw}
+    from promptcache.diff._engine import entry_ttl_seconds
+
+    late = entry_ttl_seconds(None, "openai") + 60
+    report = explain([openai(cache_read=1500, start=0.0), openai(cache_read=0, start=late)])
+    assert report.requests[-1].cause == "ttl_expired"
+    assert report.requests[-1].detail["ttl_seconds"] == entry_ttl_seconds(None, "openai")
+    report = explain([openai(cache_read=1500, start=0.0),
+                      openai(cache_read=0, start=late - 120)])
+    assert report.requests[-1].status == "prefix_regression"
+    assert report.requests[-1].cause is None

@@ -79,7 +79,8 @@ from promptcache.diff._model import (
 from promptcache.prefix import PrefixView, Segment, render
 from promptcache.tokens import count_text
 
-__all__ = ["Prepared", "calibration", "compare", "diff", "prepare", "read_tolerance"]
+__all__ = ["Prepared", "calibration", "compare", "diff", "entry_ttl_seconds", "prepare",
+           "read_tolerance"]
 
 TIERS = ("tools", "system", "messages")
 _TIER_RANK = {t: i for i, t in enumerate(TIERS)}
@@ -100,6 +101,16 @@ def read_tolerance(ideal: int | None) -> int:
 
 def _ttl_seconds(ttl: str | None) -> float:
     return _TTL_SECONDS.get(ttl or "5m", 300.0)
+
+
+def entry_ttl_seconds(ttl: str | None, family: str) -> float:
+    """Seconds a cache entry written with ``ttl`` (``"5m"``, ``"1h"``, ``"30m"``, ``"12h"``,
+    ``"24h"``) lives; without a known TTL, the provider family's default: 5 minutes on
+    Anthropic, OpenAI's in-memory retention (300 s, the lower bound of "5-10 minutes") on
+    OpenAI. The lifetimes this module's predictions use."""
+    if ttl in _TTL_SECONDS:
+        return _ttl_seconds(ttl)
+    return _OPENAI_IN_MEMORY_S if family == "openai" else _ttl_seconds(None)
 
 
 def _strip_markers(node: Any) -> Any:

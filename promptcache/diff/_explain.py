@@ -8,9 +8,18 @@ A log is JSONL, one request per line. Each line is an object with the request un
 ``diagnostics`` / ``prompt_cache_diagnostics``, ``provider`` and ``model``. Lines written by
 the usage tracker's JSONL sink (serialised ``UsageRecord`` s) are read as usage-only lines.
 Lines with usage but no request are checked with the append-only identity ``read[n] >=
-read[n-1] + write[n-1]`` (case BR-18's tracker rule). A line with neither a request nor usage,
-or whose ``request`` / ``body`` holds no messages / system / input, is bad input (an
-:class:`InputError` naming the line), as is a pretty-printed JSON document (not JSONL).
+read[n-1] + write[n-1]`` (case BR-18's tracker rule) against the latest earlier line of the same
+session, provider and model (a provider or model missing on either line matches any). Usage-only
+lines without a session id are grouped by (provider, model, ``prefix_hash`` when the line has
+one), one group per combination, named ``(no session: provider/model #hash)``; lines carrying
+none of the three form ``(no session)``. A pair whose ``prefix_hash`` values are both present and
+differ (two different prompts) is not checked: its row says ``detail.not_compared``. The TTL
+cause of a shortfall uses the lifetime of the previous line's write: 1 h when it wrote 1 h
+entries (``cache_write_1h``), its ``cache_write_ttl`` when given, else 5 min on Anthropic and
+OpenAI's in-memory retention on OpenAI (:func:`~promptcache.diff._engine.entry_ttl_seconds`).
+A line with neither a request nor usage, or whose ``request`` / ``body`` holds no messages /
+system / input, is bad input (an :class:`InputError` naming the line), as is a pretty-printed
+JSON document (not JSONL).
 
 Sessions: an explicit id wins. Otherwise a request joins the session whose last request's
 content keys (segment fingerprints without cache markers) are a prefix of its own (the
@@ -66,7 +75,14 @@ from promptcache._cliutil import (
 from promptcache._errors import InputError, PromptCacheError
 from promptcache._times import TIME_KEYS, timestamp_of
 from promptcache.diff._causes import NO_CHANGE_CAUSES
-from promptcache.diff._engine import Prepared, calibration, compare, prepare, read_tolerance
+from promptcache.diff._engine import (
+    Prepared,
+    calibration,
+    compare,
+    entry_ttl_seconds,
+    prepare,
+    read_tolerance,
+)
 from promptcache.diff._inputs import (
     Prices,
     RawDiagnostics,
@@ -110,6 +126,8 @@ class _Entry:
     usage: Usage | None = None
     digests: list[int] | None = None  # prefix digest per cached segment (see _digests)
     indexed: set[int] = field(default_factory=set)  # the digests it is a writer of
+    prefix_hash: str | None = None  # the usage record's prompt fingerprint, if logged
+    family: str | None = None  # provider family, once known
 
 
 @dataclass(slots=True)
@@ -120,6 +138,8 @@ class _Session:
     # prefix digest -> the requests that wrote (or refreshed) an entry there, newest first
     written: dict[int, list[_Entry]] = field(default_factory=dict)
     window: deque[_Entry] = field(default_factory=deque)
+    # (provider, model) -> the latest line of the session with usage (usage-only checks)
+    usage_last: dict[tuple[str | None, str | None], _Entry] = field(default_factory=dict)
 
 
 def iter_log(log: str | Path | Iterable[Any], *, name: str | None = None
@@ -241,7 +261,13 @@ def _entry(n: int, obj: Any, label: str) -> _Entry:
     model = obj.get("model") if isinstance(obj.get("model"), str) else None
     provider = obj.get("provider") if isinstance(obj.get("provider"), str) else None
     return _Entry(n, request, usage, timestamp, session,
-                  str(rid) if rid is not None else None, parse_diagnostics(obj), provider, model)
+                  str(rid) if rid is not None else None, parse_diagnostics(obj), provider, model,
+                  prefix_hash=_prefix_hash(obj))
+
+
+def _prefix_hash(obj: Mapping[str, Any]) -> str | None:
+    value = obj.get("prefix_hash")
+    return value if isinstance(value, str) and value else None
 
 
 def _is_usage_record(obj: Mapping[str, Any]) -> bool:
@@ -266,7 +292,8 @@ def _record_entry(n: int, obj: Mapping[str, Any], label: str) -> _Entry:
                   str(obj["session"]) if obj.get("session") is not None else None,
                   str(obj["request_id"]) if obj.get("request_id") is not None else None,
                   None, str(obj.get("provider")) if obj.get("provider") else None,
-                  obj.get("model") if isinstance(obj.get("model"), str) else None)
+                  obj.get("model") if isinstance(obj.get("model"), str) else None,
+                  prefix_hash=_prefix_hash(obj))
 
 
 def explain(log: str | Path | Iterable[Any], *, provider: str | None = None,
@@ -330,6 +357,8 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
     show = progress if progress is not None else (
         len(entries) >= PROGRESS_THRESHOLD and sys.stderr.isatty())
     sessions: dict[str, _Session] = {}
+    # usage-only lines without a session: (provider, model, prefix_hash) -> their group
+    loose: dict[tuple[str | None, str | None, str | None], _Session] = {}
     index = _SessionIndex()
     inferred = 0
     price_cache: dict[str | None, Prices | None] = {}
@@ -348,6 +377,7 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
                                      model_given=model is not None)
             family = e.prepared.family if e.prepared is not None else _usage_family(e, prov)
             e.usage = read_usage(e.usage_raw, family)
+            e.family = family
         except PromptCacheError as exc:  # InvalidRequestError included
             raise InputError(label, f"line {e.line}: {exc}") from None
         except RecursionError:  # parsed, yet too deep to render
@@ -365,11 +395,21 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
                 inferred += 1
                 sess = _Session(f"inferred-{inferred}")
                 sessions[sess.id] = sess
-        else:
-            sess = sessions.get("(no session)") or sessions.setdefault(
-                "(no session)", _Session("(no session)"))
+        else:  # usage only: one group per provider, model and prompt (not one for all)
+            key = (prov, model or e.model, e.prefix_hash)
+            sess = loose.get(key)
+            if sess is None:
+                name = _loose_name(*key)
+                while name in sessions:
+                    name += "'"
+                sess = loose[key] = sessions[name] = _Session(name)
+        usage_key = (prov, model or e.model
+                     or (e.prepared.model if e.prepared is not None else None))
         try:
-            prev, res = _baseline(e, sess, prices_for)
+            if e.prepared is None:  # usage only: the append-only identity, same provider/model
+                prev, res = _usage_baseline(sess, usage_key), None
+            else:
+                prev, res = _baseline(e, sess, prices_for)
             row = _explain_one(e, prev, sess, res, prices_for)
         except RecursionError:  # parsed, yet too deep to compare
             raise InputError(label, f"line {e.line}: request nested too deeply") from None
@@ -383,6 +423,8 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
         # ---- update session state
         _remember(sess, e)
         sess.last = e
+        if e.usage is not None:
+            sess.usage_last[usage_key] = e
         sess.turns += 1
         if e.prepared is not None and e.session is None:
             index.update(sess, e.prepared)
@@ -417,6 +459,47 @@ def _rebase_diagnostics(row: RequestExplanation, baseline: Prepared,
     detail = {**row.detail, "diagnostics_baseline": _baseline_id(e.request),
               "cause_vs_baseline": res.cause}
     return row.model_copy(update={"diagnostics": res.diagnostics, "detail": detail})
+
+
+def _loose_name(provider: str | None, model: str | None, prefix_hash: str | None) -> str:
+    """The name of a group of usage-only lines without a session id."""
+    what = "/".join(x for x in (provider, model) if x)
+    if prefix_hash:
+        what = f"{what} #{prefix_hash[:12]}".strip()
+    return f"(no session: {what})" if what else "(no session)"
+
+
+def _usage_baseline(sess: _Session, key: tuple[str | None, str | None]) -> _Entry | None:
+    """The latest earlier line of ``sess`` with usage and the same provider and model as
+    ``key`` (a provider or model unknown on either side matches any): the identity
+    ``read[n] >= read[n-1] + write[n-1]`` holds only within one provider's cache of one model."""
+    best: _Entry | None = None
+    for (prov, model), c in sess.usage_last.items():
+        if (prov is None or key[0] is None or prov == key[0]) \
+                and (model is None or key[1] is None or model == key[1]) \
+                and (best is None or c.line > best.line):
+            best = c
+    return best
+
+
+def _write_ttl_seconds(e: _Entry) -> float:
+    """How long the entries ``e`` wrote live: 1 h when it wrote 1 h entries, the TTL its
+    record names, else the family's default (:func:`entry_ttl_seconds`)."""
+    raw = e.usage_raw
+
+    def get(name: str) -> Any:
+        return raw.get(name) if isinstance(raw, Mapping) else getattr(raw, name, None)
+
+    ttl = None
+    one_hour = get("cache_write_1h")
+    creation = get("cache_creation")
+    if not isinstance(one_hour, int) and isinstance(creation, Mapping):
+        one_hour = creation.get("ephemeral_1h_input_tokens")  # a raw Anthropic usage
+    if isinstance(one_hour, int) and one_hour > 0:
+        ttl = "1h"
+    elif isinstance(get("cache_write_ttl"), str):
+        ttl = get("cache_write_ttl")
+    return entry_ttl_seconds(ttl, e.family or "anthropic")
 
 
 def _usage_family(e: _Entry, provider: str | None) -> str:
@@ -694,12 +777,21 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session, res: DiffResult
     if e.usage is None or prev.usage is None or e.usage.cache_read is None \
             or prev.usage.cache_read is None:
         return RequestExplanation(**base, status="no_usage", observed_cache_read=observed)
+    if e.prefix_hash is not None and prev.prefix_hash is not None \
+            and e.prefix_hash != prev.prefix_hash:  # another prompt: nothing to expect
+        return RequestExplanation(
+            **{**base, "compared_with_line": None},
+            status="hit" if e.usage.cache_read else "uncached", observed_cache_read=observed,
+            detail={"not_compared": f"prefix_hash differs from line {prev.line}'s (another "
+                                    "prompt): the append-only identity does not apply",
+                    "previous_line": prev.line})
     expected = prev.usage.cache_read + (prev.usage.cache_write or 0)
     if e.usage.cache_read >= expected:
         return RequestExplanation(**base, status="hit", observed_cache_read=observed,
                                   detail={"expected_min_read": expected})
     shortfall = expected - e.usage.cache_read
-    cause = "ttl_expired" if gap is not None and gap > 300 else None
+    ttl = _write_ttl_seconds(prev)
+    cause = "ttl_expired" if gap is not None and gap > ttl else None
     usd = None
     model = e.model or (prev.model if prev else None)
     pr = prices_for(model) if model else None
@@ -713,7 +805,7 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session, res: DiffResult
                 "observed_read": e.usage.cache_read, "shortfall": shortfall,
                 "rule": "in an append-only conversation within TTL, read[n] should be >= "
                         "read[n-1] + creation[n-1]",
-                **({"gap_seconds": gap} if gap is not None else {})})
+                **({"gap_seconds": gap, "ttl_seconds": ttl} if gap is not None else {})})
 
 
 def _detail(res: DiffResult, gap: float | None, missed: bool, pred: int | None,
