@@ -12,8 +12,9 @@ read[n-1] + write[n-1]`` (case BR-18's tracker rule) against the latest earlier 
 session, provider and model (a provider or model missing on either line matches any). Usage-only
 lines without a session id are grouped by (provider, model, ``prefix_hash`` when the line has
 one), one group per combination, named ``(no session: provider/model #hash)``; lines carrying
-none of the three form ``(no session)``. A pair whose ``prefix_hash`` values are both present and
-differ (two different prompts) is not checked: its row says ``detail.not_compared``. The TTL
+none of the three form ``(no session)``. Within a session the ``prefix_hash`` is not a reason to
+skip a pair: the wrapper's hash covers the prefix up to the last breakpoint, which moves with
+every turn of a chat. The TTL
 cause of a shortfall uses the lifetime of the previous line's write: 1 h when it wrote 1 h
 entries (``cache_write_1h``), its ``cache_write_ttl`` when given, else 5 min on Anthropic and
 OpenAI's in-memory retention on OpenAI (:func:`~promptcache.diff._engine.entry_ttl_seconds`).
@@ -777,14 +778,6 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session, res: DiffResult
     if e.usage is None or prev.usage is None or e.usage.cache_read is None \
             or prev.usage.cache_read is None:
         return RequestExplanation(**base, status="no_usage", observed_cache_read=observed)
-    if e.prefix_hash is not None and prev.prefix_hash is not None \
-            and e.prefix_hash != prev.prefix_hash:  # another prompt: nothing to expect
-        return RequestExplanation(
-            **{**base, "compared_with_line": None},
-            status="hit" if e.usage.cache_read else "uncached", observed_cache_read=observed,
-            detail={"not_compared": f"prefix_hash differs from line {prev.line}'s (another "
-                                    "prompt): the append-only identity does not apply",
-                    "previous_line": prev.line})
     expected = prev.usage.cache_read + (prev.usage.cache_write or 0)
     if e.usage.cache_read >= expected:
         return RequestExplanation(**base, status="hit", observed_cache_read=observed,
