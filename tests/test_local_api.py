@@ -783,3 +783,66 @@ def test_a_response_never_started_still_cancels_its_generation() -> None:
     with pytest.raises(ClientDisconnect):  # what starlette makes of the OSError
         anyio.run(response, scope, receive, send)
     assert not started and stream._cancel.is_set()
+
+
+# Sixth session (newuser7 bug 1): a non-streamed request whose client leaves is cancelled too,
+# so a client timeout frees the engine instead of decoding to max_tokens.
+@pytest.mark.parametrize(
+    ("path", "payload"),
+    [
+        ("/v1/messages", {**anthropic_payload(1), "max_tokens": ABORT_MAX_TOKENS}),
+        ("/v1/chat/completions", {**chat_payload(1), "max_tokens": ABORT_MAX_TOKENS}),
+        ("/v1/responses", {**responses_payload(1), "max_output_tokens": ABORT_MAX_TOKENS}),
+    ],
+)
+def test_a_non_streamed_request_whose_client_leaves_stops_decoding(
+    fresh: LocalBackend, results: list[Any], path: str, payload: dict[str, Any]
+) -> None:
+    assert "stream" not in payload
+    anyio.run(_leave_while_waiting, fresh, path, payload)
+    deadline = time.monotonic() + 60
+    while fresh.metrics().get("promptcache_output_tokens_total", 0) == 0:
+        assert time.monotonic() < deadline, "the generation was never counted"
+        time.sleep(0.05)
+    assert len(results) == 1
+    assert results[0].stop_reason == "cancelled"
+    assert len(results[0].output_ids) == 1
+    m = fresh.metrics()
+    assert m["engine.requests_total"] == 1
+    assert m["promptcache_output_tokens_total"] == m["engine.generated_tokens_total"] == 1
+    _no_violation(fresh)
+
+
+@pytest.mark.timeout(120)  # the old backend decoded a 1e9-token request for hours
+def test_max_tokens_beyond_the_local_context_is_a_400_up_front(backend: LocalBackend) -> None:
+    huge = 10**9
+    before = backend.metrics().get("engine.requests_total", 0)
+    with pytest.raises(anthropic.BadRequestError) as a_err:
+        backend.anthropic().messages.create(
+            **{**anthropic_payload(1), "max_tokens": huge}, timeout=60  # the SDK wants a timeout
+        )
+    assert a_err.value.status_code == 400
+    assert "exceed context limit" in str(a_err.value) and "> 32768" in str(a_err.value)
+    assert "local" in str(a_err.value)  # the message says the bound is the local model's
+    client = backend.openai()
+    with pytest.raises(openai.BadRequestError) as c_err:
+        client.chat.completions.create(**{**chat_payload(1), "max_completion_tokens": huge})
+    body = c_err.value.body
+    assert isinstance(body, dict)
+    assert body["code"] == "context_length_exceeded" and body["param"] == "max_completion_tokens"
+    with pytest.raises(openai.BadRequestError) as r_err:
+        client.responses.create(**{**responses_payload(1), "max_output_tokens": huge})
+    assert isinstance(r_err.value.body, dict)
+    assert r_err.value.body["param"] == "max_output_tokens"
+    assert backend.metrics().get("engine.requests_total", 0) == before  # nothing ran
+    # the bound is prompt + max_tokens: one token over the context is rejected too
+    prompt = backend.anthropic().messages.count_tokens(
+        **{k: v for k, v in anthropic_payload(1).items() if k != "max_tokens"}
+    ).input_tokens
+    with pytest.raises(anthropic.BadRequestError, match=rf"{prompt} \+ {32768 - prompt + 1} > "):
+        backend.anthropic().messages.create(
+            **{**anthropic_payload(1), "max_tokens": 32768 - prompt + 1}, timeout=60
+        )
+    with pytest.raises(openai.BadRequestError) as c_err:
+        client.chat.completions.create(**{**chat_payload(1), "max_tokens": 32768})
+    assert isinstance(c_err.value.body, dict) and c_err.value.body["param"] == "messages"

@@ -92,3 +92,39 @@ def test_serve_port_0_banner_names_the_bound_port(log_level: str) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
+
+
+@pytest.mark.local
+def test_serve_stops_on_sigterm_while_a_generation_runs() -> None:
+    """newuser7 bug 1: uvicorn's graceful shutdown waited for an endless non-streamed request,
+    so SIGTERM could not stop ``serve``. Now in-flight requests get a short graceful timeout and
+    are then cancelled with their generations. The request fits the context (no 400) and would
+    decode for minutes; its client stays connected, so only the shutdown can end it."""
+    import json
+    import signal
+    import time
+
+    pytest.importorskip("torch")
+    pytest.importorskip("uvicorn")
+    proc = subprocess.Popen([*SERVE, "--port", "0", "--log-level", "warning"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        banner = proc.stderr.readline()
+        match = re.search(r"backend on http://127\.0\.0\.1:(\d+) ", banner)
+        assert match, banner
+        body = json.dumps({"model": "claude-sonnet-4-6", "max_tokens": 20_000,
+                           "messages": [{"role": "user", "content": "hi"}]}).encode()
+        with socket.create_connection(("127.0.0.1", int(match.group(1))), timeout=TIMEOUT) as s:
+            s.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\ncontent-type: application/json"
+                      b"\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+            time.sleep(2)  # the generation is decoding
+            assert proc.poll() is None
+            start = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
+            assert time.monotonic() - start < 15
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()

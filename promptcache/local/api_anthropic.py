@@ -13,6 +13,11 @@ generated so far: message_start is sent once the prefill has run, like the real 
 **cumulative** counts on ``message_delta`` (no ``cache_creation`` there, as in
 ``MessageDeltaUsage``).
 
+Limits: input tokens + ``max_tokens`` above the local model's context is a 400 ("input length
+and `max_tokens` exceed context limit: A + B > C", the API's wording; the bound is the local
+model's context, as the catalog records no per-model output limit). A non-streamed request
+whose client disconnects stops decoding (:func:`promptcache.local.app.generate_until_disconnect`).
+
 Pre-warm (``max_tokens: 0``): prefill only, writes at the breakpoints, ``content: []``,
 ``stop_reason: "max_tokens"``; rejected with ``stream``, ``thinking.type: "enabled"``,
 ``output_config.format`` or a forced ``tool_choice`` (hosted-api-rules.md 1.5).
@@ -31,7 +36,6 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
-from starlette.concurrency import run_in_threadpool
 
 from promptcache._errors import InvalidRequestError
 from promptcache.catalog import CachePolicy
@@ -49,6 +53,7 @@ from promptcache.local.app import (
     GenerationStream,
     api_key_of,
     first_event,
+    generate_until_disconnect,
     next_event,
     read_json,
     sse,
@@ -331,6 +336,7 @@ def router(service: BackendService) -> APIRouter:
         body = await read_json(request, service.options.max_body_bytes)
         req = parse_request(body)
         policy, prompt, salt, planner = prepare(body, request, req)
+        service.check_context(prompt.total_tokens, req.max_tokens, "anthropic", "max_tokens")
         stop_ids = [encode_text(s) for s in req.stop_sequences]
         kwargs: dict[str, Any] = dict(
             tenant_salt=salt,
@@ -343,8 +349,8 @@ def router(service: BackendService) -> APIRouter:
             usage_of=usage_of,
         )
         message_id = _message_id()
-        if not req.stream:  # counted in /metrics by service.generate
-            outcome = await run_in_threadpool(lambda: service.generate(prompt, policy, **kwargs))
+        if not req.stream:  # counted by service.generate; cancelled if the client leaves
+            outcome = await generate_until_disconnect(request, service, prompt, policy, **kwargs)
             return JSONResponse(message_body(req, message_id, outcome))
 
         events = service.start_stream(prompt, policy, **kwargs)  # counted by its worker

@@ -31,7 +31,6 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
-from starlette.concurrency import run_in_threadpool
 
 from promptcache._errors import InvalidRequestError
 from promptcache.catalog import CachePolicy
@@ -48,6 +47,7 @@ from promptcache.local.app import (
     GenerationStream,
     api_key_of,
     first_event,
+    generate_until_disconnect,
     next_event,
     read_json,
     sse,
@@ -349,6 +349,19 @@ def router(service: BackendService) -> APIRouter:
         except InvalidRequestError as exc:
             raise _bad(f"Invalid '{exc.path or 'body'}': {exc.reason}", exc.path or None) from None
         _check_cache_params(body, prompt, policy)
+        max_param = next(
+            (k for k in ("max_completion_tokens", "max_tokens", "max_output_tokens")
+             if body.get(k) is not None),
+            None,
+        )
+        service.check_context(
+            prompt.total_tokens,
+            req.max_tokens,
+            "openai",
+            max_param
+            if max_param is not None and (service.context_tokens or 0) < req.max_tokens
+            else ("messages" if shape == "openai-chat" else "input"),
+        )
         salt = service.tenant_salt(api_key_of(request), policy.model_id)
         planner: Callable[[int, float], CachePlan | None]
         if policy.explicit_breakpoints:
@@ -384,9 +397,10 @@ def router(service: BackendService) -> APIRouter:
         )
         return _Prepared(req, policy, prompt, kwargs, stop_ids)
 
-    async def run(p: _Prepared) -> GenerationOutcome:
-        """A non-streamed generation (counted in /metrics by ``service.generate``)."""
-        return await run_in_threadpool(lambda: service.generate(p.prompt, p.policy, **p.kwargs))
+    async def run(p: _Prepared, request: Request) -> GenerationOutcome:
+        """A non-streamed generation (counted in /metrics by ``service.generate``), cancelled
+        when its client disconnects."""
+        return await generate_until_disconnect(request, service, p.prompt, p.policy, **p.kwargs)
 
     async def start(p: _Prepared, request: Request) -> tuple[GenerationStream, tuple[str, Any]]:
         """A streamed generation (counted in /metrics by its worker) and its first event."""
@@ -402,7 +416,7 @@ def router(service: BackendService) -> APIRouter:
         created = int(time.time())
         details = service.options.openai_prompt_tokens_details
         if not p.req.stream:
-            outcome = await run(p)
+            outcome = await run(p, request)
             ids = list(outcome.result.output_ids)
             return JSONResponse(
                 {
@@ -440,7 +454,7 @@ def router(service: BackendService) -> APIRouter:
         mid = "msg_" + secrets.token_hex(12)
         created = time.time()
         if not p.req.stream:
-            outcome = await run(p)
+            outcome = await run(p, request)
             ids = list(outcome.result.output_ids)
             return JSONResponse(
                 _response_object(body, p, rid, mid, created, outcome, decode_tokens(ids))

@@ -17,6 +17,13 @@ the accounting decision and the generation, so the block cache cannot change bet
 (what is physically reused). Caches are isolated per API key and per requested model: both go
 into the engine's tenant salt.
 
+Limits: prompt tokens + ``max_tokens`` above the local model's context (its position limit)
+is a 400 before anything runs (:meth:`BackendService.check_context`; the catalog records no
+per-model output limit, so the local context is the bound). A non-streamed generation whose
+client disconnects is cancelled too (:func:`generate_until_disconnect`), so a client timeout
+frees the engine; ``promptcache serve`` gives in-flight requests a short graceful-shutdown
+timeout, after which their generations are cancelled (SIGTERM / Ctrl-C stop it in seconds).
+
 Counting: every generation that ran is counted once, when it ends, by :class:`BackendService`
 (prompt, cache read and write as the response reports them, reused / computed and generated
 tokens), whether or not its response reached the client. A streamed generation whose client
@@ -91,6 +98,7 @@ __all__ = [
     "cancel_on_close",
     "create_app",
     "first_event",
+    "generate_until_disconnect",
     "next_event",
 ]
 
@@ -279,6 +287,60 @@ class BackendService:
             )
         return policy
 
+    @property
+    def context_tokens(self) -> int | None:
+        """The local model's context (its position limit, ``max_position_embeddings``: 32,768
+        for the default random model, ``ModelRunner(max_positions=...)``), or None when the
+        engine does not expose one (a test double)."""
+        config = getattr(getattr(self.engine, "runner", None), "config", None)
+        if config is None:
+            return None
+        get_text = getattr(config, "get_text_config", None)
+        text_cfg = get_text(decoder=True) if callable(get_text) else config
+        value = getattr(text_cfg, "max_position_embeddings", None)
+        return int(value) if isinstance(value, int) and value > 0 else None
+
+    def check_context(
+        self, prompt_tokens: int, max_tokens: int, provider: ProviderShape, param: str
+    ) -> None:
+        """Reject a request whose prompt plus ``max_tokens`` cannot fit the local model.
+
+        The hosted APIs reject, up front, a ``max_tokens`` above the model's output limit and a
+        prompt plus ``max_tokens`` above its context window (Anthropic: "input length and
+        `max_tokens` exceed context limit: A + B > C"; OpenAI: ``context_length_exceeded``).
+        The catalog records no per-model output limit with a source, so the honest bound here
+        is the local model's own context (:attr:`context_tokens`), and the message says so.
+        Without this check a huge ``max_tokens`` (1e9) decoded for hours: the random model never
+        stops on its own.
+
+        Raises:
+            BackendAPIError: 400 ``invalid_request_error`` (OpenAI ``param`` = ``param``,
+                ``code`` = ``context_length_exceeded``).
+        """
+        limit = self.context_tokens
+        if limit is None or prompt_tokens + max_tokens <= limit:
+            return
+        note = (
+            f"(the local backend's bound is its model's context of {limit} tokens, not the "
+            f"hosted model's output limit, which the catalog does not record)"
+        )
+        if provider == "anthropic":
+            message = (
+                f"input length and `max_tokens` exceed context limit: {prompt_tokens} + "
+                f"{max_tokens} > {limit}, decrease input length or `max_tokens` and try again "
+                f"{note}"
+            )
+        else:
+            message = (
+                f"This model's maximum context length is {limit} tokens. However, you "
+                f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the "
+                f"messages, {max_tokens} in the completion). Please reduce the length of the "
+                f"messages or completion {note}."
+            )
+        raise BackendAPIError(
+            400, "invalid_request_error", message, param=param, code="context_length_exceeded"
+        )
+
     @staticmethod
     def tenant_salt(api_key: str | None, model: str) -> bytes:
         """Salt isolating caches per API key (workspace) and per model (32 bytes)."""
@@ -360,9 +422,13 @@ class BackendService:
         stop_token_seqs: list[list[int]] | None = None,
         temperature: float = 0.0,
         seed: int | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> GenerationOutcome:
         """Run one request to completion (blocking; call from a worker thread) and count it in
         /metrics (``usage_of`` gives the input-side usage the response reports).
+
+        ``should_stop`` is polled before each decode step; once it returns True decoding ends
+        with ``stop_reason="cancelled"`` (the client left: :func:`generate_until_disconnect`).
 
         Raises:
             BackendAPIError: 529 when the KV pool is exhausted.
@@ -380,7 +446,7 @@ class BackendService:
             usage_of=usage_of,
             on_plan=None,
             on_token=None,
-            should_stop=None,
+            should_stop=should_stop,
         )
 
     def start_stream(
@@ -689,6 +755,55 @@ async def first_event(
         events.cancel()
         raise
     return plan, item
+
+
+async def generate_until_disconnect(
+    request: Request,
+    service: BackendService,
+    prompt: TemplatedPrompt,
+    policy: CachePolicy,
+    **kwargs: Any,
+) -> GenerationOutcome:
+    """A non-streamed generation (:meth:`BackendService.generate` in a worker thread) that is
+    cancelled when its client disconnects or the request task is cancelled.
+
+    A watcher listens for the client's ``http.disconnect`` (servers do not cancel a route
+    handler when its client leaves) and asks the engine to stop; decoding then ends at its next
+    step with ``stop_reason="cancelled"`` and the generation is counted with the tokens
+    generated until then, as an aborted stream is. When the request task itself is cancelled
+    (server shutdown after its graceful timeout) the worker is abandoned and told to stop, so a
+    client timeout or a shutdown frees the engine instead of decoding to ``max_tokens``.
+
+    Raises:
+        BackendAPIError: as :meth:`BackendService.generate`.
+    """
+    cancel = threading.Event()
+
+    async def watch() -> None:
+        while True:
+            message = await request.receive()
+            if message.get("type") == "http.disconnect":
+                log.debug("client left a non-streamed request: cancelling the generation")
+                cancel.set()
+                return
+
+    def work() -> tuple[GenerationOutcome | None, BaseException | None]:
+        try:
+            return service.generate(prompt, policy, should_stop=cancel.is_set, **kwargs), None
+        except Exception as exc:  # re-raised outside the task group (no exception group)
+            return None, exc
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            outcome, error = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+            tg.cancel_scope.cancel()
+    finally:
+        cancel.set()  # cancelled or done: a no-op once the generation ended
+    if error is not None:
+        raise error
+    assert outcome is not None
+    return outcome
 
 
 class GenerationResponse(StreamingResponse):

@@ -10,6 +10,9 @@ The listening socket is bound before the engine is built and handed to uvicorn, 
 use or a host that does not resolve is reported at once, and the banner (printed only once the
 socket is bound) names the real port (``--port 0`` picks a free one).
 
+Shutdown: SIGTERM or Ctrl-C waits at most :data:`GRACEFUL_SHUTDOWN_S` seconds for in-flight
+requests, then cancels them and their generations.
+
 Exit codes: 0 after a clean shutdown, 2 when the address cannot be bound (port in use, unknown
 host, no permission) or the engine cannot be built (bad model path, device, pool size, missing
 ``local`` extra), printed as one line: ``promptcache: HOST:PORT: reason``.
@@ -23,7 +26,13 @@ import click
 
 from promptcache._cliutil import fail
 
-__all__ = ["serve_command"]
+__all__ = ["GRACEFUL_SHUTDOWN_S", "serve_command"]
+
+GRACEFUL_SHUTDOWN_S = 3.0
+"""Seconds SIGTERM / Ctrl-C waits for in-flight requests before cancelling them (uvicorn's
+``timeout_graceful_shutdown``): a cancelled request cancels its generation, which stops at the
+engine's next decode step, so ``serve`` exits within a few seconds even while a long
+generation runs (uvicorn's default waits for every request, forever)."""
 
 
 def _address(host: str, port: int) -> str:
@@ -159,7 +168,13 @@ def serve_command(
             f"pool {pool_mb:g} MiB, block {block_size}, {mode} mode)",
             err=True,
         )
-        config = uvicorn.Config(app, host=host, port=bound, log_level=log_level)
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=bound,
+            log_level=log_level,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        )
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
