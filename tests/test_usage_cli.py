@@ -443,3 +443,25 @@ def test_iter_usage_log_lines_parses_given_text_as_the_file() -> None:
     text = '{"input_tokens": 5, "output_tokens": 1}\r\n\n{"prompt_tokens": 7}\n'
     got = [(where, r.provider) for where, r in iter_usage_log_lines("-", text=text)]
     assert [where for where, _ in got] == ["-:1", "-:3"]
+
+
+def test_report_counts_clamped_records_and_keeps_hit_rate_in_range(tmp_path: Path) -> None:
+    # nu7 bug 2: "hit rate 5000.00%" and negative savings, with no word of clamping
+    path = tmp_path / "bad.jsonl"
+    line = {"model": "gpt-5", "prompt_tokens": 100, "completion_tokens": 1,
+            "prompt_tokens_details": {"cached_tokens": 5000}}
+    path.write_text(json.dumps(line) + "\n" + json.dumps({**line, "label": "b"}) + "\n",
+                    encoding="utf-8")
+    res = CliRunner().invoke(main, ["report", str(path), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["total"]["hit_rate"] == 1.0
+    assert Decimal(data["total"]["savings_usd"]) > 0
+    assert data["clamped_records"] == 2
+    assert data["clamped"][0]["reported"] == "input_total=100,cache_read=5000,uncached_input=0"
+    flagged = [a for a in data["anomalies"] if a["kind"] == "usage_anomaly"]
+    assert [a["count"] for a in flagged] == [2]  # one line for both, numbers left out
+    assert not [a for a in data["anomalies"] if a["kind"] == "anomalous"]
+    text = CliRunner().invoke(main, ["report", str(path)]).output
+    assert "5000.00%" not in text and "100.00%" in text
+    assert "clamped (2 records)" in text and "cache_read=5000" in text

@@ -296,6 +296,32 @@ def test_openai_parts_exceeding_prompt_tokens_clamp_and_flag() -> None:
     assert rec.uncached_input == 0 and "input_parts_exceed_total" in rec.flags
 
 
+def test_cached_tokens_above_prompt_tokens_are_clamped_consistently() -> None:
+    # nu7 bug 2: cached_tokens 5000 > prompt_tokens 100 kept cache_read=5000 (hit rate 50.0)
+    rec = parse_usage({"prompt_tokens": 100, "completion_tokens": 1,
+                       "prompt_tokens_details": {"cached_tokens": 5000}}, model="gpt-5")
+    assert (rec.uncached_input, rec.cache_read, rec.input_total) == (0, 100, 100)
+    assert rec.total_input == 100 and rec.hit_rate == 1.0
+    assert rec.flags == ("input_parts_exceed_total",
+                         "input_parts_reported:input_total=100,cache_read=5000,uncached_input=0")
+    # writes are capped at what the read leaves; the uncached part at what both leave
+    both = parse_usage(_chat({"prompt_tokens": 100, "completion_tokens": 1,
+                              "prompt_tokens_details": {"cached_tokens": 90,
+                                                        "cache_write_tokens": 20}}))
+    assert (both.uncached_input, both.cache_read, both.cache_write) == (0, 90, 10)
+    assert both.total_input == 100
+    deepseek = parse_usage({"prompt_tokens": 10, "prompt_cache_hit_tokens": 8,
+                            "prompt_cache_miss_tokens": 8})
+    assert (deepseek.uncached_input, deepseek.cache_read, deepseek.total_input) == (2, 8, 10)
+    # a hand-made or logged record is made consistent the same way, and stays so when re-read
+    hand = UsageRecord(provider="openai", uncached_input=0, cache_read=5000, input_total=100)
+    assert hand.cache_read == 100 and "input_parts_exceed_total" in hand.flags
+    again = UsageRecord.model_validate(hand.model_dump())
+    assert again == hand
+    ok = UsageRecord(provider="openai", uncached_input=0, cache_read=100, input_total=100)
+    assert ok.flags == ()
+
+
 def test_vllm_missing_cached_tokens_is_unknown() -> None:
     usage = {"prompt_tokens": 3000, "completion_tokens": 10, "total_tokens": 3010}
     rec = parse_usage(ChatCompletion.model_validate(_chat(usage, "Qwen/Qwen3-8B")),

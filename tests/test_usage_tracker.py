@@ -362,3 +362,20 @@ def test_sdk_response_meta_fields_outside_the_instance_dict_are_read() -> None:
         "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}})
     r = parse_usage(Forwarding(completion))
     assert (r.model, r.request_id) == ("gpt-4o", "c1")
+
+
+def test_clamped_record_keeps_hit_rate_cost_and_savings_consistent() -> None:
+    # nu7 bug 2: cached_tokens 5000 > prompt_tokens 100 gave hit rate 50.0 and negative savings
+    from promptcache.usage import parse_usage
+
+    prices = explicit_prices(input=1.25, output=10, cache_read=0.125)
+    tracker = UsageTracker(default_prices=prices, warn=False)
+    events = tracker.add(parse_usage({"prompt_tokens": 100, "completion_tokens": 1,
+                                      "prompt_tokens_details": {"cached_tokens": 5000}},
+                                     model="gpt-5"))
+    s = tracker.summary()
+    assert s.hit_rate == 1.0 and s.cache_read == s.total_input == 100
+    assert s.input_cost == Decimal("0.0000125")  # 100 read tokens at $0.125/M, not 5,000
+    assert s.savings == Decimal("0.0001125") and s.savings > 0
+    assert [e.kind for e in events] == ["usage_anomaly"]
+    assert "input_parts_exceed_total" in events[0].message

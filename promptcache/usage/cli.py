@@ -41,7 +41,7 @@ import click
 
 from promptcache._cliutil import PLOT_FORMATS, check_model, fail, unknown_model_message
 from promptcache._errors import CatalogError, InputError, UnknownModelError
-from promptcache.usage.record import UsageRecord
+from promptcache.usage.record import CLAMP_FLAG, REPORTED_FLAG, UsageRecord
 from promptcache.usage.sinks import iter_usage_log_lines
 from promptcache.usage.tracker import UsageSummary, UsageTracker
 
@@ -108,10 +108,11 @@ def _anomalies(tracker: UsageTracker) -> list[dict[str, Any]]:
     found: dict[tuple[str, str], list[UsageRecord]] = {}
     for event in tracker.events:
         if event.kind == "usage_anomaly":
-            found.setdefault(("usage_anomaly", event.message), []).append(event.record)
+            found.setdefault(("usage_anomaly", _flags_message(event.record)),
+                             []).append(event.record)
     for rec in tracker.records:
-        if rec.provider not in ("openai", "openai-responses"):
-            continue
+        if rec.provider not in ("openai", "openai-responses") or CLAMP_FLAG in rec.flags:
+            continue  # a clamped read is not the provider's number: flagged as usage_anomaly
         grid: dict[str, int] = {}
         if rec.model is not None:
             try:
@@ -127,6 +128,31 @@ def _anomalies(tracker: UsageTracker) -> list[dict[str, Any]]:
     return [{"kind": kind, "message": message, "count": len(recs),
              "labels": sorted({r.label for r in recs if r.label is not None})}
             for (kind, message), recs in found.items()]
+
+
+def _flags_message(rec: UsageRecord) -> str:
+    """The anomaly message of a record's parse flags, the same for every record with the same
+    flags: the per-record numbers of ``input_parts_reported:...`` are left out (records are
+    counted per message), and clamped records say what was done to their numbers."""
+    names = [f for f in rec.flags if not f.startswith(f"{REPORTED_FLAG}:")]
+    message = "usage flags: " + ", ".join(names)
+    if CLAMP_FLAG in names:
+        message += " (parts clamped to the reported input total)"
+    return message
+
+
+def _clamped(records: list[UsageRecord]) -> list[dict[str, Any]]:
+    """Records whose parts were clamped to their input total, with the numbers as reported
+    (the ``input_parts_reported`` flag's detail)."""
+    out: list[dict[str, Any]] = []
+    for rec in records:
+        if CLAMP_FLAG not in rec.flags:
+            continue
+        reported = next((f.partition(":")[2] for f in rec.flags
+                         if f.startswith(f"{REPORTED_FLAG}:")), None)
+        out.append({"label": rec.label, "model": rec.model, "request_id": rec.request_id,
+                    "reported": reported})
+    return out
 
 
 @click.command("report")
@@ -191,6 +217,7 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
             for (label, model), s in groups]
     events: Counter[str] = Counter(str(e.kind) for e in tracker.events)
     anomalies = _anomalies(tracker)
+    clamped = _clamped(tracker.records)
     if plot_path is not None:  # before the report: a failed plot leaves no report behind
         _plot(tracker, plot_path)
     if fmt == "json":
@@ -200,6 +227,8 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
                                "messages": [e.message for e in tracker.events
                                             if e.kind not in ("unpriced", "usage_anomaly")],
                                "anomalies": anomalies,
+                               "clamped_records": len(clamped),
+                               "clamped": clamped,
                                "cost_unknown": _unpriced(records, tracker)},
                               indent=2))
     elif fmt == "csv":
@@ -213,6 +242,13 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
         _print_table(usage_file, groups, total, events, unknown, total_unknown)
         for note in _unpriced(records, tracker):
             click.echo(f"  cost unknown: {note}")
+        if clamped:
+            n = len(clamped)
+            first = clamped[0]["reported"]
+            click.echo(f"  clamped ({n} {'record' if n == 1 else 'records'}): cache read/write "
+                       "counts exceeded the reported input total and were clamped to it; the "
+                       "numbers above use the clamped counts"
+                       + (f" (first as reported: {first})" if first else ""))
         for anomaly in anomalies:
             n = anomaly["count"]
             click.echo(f"  {anomaly['kind']} ({n} {'record' if n == 1 else 'records'}): "

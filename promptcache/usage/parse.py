@@ -17,7 +17,10 @@ Provider semantics (sources: reference/hosted-api-rules.md sections 1.8, 2.4, 3)
   on ``message_delta`` only; the max-merge gives the same record either way.
 * OpenAI chat (https://github.com/openai/openai-python ``types/completion_usage.py``):
   ``prompt_tokens`` *includes* ``prompt_tokens_details.cached_tokens`` and ``cache_write_tokens``;
-  uncached = prompt - cached - written (clamped at 0 with the flag ``input_parts_exceed_total``).
+  uncached = prompt - cached - written. When the parts exceed the total the record is clamped
+  (the read capped at the total, the writes at what remains, uncached 0) and flagged
+  ``input_parts_exceed_total`` plus ``input_parts_reported:...`` with the reported numbers
+  (:class:`~promptcache.usage.record.UsageRecord` does it for every record with ``input_total``).
   Streaming: the ``include_usage`` chunk (``choices: []``). vLLM and other compatible servers use
   the same shape; a missing ``cached_tokens`` is unknown (``None``), not 0.
 * OpenAI Responses (``types/responses/response_usage.py``): ``input_tokens`` inclusive,
@@ -220,7 +223,8 @@ def _map_usage_openai(u: Mapping[str, Any]) -> Raw:
 def _split_inclusive(
     total: int | None, read: int | None, write: int | None, flags: list[str]
 ) -> int | None:
-    """Uncached part of an inclusive total; clamps at 0 and flags when the parts exceed it."""
+    """Uncached part of an inclusive total; clamps at 0 and flags when the parts exceed it (the
+    record then caps the read and the writes at the total: ``UsageRecord._clamp_parts``)."""
     if total is None or read is None:
         return None
     uncached = total - read - (write or 0)

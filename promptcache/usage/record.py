@@ -20,6 +20,14 @@ Conventions (the places where peers go wrong, see reference/peer-tools.md sectio
   (``cache_write_tokens``): it goes into ``cache_write`` with ``cache_write_ttl`` naming the
   retention it was written for (``"30m"`` by default, ``"12h"`` when the Responses API says so);
   OpenAI bills every write token at one write rate that *replaces* the input rate.
+* **The parts never exceed a reported total.** When ``input_total`` is known and
+  ``cache_read + writes`` (or ``uncached_input + cache_read + writes``) exceeds it (a provider or
+  relay bug: e.g. ``cached_tokens`` 5000 with ``prompt_tokens`` 100), the record is clamped when
+  it is made: ``cache_read`` is capped at the total, the writes at what remains, the uncached
+  bucket at what remains after both. Hit rate, cost and the no-cache baseline then agree (hit
+  rate stays in [0, 1]). The clamping is never silent: the record carries the flag
+  ``input_parts_exceed_total`` and ``input_parts_reported:FIELD=N,...`` with the numbers as
+  reported (hosted-api-rules.md 2.4: "clamp at 0 and log the case").
 * **Providers that report an inclusive input total** (OpenAI ``prompt_tokens``, Responses
   ``input_tokens``, Gemini ``prompt_token_count``, DeepSeek hit + miss) keep it in
   ``input_total``. For models that have no cache-write category (OpenAI before GPT-5.6, Gemini
@@ -34,15 +42,27 @@ case file comes from mixing the two conventions in one field.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, TypeGuard
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validator
 
-__all__ = ["CacheWriteTTL", "UsageRecord"]
+__all__ = ["CLAMP_FLAG", "REPORTED_FLAG", "CacheWriteTTL", "UsageRecord"]
+
+#: Flag of a record whose reported parts (read, writes, uncached) exceeded its reported
+#: inclusive ``input_total``: the parts were clamped to the total (hosted-api-rules.md 2.4).
+CLAMP_FLAG = "input_parts_exceed_total"
+#: Prefix of the companion flag that keeps the numbers as reported before clamping, e.g.
+#: ``"input_parts_reported:input_total=100,cache_read=5000,uncached_input=0"``.
+REPORTED_FLAG = "input_parts_reported"
 
 CacheWriteTTL = Literal["5m", "1h", "30m", "12h", "24h"]
 
 _NonNegOpt = NonNegativeInt | None
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    """A plain non-negative int (the clamp leaves anything else to the field validation)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class UsageRecord(BaseModel):
@@ -76,10 +96,13 @@ class UsageRecord(BaseModel):
             tell "prefix changed" from "TTL expired" and to group concurrent cold writes.
         cacheable: whether the request's prefix could be cached at all (``None``: infer it).
         flags: anomalies found while parsing, e.g. ``"usage_decreased:cache_read"`` (a streamed
-            counter went down) or ``"input_parts_exceed_total"``.
+            counter went down), ``"input_parts_exceed_total"`` (the parts were clamped to
+            ``input_total``; ``"input_parts_reported:..."`` keeps the reported numbers) or
+            ``"unknown_cache_field:PATH"`` (a cache-related usage field the parser cannot map).
 
     Invariants: every count is ``>= 0``; ``cache_write_5m + cache_write_1h == cache_write``
-    whenever all three are known (enforced).
+    whenever all three are known (enforced); ``uncached_input + cache_read + writes <=
+    input_total`` whenever ``input_total`` is known (enforced by clamping, flagged).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -105,6 +128,50 @@ class UsageRecord(BaseModel):
     prefix_hash: str | None = None
     cacheable: bool | None = None
     flags: tuple[str, ...] = Field(default=())
+
+    @model_validator(mode="before")
+    @classmethod
+    def _clamp_parts(cls, data: Any) -> Any:
+        """Cap the parts at a known inclusive ``input_total`` and flag it (see the module
+        docstring); the reported numbers are kept in an ``input_parts_reported:`` flag."""
+        if not isinstance(data, dict):
+            return data
+        total, read = data.get("input_total"), data.get("cache_read")
+        if not _is_count(total) or not _is_count(read):
+            return data
+        uncached = data.get("uncached_input")
+        write, w5, w1 = data.get("cache_write"), data.get("cache_write_5m"), data.get("cache_write_1h")
+        counts = (uncached, write, w5, w1)
+        if any(v is not None and not _is_count(v) for v in counts):
+            return data  # a bad value: left to the field validation
+        writes = write if write is not None else (
+            w5 + w1 if w5 is not None and w1 is not None else 0)
+        if read + writes + (uncached or 0) <= total:
+            return data
+        new_read = min(read, total)
+        new_writes = min(writes, total - new_read)
+        out = dict(data)
+        out["cache_read"] = new_read
+        if new_writes != writes:
+            if write is not None:
+                out["cache_write"] = new_writes
+            if w5 is not None and w1 is not None:
+                out["cache_write_5m"] = min(w5, new_writes)
+                out["cache_write_1h"] = new_writes - out["cache_write_5m"]
+            elif w5 is not None or w1 is not None:
+                out["cache_write_5m"] = out["cache_write_1h"] = None
+        if uncached is not None:
+            out["uncached_input"] = min(uncached, total - new_read - new_writes)
+        reported = ",".join(
+            f"{name}={data[name]}"
+            for name in ("input_total", "cache_read", "cache_write", "cache_write_5m",
+                         "cache_write_1h", "uncached_input")
+            if data.get(name) is not None
+        )
+        flags = tuple(data.get("flags") or ())
+        extra = [f for f in (CLAMP_FLAG, f"{REPORTED_FLAG}:{reported}") if f not in flags]
+        out["flags"] = (*flags, *extra)
+        return out
 
     def model_post_init(self, __context: object) -> None:
         """Check the TTL split against the write total (ValueError when they disagree)."""

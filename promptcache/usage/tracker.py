@@ -30,7 +30,9 @@ Diagnostics, each emitted as a :class:`UsageEvent` (returned by :meth:`UsageTrac
   before the previous write became readable (its ``first_token``, else ``end``). Groups with
   their redundant writes and wasted USD are in :meth:`UsageTracker.cold_write_groups`.
 * ``usage_anomaly``: the record carries parse flags (a streamed counter decreased, parts exceed
-  the total...).
+  the total...). A record whose parts exceeded its inclusive ``input_total`` arrives clamped to
+  it (flag ``input_parts_exceed_total``; :class:`~promptcache.usage.record.UsageRecord`), so hit
+  rate, cost and savings are computed from consistent counts and the hit rate stays in [0, 1].
 
 TTL used by the session checks: ``ttl=`` when given; else 1 h when the previous request wrote
 1 h entries; else the record's ``cache_write_ttl`` or the model's catalog ``default_ttl``; else
