@@ -596,3 +596,80 @@ def test_unknown_routes_get_the_providers_error_shape(backend: LocalBackend) -> 
         backend.openai().embeddings.create(model="text-embedding-3-small", input="x")
     wrong = client.get("/v1/chat/completions")
     assert wrong.status_code == 405 and "error" in wrong.json()
+
+
+# ------------------------------------------------------- Responses previous_response_id
+def test_previous_response_id_prepends_the_stored_conversation(backend: LocalBackend) -> None:
+    """newuser7 bug 5: previous_response_id was silently ignored (input_tokens too low, no
+    cached tokens). Now the stored conversation (input + output) is prepended."""
+    client = backend.openai(api_key="tenant-previous")
+    first_input = filler(1500, "previous response id conversation")
+    r1 = client.responses.create(model="gpt-5", input=first_input, max_output_tokens=16)
+    assert r1.store is True
+    r2 = client.responses.create(
+        model="gpt-5", input="and then?", previous_response_id=r1.id, max_output_tokens=16
+    )
+    explicit = [
+        {"type": "message", "role": "user", "content": first_input},
+        {"type": "message", "role": "assistant", "content": r1.output_text},
+        {"type": "message", "role": "user", "content": "and then?"},
+    ]
+    expected = apply_template({"model": "gpt-5", "input": explicit}, "openai-responses")
+    assert r2.usage is not None and r1.usage is not None
+    assert r2.usage.input_tokens == expected.total_tokens > r1.usage.input_tokens
+    assert r2.usage.input_tokens_details.cached_tokens >= 1024  # the first turn is read
+    assert r2.previous_response_id == r1.id
+    # a chain: the third turn carries both earlier turns
+    r3 = client.responses.create(
+        model="gpt-5", input="more", previous_response_id=r2.id, max_output_tokens=16
+    )
+    assert r3.usage is not None
+    assert r3.usage.input_tokens > r2.usage.input_tokens + r2.usage.output_tokens
+    # another API key (project) does not see the stored response
+    with pytest.raises(openai.BadRequestError):
+        backend.openai(api_key="another-tenant").responses.create(
+            model="gpt-5", input="x", previous_response_id=r1.id, max_output_tokens=16
+        )
+
+
+def test_unknown_or_unstored_previous_response_id_is_a_400(backend: LocalBackend) -> None:
+    client = backend.openai()
+    with pytest.raises(openai.BadRequestError) as err:
+        client.responses.create(
+            model="gpt-5", input="x", previous_response_id="resp_nope", max_output_tokens=16
+        )
+    body = err.value.body
+    assert isinstance(body, dict)
+    assert body["param"] == "previous_response_id"
+    assert body["code"] == "previous_response_not_found"
+    assert body["type"] == "invalid_request_error" and "'resp_nope' not found" in body["message"]
+    unstored = client.responses.create(model="gpt-5", input="x", store=False,
+                                       max_output_tokens=16)
+    assert unstored.store is False
+    with pytest.raises(openai.BadRequestError, match="not found"):
+        client.responses.create(
+            model="gpt-5", input="y", previous_response_id=unstored.id, max_output_tokens=16
+        )
+
+
+def test_a_streamed_response_is_stored_too(backend: LocalBackend) -> None:
+    client = backend.openai()
+    with client.responses.stream(model="gpt-5", input="hello", max_output_tokens=16) as stream:
+        events = list(stream)
+    rid = events[-1].response.id  # type: ignore[union-attr]
+    r2 = client.responses.create(
+        model="gpt-5", input="again", previous_response_id=rid, max_output_tokens=16
+    )
+    assert r2.previous_response_id == rid
+
+
+def test_the_response_store_is_a_bounded_lru() -> None:
+    from promptcache.local.api_openai import ResponseStore
+
+    store = ResponseStore(capacity=2)
+    store.put("t", "a", [{"role": "user", "content": "1"}])
+    store.put("t", "b", [])
+    assert store.get("t", "a") is not None  # a is now the most recently used
+    store.put("t", "c", [])
+    assert store.get("t", "b") is None and store.get("t", "a") is not None and len(store) == 2
+    assert store.get("other", "a") is None

@@ -15,7 +15,22 @@ Usage (hosted-api-rules.md 2.1-2.4; https://developers.openai.com/api/docs/guide
 * ``prompt_tokens`` / ``input_tokens`` include cached and written tokens.
 * Chat streaming with ``stream_options.include_usage``: every chunk carries ``usage: null`` and
   one last chunk with ``choices: []`` carries the usage, before ``data: [DONE]``. Responses
-  streaming ends with ``response.completed`` whose ``response.usage`` is filled.
+  streaming ends with ``response.completed`` whose ``response.usage`` is filled, or, when the
+  output reached ``max_output_tokens``, ``response.incomplete``
+  (``incomplete_details.reason: "max_output_tokens"``), as the API does. The random model
+  never stops on its own, so its streams always end that way, and the SDK's
+  ``stream.get_final_response()`` raises "Didn't receive a response.completed event": read
+  the ``response.incomplete`` event's ``response`` (its ``usage`` is filled) instead.
+* Responses ``previous_response_id``: every Responses response is stored (unless
+  ``store: false``) in memory, per API key, the last :data:`RESPONSE_STORE_SIZE` (256) of them
+  (LRU; gone on restart): its input items (a string input as one user message) plus its output
+  (one assistant message). A request naming one gets that conversation prepended to its
+  ``input``, so its tokens count and are cached and read as the API's are; ``instructions`` are
+  not carried over (as in the API). An unknown, evicted or ``store: false`` id is a 400
+  ``invalid_request_error`` with ``param: "previous_response_id"`` and ``code:
+  "previous_response_not_found"`` ("Previous response with id '...' not found."), the API's
+  answer as quoted in https://github.com/maximhq/bifrost/issues/2441 and
+  https://github.com/bigduu/Bamboo-agent/pull/513.
 * ``ServerOptions.openai_prompt_tokens_details=False`` leaves ``prompt_tokens_details`` out of
   Chat usage, like vLLM without ``--enable-prompt-tokens-details``
   (https://github.com/vllm-project/vllm/issues/16162): clients must read that as "unknown".
@@ -23,8 +38,11 @@ Usage (hosted-api-rules.md 2.1-2.4; https://developers.openai.com/api/docs/guide
 
 from __future__ import annotations
 
+import copy
 import secrets
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -61,7 +79,14 @@ from promptcache.local.template import (
     encode_text,
 )
 
-__all__ = ["OpenAIRequest", "OpenAIUsageCounts", "model_info", "router"]
+__all__ = [
+    "RESPONSE_STORE_SIZE",
+    "OpenAIRequest",
+    "OpenAIUsageCounts",
+    "ResponseStore",
+    "model_info",
+    "router",
+]
 
 Shape = Literal["openai-chat", "openai-responses"]
 
@@ -328,6 +353,99 @@ def usage_of(outcome: GenerationOutcome) -> tuple[int, int, int | None]:
     return counts.prompt_tokens, counts.cached_tokens, counts.cache_write_tokens
 
 
+RESPONSE_STORE_SIZE = 256
+"""Responses kept for ``previous_response_id`` (least recently used dropped first)."""
+
+
+class ResponseStore:
+    """Stored Responses conversations, for ``previous_response_id``.
+
+    Each stored response keeps its whole conversation as input items: the items of its own
+    ``previous_response_id`` chain, its input (a string input as one user message), and its
+    output (one assistant message). ``instructions`` are not kept: the API does not carry them
+    over to a response that names a previous one. In memory, per API key (another key gets
+    "not found", as another project would), bounded to ``capacity`` responses (LRU).
+    """
+
+    def __init__(self, capacity: int = RESPONSE_STORE_SIZE) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[tuple[str, str], list[dict[str, Any]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, tenant: str, response_id: str) -> list[dict[str, Any]] | None:
+        """The conversation items of a stored response (a copy), or None."""
+        with self._lock:
+            items = self._items.get((tenant, response_id))
+            if items is None:
+                return None
+            self._items.move_to_end((tenant, response_id))
+            return copy.deepcopy(items)
+
+    def put(self, tenant: str, response_id: str, items: list[dict[str, Any]]) -> None:
+        """Store a response's conversation (evicting the least recently used over capacity)."""
+        with self._lock:
+            self._items[(tenant, response_id)] = copy.deepcopy(items)
+            self._items.move_to_end((tenant, response_id))
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def _input_items(value: Any) -> list[dict[str, Any]]:
+    """A Responses ``input`` as a list of items (a string is one user message)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"type": "message", "role": "user", "content": value}]
+    return list(value) if isinstance(value, list) else []
+
+
+def _with_previous(
+    body: dict[str, Any], store: ResponseStore, tenant: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``(body to generate from, its conversation items)``: with ``previous_response_id`` the
+    stored conversation is prepended to ``input`` (its tokens count, and are cached and read,
+    as the API's are).
+
+    Raises:
+        BackendAPIError: 400 ``previous_response_not_found`` for an unknown (or ``store:
+            false``) id, as the API answers.
+    """
+    previous = body.get("previous_response_id")
+    store_flag = body.get("store", True)
+    if store_flag is not None and not isinstance(store_flag, bool):
+        raise _bad(
+            f"Invalid type for 'store': expected a boolean, but got {_json_type(store_flag)} "
+            f"instead.",
+            "store",
+            "invalid_type",
+        )
+    if previous is None:
+        if isinstance(body.get("input"), (str, list)) or body.get("input") is None:
+            return body, _input_items(body.get("input"))
+        return body, []  # the renderer names the bad input
+    if not isinstance(previous, str):
+        raise _bad(
+            f"Invalid type for 'previous_response_id': expected a string, but got "
+            f"{_json_type(previous)} instead.",
+            "previous_response_id",
+            "invalid_type",
+        )
+    history = store.get(tenant, previous)
+    if history is None:
+        raise _bad(
+            f"Previous response with id '{previous}' not found.",
+            "previous_response_id",
+            "previous_response_not_found",
+        )
+    if body.get("input") is not None and not isinstance(body.get("input"), (str, list)):
+        return body, []  # the renderer names the bad input
+    items = history + _input_items(body.get("input"))
+    return {**body, "input": items}, items
+
+
 @dataclass(slots=True)
 class _Prepared:
     req: OpenAIRequest
@@ -446,22 +564,32 @@ def router(service: BackendService) -> APIRouter:
         events, first = await start(p, request)
         return GenerationResponse(_chat_stream(service, p, cid, created, events, first), events)
 
+    store = ResponseStore()
+
     @api.post("/v1/responses")
     async def responses(request: Request) -> Response:
         body = await read_json(request, service.options.max_body_bytes)
-        p = prepare(body, request, "openai-responses")
+        tenant = api_key_of(request) or ""
+        parse_request(body, "openai-responses", service.options.default_max_tokens)
+        full_body, items = _with_previous(body, store, tenant)
+        p = prepare(full_body, request, "openai-responses")
         rid = "resp_" + secrets.token_hex(12)
         mid = "msg_" + secrets.token_hex(12)
         created = time.time()
+
+        def keep(text: str) -> None:
+            if body.get("store", True) is not False:
+                store.put(tenant, rid, [*items, {"type": "message", "role": "assistant",
+                                                 "content": text}])
+
         if not p.req.stream:
             outcome = await run(p, request)
-            ids = list(outcome.result.output_ids)
-            return JSONResponse(
-                _response_object(body, p, rid, mid, created, outcome, decode_tokens(ids))
-            )
+            text = decode_tokens(list(outcome.result.output_ids))
+            keep(text)
+            return JSONResponse(_response_object(body, p, rid, mid, created, outcome, text))
         events, first = await start(p, request)
         return GenerationResponse(
-            _responses_stream(body, p, rid, mid, created, events, first), events
+            _responses_stream(body, p, rid, mid, created, events, first, keep), events
         )
 
     return api
@@ -516,7 +644,8 @@ def _response_object(
         "truncation": "disabled",
         "text": {"format": {"type": "text"}},
         "metadata": {},
-        "store": False,
+        "store": body.get("store", True) is not False,
+        "previous_response_id": body.get("previous_response_id"),
         "prompt_cache_key": body.get("prompt_cache_key"),
         "usage": usage,
     }
@@ -606,6 +735,7 @@ async def _responses_stream(
     created: float,
     events: Any,
     first: tuple[str, Any],
+    keep: Callable[[str], None],
 ) -> AsyncIterator[bytes]:
     seq = 0
 
@@ -650,6 +780,7 @@ async def _responses_stream(
             if rest:
                 yield delta(rest)
             full = decode_tokens(ids)
+            keep(full)  # stored for previous_response_id (unless store: false)
             yield event(
                 "response.output_text.done",
                 {

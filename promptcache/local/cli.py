@@ -28,7 +28,7 @@ from promptcache._cliutil import fail
 
 __all__ = ["GRACEFUL_SHUTDOWN_S", "serve_command"]
 
-GRACEFUL_SHUTDOWN_S = 3.0
+GRACEFUL_SHUTDOWN_S = 3
 """Seconds SIGTERM / Ctrl-C waits for in-flight requests before cancelling them (uvicorn's
 ``timeout_graceful_shutdown``): a cancelled request cancels its generation, which stops at the
 engine's next decode step, so ``serve`` exits within a few seconds even while a long
