@@ -124,6 +124,7 @@ def test_serve_stops_on_sigterm_while_a_generation_runs() -> None:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=30)
             assert time.monotonic() - start < 15
+            assert proc.returncode == -signal.SIGTERM  # as the module docstring says
     finally:
         if proc.poll() is None:
             proc.kill()

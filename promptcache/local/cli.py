@@ -13,9 +13,11 @@ socket is bound) names the real port (``--port 0`` picks a free one).
 Shutdown: SIGTERM or Ctrl-C waits at most :data:`GRACEFUL_SHUTDOWN_S` seconds for in-flight
 requests, then cancels them and their generations.
 
-Exit codes: 0 after a clean shutdown, 2 when the address cannot be bound (port in use, unknown
-host, no permission) or the engine cannot be built (bad model path, device, pool size, missing
-``local`` extra), printed as one line: ``promptcache: HOST:PORT: reason``.
+Exit codes: after a shutdown by SIGTERM, uvicorn re-raises the signal, so the status is the
+signal's (143 in a shell, -15 as ``subprocess`` reports it); 2 when the address cannot be bound
+(port in use, unknown host, no permission) or the engine cannot be built (bad model path,
+device, pool size, missing ``local`` extra), printed as one line:
+``promptcache: HOST:PORT: reason``.
 """
 
 from __future__ import annotations
