@@ -273,6 +273,10 @@ def test_br30_cumulative_counters_are_never_summed() -> None:
     assert merged["cache_read"] != c["expected"]["cumulative_summed"]["must_not"]
     assert merged["input_tokens"] == 5105 and merged["output_tokens"] == 16
     assert decreased == ("input_tokens",)
+    # the whole stream parsed (LangChain UsageMetadata, input_tokens inclusive): 5100 read
+    rec = parse_stream(c["input"]["cumulative_summed"])
+    assert rec.cache_read == c["expected"]["cumulative_summed"]["cache_read"]
+    assert (rec.uncached_input, rec.total_input, rec.output) == (5, 5105, 16)
 
 
 # ------------------------------------------------------------------ usage inside other kinds

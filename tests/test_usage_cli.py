@@ -465,3 +465,18 @@ def test_report_counts_clamped_records_and_keeps_hit_rate_in_range(tmp_path: Pat
     text = CliRunner().invoke(main, ["report", str(path)]).output
     assert "5000.00%" not in text and "100.00%" in text
     assert "clamped (2 records)" in text and "cache_read=5000" in text
+
+
+def test_report_reads_langchain_usage_and_lists_unmapped_cache_fields(tmp_path: Path) -> None:
+    # nu8 bug 5: LangChain usage_metadata was read as 5,105 uncached Anthropic tokens
+    path = tmp_path / "lc.jsonl"
+    path.write_text(json.dumps({"input_tokens": 5105, "output_tokens": 16,
+                                "input_token_details": {"cache_read": 5100}}) + "\n"
+                    + json.dumps({"input_tokens": 50, "output_tokens": 1,
+                                  "cache_read_input_tokens": 0,
+                                  "odd_details": {"cache_hits": 40}}) + "\n", encoding="utf-8")
+    data = json.loads(CliRunner().invoke(main, ["report", str(path), "--format", "json"]).output)
+    assert data["total"]["cache_read"] == 5100
+    assert data["total"]["uncached_input"] == 5 + 50
+    assert [a["message"] for a in data["anomalies"] if a["kind"] == "usage_anomaly"] == [
+        "usage flags: unknown_cache_field:odd_details.cache_hits"]

@@ -259,13 +259,55 @@ def test_br30_cumulative_summed_stream_is_max_merged_not_summed() -> None:
 
     c = case("BR-30")
     rec = parse_stream(c["input"]["cumulative_summed"])
-    # input and output are Anthropic counters: max-merged (output was dropped before the fix)
-    assert (rec.provider, rec.uncached_input, rec.output) == ("anthropic", 5105, 16)
+    # LangChain's UsageMetadata, cache_read flattened to the top level (nu8 bug 5: it was read
+    # as Anthropic, cache_read None and 5105 uncached): input_tokens is the inclusive total,
+    # every counter is max-merged, never summed (5100, not the case's must_not 5100 * 3)
+    exp = c["expected"]["cumulative_summed"]
+    assert (rec.provider, rec.cache_read, rec.uncached_input, rec.output) == (
+        "langchain", exp["cache_read"], 5, 16)
+    assert rec.cache_read != exp["must_not"]
+    assert rec.total_input == rec.input_total == 5105
     assert rec.flags == ("usage_decreased:input_tokens",)
-    # "cache_read" is LangChain's UsageMetadata.input_token_details name, not an Anthropic
-    # field: unknown here, never 5100 * 3 (the case's must_not)
-    assert rec.cache_read is None
-    assert c["expected"]["cumulative_summed"] == {"cache_read": 5100, "must_not": 15300}
+
+
+def test_langchain_usage_metadata_is_inclusive_not_anthropic() -> None:
+    # nu8 bug 5: read as Anthropic (uncached 5105, cache_read None, no flag)
+    rec = parse_usage({"input_tokens": 5105, "output_tokens": 16,
+                       "input_token_details": {"cache_read": 5100}})
+    assert detect_provider({"input_tokens": 5105, "input_token_details": {}}) == "langchain"
+    assert (rec.provider, rec.uncached_input, rec.cache_read, rec.input_total) == (
+        "langchain", 5, 5100, 5105)
+    assert rec.cache_write is None and rec.flags == ()  # no cache_creation key: not reported
+    full = parse_usage({"input_tokens": 2000, "output_tokens": 30, "total_tokens": 2030,
+                        "input_token_details": {"audio": 10, "cache_read": 1200,
+                                                "cache_creation": 500,
+                                                "ephemeral_5m_input_tokens": 400,
+                                                "ephemeral_1h_input_tokens": 100},
+                        "output_token_details": {"reasoning": 12, "audio": 0}},
+                       model="claude-sonnet-4-5")
+    assert (full.uncached_input, full.cache_read, full.cache_write) == (300, 1200, 500)
+    assert (full.cache_write_5m, full.cache_write_1h, full.reasoning) == (400, 100, 12)
+    assert full.total_input == 2000 and full.flags == ()
+    # Anthropic's own usage (cache_creation is its TTL-split object) stays Anthropic
+    assert detect_provider(ANTHROPIC_USAGE) == "anthropic"
+
+
+def test_unmapped_cache_fields_are_flagged_not_dropped() -> None:
+    # an input_tokens shape with cache counts the parser cannot map: flagged, never silent
+    rec = parse_usage({"input_tokens": 5105, "output_tokens": 16,
+                       "prompt_details": {"cache_hits": 5100, "cache_misses": 0}})
+    assert rec.provider == "anthropic" and rec.cache_read is None
+    assert rec.flags == ("unknown_cache_field:prompt_details.cache_hits",)
+    extra = parse_usage({"input_tokens": 10, "output_tokens": 1,
+                         "input_token_details": {"cache_read": 5, "cache_read_over_200k": 3}})
+    assert extra.cache_read == 5
+    assert extra.flags == ("unknown_cache_field:input_token_details.cache_read_over_200k",)
+    streamed = parse_stream([{"type": "message_start", "message": {"usage": {
+        "input_tokens": 3, "output_tokens": 1, "cached_tokens": 40}}},
+        {"type": "message_delta", "usage": {"output_tokens": 9}}])
+    assert streamed.flags == ("unknown_cache_field:cached_tokens",)
+    # known providers' full SDK dumps carry no unmapped cache count
+    assert parse_usage(ANTHROPIC_USAGE).flags == ()
 
 
 # ------------------------------------------------------------------------------- OpenAI chat

@@ -173,8 +173,8 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
     """Hit rate, tokens, cost and savings by label and model from a JSONL usage log.
 
     Each line is a usage record (as promptcache's JsonlSink writes it), a provider's raw
-    usage object (Anthropic, OpenAI chat or Responses, DeepSeek, Bedrock, Gemini; detected
-    from the field names) or a whole response. USAGE.jsonl '-' reads standard input. Exit
+    usage object (Anthropic, OpenAI chat or Responses, DeepSeek, Bedrock, Gemini, LangChain
+    usage_metadata; detected from the field names) or a whole response. USAGE.jsonl '-' reads standard input. Exit
     status: 0 success, 2 bad input.
     """
     from promptcache._cliutil import is_blank_file, read_text

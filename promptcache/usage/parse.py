@@ -42,6 +42,22 @@ Provider semantics (sources: reference/hosted-api-rules.md sections 1.8, 2.4, 3)
   ``prompt_tokens`` *includes* both unless ``prompt_tokens_includes_cache`` is ``false``, so
   uncached = prompt - read - write (subtracting only the reads bills the writes twice).
 
+* LangChain ``UsageMetadata`` (``AIMessage.usage_metadata``,
+  https://reference.langchain.com/python/langchain-core/messages/ai/UsageMetadata):
+  ``input_tokens`` is the *sum of all input token types* (reads and writes inside it);
+  ``input_token_details.cache_read`` / ``cache_creation`` are parts of it (langchain-anthropic
+  adds ``ephemeral_5m_input_tokens`` / ``ephemeral_1h_input_tokens``), and
+  ``output_token_details.reasoning``. Detected by ``input_token_details`` /
+  ``output_token_details``, or by a number ``cache_read`` / ``cache_creation`` at the top level
+  next to ``input_tokens``/``output_tokens`` (the flattened shape of case BR-30's
+  ``cumulative_summed`` stream). uncached = input - read - write; an absent ``cache_read`` is
+  unknown.
+
+Unmapped cache counts are never dropped silently: a non-zero count in the usage object whose
+path names a cache (``cache`` in a key, e.g. ``prompt_details.cache_hits``) that the detected
+format does not read gives the flag ``unknown_cache_field:PATH`` (the tracker reports it as a
+``usage_anomaly``; ``promptcache report`` lists it).
+
 Errors: :class:`promptcache._errors.InvalidRequestError` (path ``"usage"``) for an object that
 carries no recognisable usage.
 """
@@ -67,10 +83,11 @@ Raw = dict[str, Any]  # raw counters: provider field name -> int | None (plus a 
 
 #: Wire formats :func:`parse_usage` understands (``provider=`` values).
 PROVIDERS = ("anthropic", "openai", "openai-responses", "vllm", "deepseek", "bedrock", "gemini",
-             "normalized")
+             "normalized", "langchain")
 
 # Raw keys that are not counters (never max-merged, last non-None wins).
-_META_KEYS = frozenset({"service_tier", "model", "request_id", "_split_ttls", "_prompt_exclusive"})
+_META_KEYS = frozenset({"service_tier", "model", "request_id", "_split_ttls", "_prompt_exclusive",
+                        "_unknown_cache"})
 
 
 # ---------------------------------------------------------------------------- generic helpers
@@ -470,6 +487,67 @@ def _build_normalized(raw: Raw) -> dict[str, Any]:
     }
 
 
+# ---------------------------------------------------------------------------- LangChain
+
+
+def _map_usage_langchain(u: Mapping[str, Any]) -> Raw:
+    details = u.get("input_token_details")
+    return {
+        "input_tokens": _int(u.get("input_tokens"), "input_tokens"),
+        "output_tokens": _int(u.get("output_tokens"), "output_tokens"),
+        # documented place: input_token_details; flattened to the top level by some callbacks
+        # and by the LangChain JS stream of case BR-30 (cumulative_summed)
+        "cache_read": _int(_first_of(_sub(details, "cache_read"), u.get("cache_read")),
+                           "input_token_details.cache_read"),
+        "cache_creation": _int(_first_of(_sub(details, "cache_creation"),
+                                         _number_or_none(u.get("cache_creation"))),
+                               "input_token_details.cache_creation"),
+        # langchain-anthropic adds Anthropic's TTL split to input_token_details
+        "ephemeral_5m_input_tokens": _int(_sub(details, "ephemeral_5m_input_tokens"),
+                                          "input_token_details.ephemeral_5m_input_tokens"),
+        "ephemeral_1h_input_tokens": _int(_sub(details, "ephemeral_1h_input_tokens"),
+                                          "input_token_details.ephemeral_1h_input_tokens"),
+        "reasoning": _int(_sub(u, "output_token_details", "reasoning"),
+                          "output_token_details.reasoning"),
+    }
+
+
+def _first_of(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
+def _number_or_none(value: Any) -> Any:
+    """A top-level ``cache_creation`` that is an object is Anthropic's TTL split, not a count."""
+    return None if isinstance(value, Mapping) else value
+
+
+def _build_langchain(raw: Raw) -> dict[str, Any]:
+    flags: list[str] = []
+    read, write = raw.get("cache_read"), raw.get("cache_creation")
+    w5, w1 = raw.get("ephemeral_5m_input_tokens"), raw.get("ephemeral_1h_input_tokens")
+    if w5 is not None or w1 is not None:
+        split_sum = (w5 or 0) + (w1 or 0)
+        if write is None:
+            write = split_sum
+        if split_sum != write:
+            flags.append("cache_write_split_mismatch")
+            w5 = w1 = None
+        else:
+            w5, w1 = w5 or 0, w1 or 0
+    return {
+        # input_tokens is the sum of all input token types: reads and writes are inside it
+        "uncached_input": _split_inclusive(raw.get("input_tokens"), read, write, flags),
+        "cache_read": read,
+        "cache_write": write,
+        "cache_write_5m": w5,
+        "cache_write_1h": w1,
+        "input_total": raw.get("input_tokens"),
+        "output": raw.get("output_tokens"),
+        "reasoning": raw.get("reasoning"),
+        "flags": flags,
+    }
+
+
 # ---------------------------------------------------------------------------- dispatch
 
 _Mapper = Callable[[Mapping[str, Any]], Raw]
@@ -484,6 +562,7 @@ _FORMATS: dict[str, tuple[_Mapper, _Builder]] = {
     "bedrock": (_map_usage_bedrock, _build_bedrock),
     "gemini": (_map_usage_gemini, _build_gemini),
     "normalized": (_map_usage_normalized, _build_normalized),
+    "langchain": (_map_usage_langchain, _build_langchain),
 }
 
 
@@ -554,6 +633,10 @@ for _fields in _COUNTER_FIELDS.values():
 del _fields, _key, _kinds
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _usage_kind(u: Mapping[str, Any]) -> str | None:
     """Guess the wire format of a bare usage mapping from its field names."""
     keys = set(u)
@@ -568,6 +651,17 @@ def _usage_kind(u: Mapping[str, Any]) -> str | None:
         return "normalized"
     if "prompt_tokens" in keys or "prompt_tokens_details" in keys:
         return "openai"
+    if keys & {"input_token_details", "output_token_details"} or (
+        # flattened: a *number* cache_read / cache_creation (Anthropic's cache_creation is the
+        # TTL-split object) next to input/output_tokens, and no Anthropic cache field
+        any(_is_number(u.get(k)) for k in ("cache_read", "cache_creation"))
+        and keys & {"input_tokens", "output_tokens"}
+        and not keys & {"cache_read_input_tokens", "cache_creation_input_tokens",
+                        "provider", "uncached_input"}  # the last two: a (broken) record line
+    ):
+        # LangChain's UsageMetadata (input_tokens is the inclusive total; the cache counts are
+        # in input_token_details, or flattened to the top level: BR-30 cumulative_summed)
+        return "langchain"
     if "input_tokens_details" in keys or (
         "output_tokens_details" in keys and _sub(u, "output_tokens_details", "reasoning_tokens")
         is not None
@@ -641,16 +735,74 @@ def _extract(obj: Any, provider: str | None) -> tuple[str, Raw | None, dict[str,
         raise InvalidRequestError(
             "usage", f"unknown provider format {fmt!r}; expected one of {', '.join(PROVIDERS)}"
         )
-    raw = None if usage is None else _FORMATS[fmt][0](usage)
+    raw = None if usage is None else _map(fmt, usage)
     if raw is not None and raw.get("service_tier") is None and meta.get("service_tier"):
         raw["service_tier"] = meta["service_tier"]
     return fmt, raw, {k: v for k, v in meta.items() if v is not None and k != "service_tier"}
 
 
+class _Recorder(Mapping[str, Any]):
+    """A read-only view of a usage mapping that records the path of every field looked up in
+    it (nested mappings are returned as recorders too)."""
+
+    def __init__(self, data: Mapping[str, Any], prefix: str, seen: set[str]) -> None:
+        self._data, self._prefix, self._seen = data, prefix, seen
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._data[key]
+        path = f"{self._prefix}{key}"
+        self._seen.add(path)
+        if isinstance(value, Mapping):
+            return _Recorder(value, f"{path}.", self._seen)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return repr(dict(self._data))
+
+
+def _unread_cache_fields(usage: Mapping[str, Any], seen: set[str], prefix: str = "") -> list[str]:
+    """Paths of the non-zero counts in ``usage`` whose path names a cache (``cache`` in a
+    key) and that the format's mapper never looked up: cache counts it would silently drop.
+    Lists (Gemini's per-modality ``cache_tokens_details``, a breakdown of a count that is
+    read) are not looked into."""
+    out: list[str] = []
+    for key, value in usage.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.extend(_unread_cache_fields(value, seen, f"{path}."))
+        elif (isinstance(value, int | float) and not isinstance(value, bool) and value
+              and path not in seen and "cache" in path.lower()):
+            out.append(path)
+    return out
+
+
+def _map(fmt: str, usage: Mapping[str, Any]) -> Raw:
+    """``fmt``'s mapper on ``usage``; cache-related counts it does not read are listed under
+    the raw key ``_unknown_cache`` (they become ``unknown_cache_field:PATH`` flags)."""
+    seen: set[str] = set()
+    raw = _FORMATS[fmt][0](_Recorder(usage, "", seen))
+    unread = _unread_cache_fields(usage, seen)
+    if unread:
+        raw["_unknown_cache"] = ",".join(unread)
+    return raw
+
+
+def _unknown_cache_flags(raws: Iterable[Raw]) -> list[str]:
+    paths = (p for raw in raws if raw.get("_unknown_cache")
+             for p in str(raw["_unknown_cache"]).split(","))
+    return [f"unknown_cache_field:{p}" for p in dict.fromkeys(paths)]
+
+
 def _make_record(fmt: str, raw: Raw, meta: Mapping[str, Any], extra_flags: Iterable[str],
                  overrides: Mapping[str, Any]) -> UsageRecord:
     built = _FORMATS[fmt][1](raw)
-    flags = [*built.pop("flags", []), *extra_flags]
+    flags = [*built.pop("flags", []), *_unknown_cache_flags([raw]), *extra_flags]
     fields: dict[str, Any] = {"provider": fmt, **built, **meta}
     for key, value in overrides.items():
         if key == "flags":
@@ -859,7 +1011,9 @@ class StreamUsage:
                 "stream_options={'include_usage': True}; the stream may have been cut short)"
             )
         merged, decreased = merge_cumulative(self._snapshots)
-        flags = [f"usage_decreased:{name}" for name in decreased]
+        merged.pop("_unknown_cache", None)  # flagged from every event below, not the last
+        flags = [*_unknown_cache_flags(self._snapshots),
+                 *(f"usage_decreased:{name}" for name in decreased)]
         return _make_record(self._format, merged, self._meta, flags, self._fields)
 
 
