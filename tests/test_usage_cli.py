@@ -480,3 +480,16 @@ def test_report_reads_langchain_usage_and_lists_unmapped_cache_fields(tmp_path: 
     assert data["total"]["uncached_input"] == 5 + 50
     assert [a["message"] for a in data["anomalies"] if a["kind"] == "usage_anomaly"] == [
         "usage flags: unknown_cache_field:odd_details.cache_hits"]
+
+
+def test_breakeven_without_ttl_does_not_speak_of_a_ttl() -> None:
+    # nu7 nit: gpt-5 (automatic caching, no TTL) said "cheaper from 2 requests within the TTL"
+    res = CliRunner().invoke(main, ["breakeven", "--model", "gpt-5", "--prefix-tokens", "5000"])
+    assert res.exit_code == 0, res.output
+    assert "within the TTL" not in res.output
+    assert "automatic caching, no write fee: caching is cheaper from 2 requests while the " \
+           "provider still holds the prefix" in res.output
+    assert "5-10 minutes idle" in res.output
+    ttl = CliRunner().invoke(main, ["breakeven", "--model", "claude-sonnet-4-5",
+                                    "--prefix-tokens", "5000"])
+    assert "TTL 5m: caching is cheaper from 2 requests within the TTL" in ttl.output

@@ -588,3 +588,22 @@ def test_sdk_objects_parse_like_their_dicts_without_dumping_the_content() -> Non
                   "prompt_tokens_details": {"cached_tokens": 1920}}})
     for obj in (msg, chat):
         assert parse_usage(obj) == parse_usage(obj.model_dump())
+
+
+def test_time_fields_take_datetimes_and_bad_values_raise_the_documented_error() -> None:
+    # nu7 nit: start=datetime(...) raised a raw pydantic ValidationError
+    from datetime import UTC, datetime
+
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    rec = parse_usage(usage, start=datetime(2026, 1, 1), end=datetime(2026, 1, 1, 0, 0, 2,
+                                                                      tzinfo=UTC))
+    assert rec.start == datetime(2026, 1, 1, tzinfo=UTC).timestamp() and rec.duration == 2.0
+    streamed = parse_stream([{"type": "message_delta", "usage": usage}],
+                            first_token=datetime(2026, 1, 1, tzinfo=UTC))
+    assert streamed.first_token == rec.start
+    with pytest.raises(InvalidRequestError, match="seconds since the epoch") as exc:
+        parse_usage(usage, start="yesterday")
+    assert exc.value.path == "start"
+    with pytest.raises(InvalidRequestError) as bad:
+        parse_usage(usage, label=5)
+    assert bad.value.path == "label"

@@ -58,18 +58,37 @@ def _frac(x: float | Decimal) -> Fraction:
 
 @dataclass(frozen=True)
 class BreakEven:
-    """Result of :func:`breakeven` (USD, tokens).
+    """Result of :func:`breakeven` (money in USD as ``Decimal``, sizes in tokens).
 
     Attributes:
         model: model id asked for.
-        ttl: the TTL priced (``None`` for automatic caching without a TTL parameter).
-        prefix_tokens: the shared prefix (tokens).
-        requests: smallest number of requests within one TTL for which caching is strictly
-            cheaper; ``None`` when caching never pays (below the minimum, or reads not cheaper).
-        read_multiplier, write_multiplier: relative to the input price.
-        uncached_prefix_usd: one prefix at the input rate (USD).
-        write_usd, read_usd: one prefix written / read (USD).
-        reason: why ``requests`` is ``None``.
+        ttl: the TTL priced (``"5m"``, ``"1h"``, ``"30m"``); ``None`` for automatic caching
+            without a TTL parameter (OpenAI before GPT-5.6: no write fee, entries kept for an
+            unspecified time, usually cleared after 5-10 minutes idle, source O2).
+        prefix_tokens: the shared prefix (tokens), as passed.
+        requests: smallest number ``n`` of requests sharing the prefix for which caching is
+            strictly cheaper than not caching, the first one writing and the ``n - 1`` others
+            reading (count). With a TTL they must fall within the TTL (a read refreshes it);
+            without one, the others must find the prefix still cached. ``None`` when caching
+            never pays (``reason`` says why).
+        read_multiplier: price of a cached read relative to the input price (e.g. 0.1); from
+            the catalog's ``CachePolicy.read_multiplier`` (``promptcache/catalog``), or with
+            explicit ``prices=`` the ratio ``cache_read / input``.
+        write_multiplier: price of a cache write relative to the input price for ``ttl``
+            (Anthropic 1.25 for 5m, 2 for 1h; 1 when writes carry no fee); from
+            ``CachePolicy.write_multiplier(ttl)``, or the write price / input price of
+            explicit ``prices=``.
+        uncached_prefix_usd: one prefix at the input rate: ``prefix_tokens x input / 1e6``
+            (USD; input price from :func:`promptcache.catalog.get_prices` at ``at``, or
+            ``prices=``; the prompt-length tier of ``prefix_tokens`` applies).
+        write_usd: one prefix written: ``uncached_prefix_usd x write_multiplier`` (USD).
+        read_usd: one prefix read: ``uncached_prefix_usd x read_multiplier`` (USD).
+        reason: why ``requests`` is ``None`` (prefix below the catalog's minimum cacheable
+            length, or reads not cheaper than input); ``None`` otherwise.
+
+    Sources: the multipliers and minimums are the catalog's (``promptcache/catalog``, citing
+    the providers' pricing pages, e.g. https://platform.claude.com/docs/en/about-claude/pricing
+    and https://developers.openai.com/api/docs/guides/prompt-caching).
     """
 
     model: str
@@ -103,6 +122,12 @@ def breakeven(
 ) -> BreakEven:
     """Requests within one TTL from which caching a ``prefix_tokens`` prefix is cheaper.
 
+    ``n`` requests cost ``w + (n - 1) r`` prefixes cached against ``n`` uncached (``w``, ``r``:
+    write and read multipliers); the answer is the smallest ``n > (w - r) / (1 - r)``. For a
+    model without a TTL (automatic caching, no write fee: ``w = 1``) that is 2: the second
+    request that still finds the prefix cached already pays, but nothing guarantees how long
+    the provider keeps it.
+
     Args:
         model: model id (catalog).
         prefix_tokens: tokens of the shared prefix.
@@ -111,6 +136,10 @@ def breakeven(
         prices: explicit prices (multipliers then come from these prices).
         policy: explicit ``CachePolicy`` (models the catalog does not know).
         at: price date (default now).
+
+    Returns:
+        A :class:`BreakEven`: ``requests`` (count, or ``None`` with ``reason``), the
+        multipliers and the per-prefix USD amounts (uncached, write, read); see its fields.
 
     Raises:
         UnknownModelError: model unknown to the catalog (and no ``policy``/``prices``).

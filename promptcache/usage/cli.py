@@ -16,7 +16,8 @@ matplotlib); the suffix of ``FILE`` picks the format (``.png``, ``.svg``, ``.pdf
 target is checked before anything is read or printed.
 
 ``breakeven --model M --prefix-tokens N [--ttl 5m|1h] [--interval SECONDS]``: the number of
-requests within the TTL from which caching pays; with ``--interval`` also every TTL policy priced
+requests within the TTL from which caching pays (for a model that caches automatically, without
+a TTL: requests that still find the prefix cached, kept for an unspecified time); with ``--interval`` also every TTL policy priced
 for that inter-arrival time and the cheapest. ``--ttl`` must be one the model offers (a model
 that caches automatically, without a TTL parameter, takes none); ``--requests``,
 ``--suffix-tokens``, ``--output-tokens`` and ``--keepalive-cap`` price that comparison, so they
@@ -449,6 +450,17 @@ def _check_breakeven_options(model: str, ttl: str | None, interval: float | None
                                  "drop --keepalive-cap")
 
 
+def _provider_of(model: str) -> str | None:
+    """The catalog's provider of ``model`` (``None`` when the catalog does not list it)."""
+    from promptcache.catalog import get_policy
+
+    try:
+        provider: str | None = get_policy(model).provider
+    except (UnknownModelError, CatalogError):
+        return None
+    return provider
+
+
 @click.command("breakeven")
 @click.option("--model", required=True, help="Model id (catalog).")
 @click.option("--prefix-tokens", type=click.IntRange(min=0), required=True,
@@ -472,7 +484,11 @@ def _check_breakeven_options(model: str, ttl: str | None, interval: float | None
 def breakeven_command(model: str, prefix_tokens: int, ttl: str | None, interval: float | None,
                       n_requests: int, suffix_tokens: int, output_tokens: int,
                       keepalive_cap: float | None, fmt: str) -> None:
-    """Requests within the TTL from which caching pays, and the cheapest TTL policy."""
+    """Requests within the TTL from which caching pays, and the cheapest TTL policy.
+
+    For a model that caches automatically (no TTL), the count is of requests that still find
+    the prefix cached: the provider keeps it for an unspecified time.
+    """
     from promptcache.usage.breakeven import breakeven, ttl_policy
 
     _check_breakeven_options(model, ttl, interval, keepalive_cap)
@@ -506,13 +522,18 @@ def breakeven_command(model: str, prefix_tokens: int, ttl: str | None, interval:
             }
         click.echo(json.dumps(out, indent=2))
         return
-    ttl_text = f"TTL {be.ttl}" if be.ttl else "automatic caching"
+    ttl_text = f"TTL {be.ttl}" if be.ttl else "automatic caching, no write fee"
     if be.requests is None:
         click.echo(f"{model}, {prefix_tokens}-token prefix, {ttl_text}: caching never pays "
                    f"({be.reason})")
     else:
+        window = "within the TTL"
+        if not be.ttl:
+            window = ("while the provider still holds the prefix (no TTL: the entry is kept for "
+                      "an unspecified time" + ("; OpenAI usually clears it after 5-10 minutes "
+                                               "idle)" if _provider_of(model) == "openai" else ")"))
         click.echo(f"{model}, {prefix_tokens}-token prefix, {ttl_text}: caching is cheaper from "
-                   f"{be.requests} requests within the TTL (per prefix: uncached "
+                   f"{be.requests} requests {window} (per prefix: uncached "
                    f"{_money(be.uncached_prefix_usd)}, write {_money(be.write_usd)}, read "
                    f"{_money(be.read_usd)}; x{be.write_multiplier:g} write, "
                    f"x{be.read_multiplier:g} read)")

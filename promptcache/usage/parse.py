@@ -65,7 +65,10 @@ carries no recognisable usage.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any
+
+from pydantic import ValidationError
 
 from promptcache._errors import InvalidRequestError
 from promptcache.usage.record import UsageRecord
@@ -810,7 +813,32 @@ def _make_record(fmt: str, raw: Raw, meta: Mapping[str, Any], extra_flags: Itera
         elif value is not None:
             fields[key] = value
     fields["flags"] = tuple(dict.fromkeys(flags))
-    return UsageRecord.model_validate(fields)
+    try:
+        return UsageRecord.model_validate(fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = err["loc"][0] if err["loc"] else None
+        if isinstance(loc, str) and loc in overrides:  # a bad keyword argument, not the usage
+            reason = (f"expected seconds since the epoch (a number) or a datetime, got "
+                      f"{overrides[loc]!r}" if loc in _TIME_FIELDS else err["msg"])
+            raise InvalidRequestError(loc, reason) from exc
+        raise
+
+
+#: Record fields that hold a time (seconds since the epoch).
+_TIME_FIELDS = ("start", "first_token", "end")
+
+
+def _epoch_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` with datetimes in :data:`_TIME_FIELDS` turned into seconds since the epoch
+    (a naive datetime is UTC, as the catalog's ``at=`` takes it)."""
+    out = dict(fields)
+    for key in _TIME_FIELDS:
+        value = out.get(key)
+        if isinstance(value, datetime):
+            out[key] = (value if value.tzinfo is not None
+                        else value.replace(tzinfo=UTC)).timestamp()
+    return out
 
 
 def parse_usage(obj: Any, *, provider: str | None = None, **fields: Any) -> UsageRecord:
@@ -823,15 +851,20 @@ def parse_usage(obj: Any, *, provider: str | None = None, **fields: Any) -> Usag
             Gemini response dict (or its usage part).
         provider: force a wire format (one of :data:`PROVIDERS`); needed for ``"vllm"``, whose
             shape is OpenAI's. Detected from field names when omitted.
-        **fields: record fields to set or override (``label``, ``session``, ``start``, ``end``,
-            ``model``, ``request_id``, ``prefix_hash``, ``cacheable`` ...).
+        **fields: record fields to set or override (``label``, ``session``, ``start``,
+            ``first_token``, ``end``, ``model``, ``request_id``, ``prefix_hash``, ``cacheable``
+            ...). ``start`` / ``first_token`` / ``end`` are seconds since the epoch (float);
+            a ``datetime`` is accepted and converted (a naive one is taken as UTC).
 
     Returns:
         The record; counts the response does not report are ``None``.
 
     Raises:
-        InvalidRequestError: no usage in ``obj``, an unknown ``provider`` or a bad count.
+        InvalidRequestError: no usage in ``obj``, an unknown ``provider``, a bad count, or a
+            bad value in ``fields`` (e.g. ``start="yesterday"``; the error's ``path`` names
+            the field).
     """
+    fields = _epoch_fields(fields)
     fmt, raw, meta = _extract(obj, provider)
     if raw is None:
         raise InvalidRequestError("usage", "the response carries no usage object")
@@ -923,7 +956,7 @@ class StreamUsage:
 
     def __init__(self, provider: str | None = None, **fields: Any) -> None:
         self._provider = provider
-        self._fields = fields
+        self._fields = _epoch_fields(fields)
         self._format: str | None = provider
         self._snapshots: list[Raw] = []
         self._meta: dict[str, Any] = {}
@@ -1020,8 +1053,11 @@ class StreamUsage:
 def parse_stream(events: Iterable[Any], *, provider: str | None = None, **fields: Any) -> UsageRecord:
     """Parse every event of one streamed response into one record (see :class:`StreamUsage`).
 
+    ``provider`` and ``**fields`` as in :func:`parse_usage` (times: seconds since the epoch or
+    datetimes).
+
     Raises:
-        InvalidRequestError: no event carried usage, or a bad count.
+        InvalidRequestError: no event carried usage, a bad count or a bad value in ``fields``.
     """
     acc = StreamUsage(provider, **fields)
     for event in events:
