@@ -99,6 +99,13 @@ _CHAT_ROLES = ("system", "assistant", "user", "function", "tool", "developer")
 """Chat Completions message roles (the API's "Supported values")."""
 
 
+def _invalid_type(param: str, expected: str, value: Any) -> BackendAPIError:
+    """The 400 OpenAI answers for a parameter of the wrong JSON type (``expected``: "a string",
+    "an array", "a boolean")."""
+    return _bad(f"Invalid type for '{param}': expected {expected}, but got {_json_type(value)} "
+                "instead.", param, "invalid_type")
+
+
 def _json_type(value: Any) -> str:
     """The JSON type name OpenAI's ``invalid_type`` messages use."""
     if isinstance(value, bool):
@@ -165,12 +172,7 @@ def parse_request(body: dict[str, Any], shape: Shape, default_max_tokens: int) -
         if messages is None:
             raise _bad("Missing required parameter: 'messages'.", "messages")
         if not isinstance(messages, list):
-            raise _bad(
-                f"Invalid type for 'messages': expected an array, but got "
-                f"{_json_type(messages)} instead.",
-                "messages",
-                "invalid_type",
-            )
+            raise _invalid_type("messages", "an array", messages)
         if not messages:
             raise _bad(
                 "Invalid 'messages': empty array. Expected an array with minimum length 1, "
@@ -204,12 +206,7 @@ def parse_request(body: dict[str, Any], shape: Shape, default_max_tokens: int) -
         max_tokens = _int(body, "max_output_tokens", minimum=1)
     cache_key = body.get("prompt_cache_key")
     if cache_key is not None and not isinstance(cache_key, str):
-        raise _bad(
-            f"Invalid type for 'prompt_cache_key': expected a string, but got "
-            f"{_json_type(cache_key)} instead.",
-            "prompt_cache_key",
-            "invalid_type",
-        )
+        raise _invalid_type("prompt_cache_key", "a string", cache_key)
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise _bad("Invalid 'stream': expected a boolean.", "stream")
@@ -416,23 +413,13 @@ def _with_previous(
     previous = body.get("previous_response_id")
     store_flag = body.get("store", True)
     if store_flag is not None and not isinstance(store_flag, bool):
-        raise _bad(
-            f"Invalid type for 'store': expected a boolean, but got {_json_type(store_flag)} "
-            f"instead.",
-            "store",
-            "invalid_type",
-        )
+        raise _invalid_type("store", "a boolean", store_flag)
     if previous is None:
         if isinstance(body.get("input"), (str, list)) or body.get("input") is None:
             return body, _input_items(body.get("input"))
         return body, []  # the renderer names the bad input
     if not isinstance(previous, str):
-        raise _bad(
-            f"Invalid type for 'previous_response_id': expected a string, but got "
-            f"{_json_type(previous)} instead.",
-            "previous_response_id",
-            "invalid_type",
-        )
+        raise _invalid_type("previous_response_id", "a string", previous)
     history = store.get(tenant, previous)
     if history is None:
         raise _bad(

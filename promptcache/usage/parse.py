@@ -195,19 +195,26 @@ def _map_usage_anthropic(u: Mapping[str, Any]) -> Raw:
     return raw
 
 
+def _write_split(raw: Raw, total_w: int | None, flags: list[str]
+                 ) -> tuple[int | None, int | None, int | None]:
+    """(cache write, of which 5m, of which 1h) from a total and Anthropic's
+    ``ephemeral_5m/1h_input_tokens`` split: a missing total is the split's sum; a split that
+    does not add up to the total is dropped and flagged ``cache_write_split_mismatch``."""
+    w5, w1 = raw.get("ephemeral_5m_input_tokens"), raw.get("ephemeral_1h_input_tokens")
+    if w5 is None and w1 is None:
+        return total_w, None, None
+    split_sum = (w5 or 0) + (w1 or 0)
+    if total_w is None:
+        total_w = split_sum
+    if split_sum != total_w:
+        flags.append("cache_write_split_mismatch")
+        return total_w, None, None
+    return total_w, w5 or 0, w1 or 0
+
+
 def _build_anthropic(raw: Raw) -> dict[str, Any]:
     flags: list[str] = []
-    total_w = raw.get("cache_creation_input_tokens")
-    w5, w1 = raw.get("ephemeral_5m_input_tokens"), raw.get("ephemeral_1h_input_tokens")
-    if w5 is not None or w1 is not None:
-        split_sum = (w5 or 0) + (w1 or 0)
-        if total_w is None:
-            total_w = split_sum
-        if split_sum != total_w:
-            flags.append("cache_write_split_mismatch")
-            w5 = w1 = None
-        else:
-            w5, w1 = w5 or 0, w1 or 0
+    total_w, w5, w1 = _write_split(raw, raw.get("cache_creation_input_tokens"), flags)
     return {
         "uncached_input": raw.get("input_tokens"),
         "cache_read": raw.get("cache_read_input_tokens"),
@@ -526,17 +533,8 @@ def _number_or_none(value: Any) -> Any:
 
 def _build_langchain(raw: Raw) -> dict[str, Any]:
     flags: list[str] = []
-    read, write = raw.get("cache_read"), raw.get("cache_creation")
-    w5, w1 = raw.get("ephemeral_5m_input_tokens"), raw.get("ephemeral_1h_input_tokens")
-    if w5 is not None or w1 is not None:
-        split_sum = (w5 or 0) + (w1 or 0)
-        if write is None:
-            write = split_sum
-        if split_sum != write:
-            flags.append("cache_write_split_mismatch")
-            w5 = w1 = None
-        else:
-            w5, w1 = w5 or 0, w1 or 0
+    read = raw.get("cache_read")
+    write, w5, w1 = _write_split(raw, raw.get("cache_creation"), flags)
     return {
         # input_tokens is the sum of all input token types: reads and writes are inside it
         "uncached_input": _split_inclusive(raw.get("input_tokens"), read, write, flags),
