@@ -3,6 +3,7 @@ banner, no uvicorn log), and the banner names the port really bound (``--port 0`
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
 import subprocess
@@ -23,6 +24,29 @@ def busy_port() -> Iterator[int]:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         yield sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def _serving(log_level: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """``serve --port 0`` running: (the process, the port its banner names); stopped after."""
+    pytest.importorskip("torch")
+    pytest.importorskip("uvicorn")
+    proc = subprocess.Popen([*SERVE, "--port", "0", "--log-level", log_level],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        banner = proc.stderr.readline()
+        match = re.search(r"backend on http://127\.0\.0\.1:(\d+) ", banner)
+        assert match, banner
+        yield proc, int(match.group(1))
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        try:
+            proc.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -70,28 +94,12 @@ def test_serve_bad_model_still_exits_2_with_one_line() -> None:
 @pytest.mark.local
 @pytest.mark.parametrize("log_level", ["info", "warning"])
 def test_serve_port_0_banner_names_the_bound_port(log_level: str) -> None:
-    pytest.importorskip("torch")
-    pytest.importorskip("uvicorn")
-    proc = subprocess.Popen([*SERVE, "--port", "0", "--log-level", log_level],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stderr is not None
-        banner = proc.stderr.readline()
-        match = re.search(r"backend on http://127\.0\.0\.1:(\d+) ", banner)
-        assert match, banner
-        port = int(match.group(1))
+    with _serving(log_level) as (_proc, port):
         assert port != 0
         # the port is really the server's: /v1/models answers there
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models",
                                     timeout=TIMEOUT) as resp:
             assert resp.status == 200
-    finally:
-        proc.terminate()
-        try:
-            proc.communicate(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
 
 
 @pytest.mark.local
@@ -104,28 +112,16 @@ def test_serve_stops_on_sigterm_while_a_generation_runs() -> None:
     import signal
     import time
 
-    pytest.importorskip("torch")
-    pytest.importorskip("uvicorn")
-    proc = subprocess.Popen([*SERVE, "--port", "0", "--log-level", "warning"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stderr is not None
-        banner = proc.stderr.readline()
-        match = re.search(r"backend on http://127\.0\.0\.1:(\d+) ", banner)
-        assert match, banner
-        body = json.dumps({"model": "claude-sonnet-4-6", "max_tokens": 20_000,
-                           "messages": [{"role": "user", "content": "hi"}]}).encode()
-        with socket.create_connection(("127.0.0.1", int(match.group(1))), timeout=TIMEOUT) as s:
-            s.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\ncontent-type: application/json"
-                      b"\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
-            time.sleep(2)  # the generation is decoding
-            assert proc.poll() is None
-            start = time.monotonic()
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=30)
-            assert time.monotonic() - start < 15
-            assert proc.returncode == -signal.SIGTERM  # as the module docstring says
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.communicate()
+    body = json.dumps({"model": "claude-sonnet-4-6", "max_tokens": 20_000,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    with _serving("warning") as (proc, port), \
+            socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as s:
+        s.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\ncontent-type: application/json"
+                  b"\r\ncontent-length: %d\r\n\r\n" % len(body) + body)
+        time.sleep(2)  # the generation is decoding
+        assert proc.poll() is None
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        assert time.monotonic() - start < 15
+        assert proc.returncode == -signal.SIGTERM  # as the module docstring says
