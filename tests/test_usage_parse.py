@@ -292,6 +292,46 @@ def test_langchain_usage_metadata_is_inclusive_not_anthropic() -> None:
     assert detect_provider(ANTHROPIC_USAGE) == "anthropic"
 
 
+def test_a_relays_copy_of_a_mapped_cache_count_is_not_an_unknown_field() -> None:
+    """Review 7: relays that normalise usage add the same count under another name (LiteLLM's
+    cache_read_input_tokens beside OpenAI's cached_tokens; prompt_tokens_details.cached_tokens
+    beside DeepSeek's prompt_cache_hit_tokens): nothing is dropped, so no flag. A count the
+    parser did not read and that differs (a write) is still flagged."""
+    deepseek = parse_usage({"prompt_tokens": 2000, "completion_tokens": 5,
+                            "prompt_cache_hit_tokens": 1920, "prompt_cache_miss_tokens": 80,
+                            "prompt_tokens_details": {"cached_tokens": 1920}})
+    assert (deepseek.provider, deepseek.cache_read, deepseek.flags) == ("deepseek", 1920, ())
+    litellm = parse_usage({"prompt_tokens": 2000, "completion_tokens": 5,
+                           "prompt_tokens_details": {"cached_tokens": 1920},
+                           "cache_read_input_tokens": 1920})
+    assert (litellm.provider, litellm.cache_read, litellm.flags) == ("openai", 1920, ())
+    write = parse_usage({"prompt_tokens": 2000, "completion_tokens": 5,
+                         "prompt_tokens_details": {"cached_tokens": 1920},
+                         "cache_creation_input_tokens": 64})
+    assert write.flags == ("unknown_cache_field:cache_creation_input_tokens",)
+
+
+def test_a_dumped_langchain_ai_message_is_read_as_langchain_not_gemini() -> None:
+    """Review 7: the object LangChain users hold is an AIMessage; its dump has a top-level
+    ``usage_metadata``, which was taken for Gemini's and refused ("none of the gemini usage
+    fields is present")."""
+    message = {"content": "hi", "type": "ai", "id": "run-1",
+               "response_metadata": {"model_name": "claude-sonnet-4-6"},
+               "usage_metadata": {"input_tokens": 2006, "output_tokens": 30,
+                                  "total_tokens": 2036,
+                                  "input_token_details": {"cache_read": 1900,
+                                                          "cache_creation": 100}}}
+    rec = parse_usage(message)
+    assert (rec.provider, rec.model, rec.request_id) == ("langchain", "claude-sonnet-4-6",
+                                                         "run-1")
+    assert (rec.uncached_input, rec.cache_read, rec.cache_write) == (6, 1900, 100)
+    # Gemini's own usage_metadata still goes to the Gemini parser
+    gem = parse_usage({"usage_metadata": {"prompt_token_count": 100,
+                                          "cached_content_token_count": 50,
+                                          "candidates_token_count": 3}})
+    assert (gem.provider, gem.cache_read) == ("gemini", 50)
+
+
 def test_unmapped_cache_fields_are_flagged_not_dropped() -> None:
     # an input_tokens shape with cache counts the parser cannot map: flagged, never silent
     rec = parse_usage({"input_tokens": 5105, "output_tokens": 16,
@@ -362,6 +402,13 @@ def test_cached_tokens_above_prompt_tokens_are_clamped_consistently() -> None:
     assert again == hand
     ok = UsageRecord(provider="openai", uncached_input=0, cache_read=100, input_total=100)
     assert ok.flags == ()
+    # review 7: with the read unknown, writes and the uncached part are still capped (the read
+    # stays unknown): a 5,000-token write on a 100-token prompt was kept, unflagged
+    unread = UsageRecord(provider="openai", input_total=100, cache_write=5000)
+    assert (unread.cache_read, unread.cache_write) == (None, 100)
+    assert "input_parts_exceed_total" in unread.flags
+    loose = UsageRecord(provider="openai", input_total=100, uncached_input=500)
+    assert loose.uncached_input == 100 and "input_parts_exceed_total" in loose.flags
 
 
 def test_vllm_missing_cached_tokens_is_unknown() -> None:

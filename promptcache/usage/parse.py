@@ -698,9 +698,16 @@ def _locate(d: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, dict[str, A
         return (usage if isinstance(usage, Mapping) else None), meta, "bedrock"
     for key in ("usage_metadata", "usageMetadata"):
         if key in d:
+            usage = d[key]
+            if isinstance(usage, Mapping) and ("input_tokens" in usage
+                                               or "input_token_details" in usage):
+                # LangChain's AIMessage.usage_metadata (Gemini's names are prompt_token_count /
+                # promptTokenCount): the message's id and its response_metadata's model name
+                rm = d.get("response_metadata")
+                model = _first(rm, "model_name", "model") if isinstance(rm, Mapping) else None
+                return usage, {"model": model, "request_id": d.get("id")}, "langchain"
             meta = {"model": _first(d, "model_version", "modelVersion"),
                     "request_id": _first(d, "response_id", "responseId")}
-            usage = d[key]
             return (usage if isinstance(usage, Mapping) else None), meta, "gemini"
     if "usage" in d:
         usage = d["usage"]
@@ -767,19 +774,20 @@ class _Recorder(Mapping[str, Any]):
         return repr(dict(self._data))
 
 
-def _unread_cache_fields(usage: Mapping[str, Any], seen: set[str], prefix: str = "") -> list[str]:
-    """Paths of the non-zero counts in ``usage`` whose path names a cache (``cache`` in a
-    key) and that the format's mapper never looked up: cache counts it would silently drop.
+def _unread_cache_fields(usage: Mapping[str, Any], seen: set[str], prefix: str = ""
+                         ) -> list[tuple[str, Any]]:
+    """(path, value) of the non-zero counts in ``usage`` whose path names a cache (``cache`` in
+    a key) and that the format's mapper never looked up: cache counts it would silently drop.
     Lists (Gemini's per-modality ``cache_tokens_details``, a breakdown of a count that is
     read) are not looked into."""
-    out: list[str] = []
+    out: list[tuple[str, Any]] = []
     for key, value in usage.items():
         path = f"{prefix}{key}"
         if isinstance(value, Mapping):
             out.extend(_unread_cache_fields(value, seen, f"{path}."))
         elif (isinstance(value, int | float) and not isinstance(value, bool) and value
               and path not in seen and "cache" in path.lower()):
-            out.append(path)
+            out.append((path, value))
     return out
 
 
@@ -788,7 +796,11 @@ def _map(fmt: str, usage: Mapping[str, Any]) -> Raw:
     the raw key ``_unknown_cache`` (they become ``unknown_cache_field:PATH`` flags)."""
     seen: set[str] = set()
     raw = _FORMATS[fmt][0](_Recorder(usage, "", seen))
-    unread = _unread_cache_fields(usage, seen)
+    # a count equal to one the mapper read is a relay's copy of it under another name (LiteLLM
+    # adds cache_read_input_tokens beside OpenAI's cached_tokens, DeepSeek relays add
+    # prompt_tokens_details.cached_tokens beside prompt_cache_hit_tokens): nothing is dropped
+    mapped = {v for k, v in raw.items() if "cache" in k and isinstance(v, int)}
+    unread = [path for path, value in _unread_cache_fields(usage, seen) if value not in mapped]
     if unread:
         raw["_unknown_cache"] = ",".join(unread)
     return raw

@@ -137,21 +137,23 @@ class UsageRecord(BaseModel):
         if not isinstance(data, dict):
             return data
         total, read = data.get("input_total"), data.get("cache_read")
-        if not _is_count(total) or not _is_count(read):
+        if not _is_count(total):
             return data
         uncached = data.get("uncached_input")
         write, w5, w1 = data.get("cache_write"), data.get("cache_write_5m"), data.get("cache_write_1h")
-        counts = (uncached, write, w5, w1)
+        counts = (read, uncached, write, w5, w1)
         if any(v is not None and not _is_count(v) for v in counts):
             return data  # a bad value: left to the field validation
         writes = write if write is not None else (
             w5 + w1 if w5 is not None and w1 is not None else 0)
-        if read + writes + (uncached or 0) <= total:
+        if (read or 0) + writes + (uncached or 0) <= total:
             return data
-        new_read = min(read, total)
+        # an unknown read counts as 0 (it stays unknown): the known parts are still capped
+        new_read = min(read or 0, total)
         new_writes = min(writes, total - new_read)
         out = dict(data)
-        out["cache_read"] = new_read
+        if read is not None:
+            out["cache_read"] = new_read
         if new_writes != writes:
             if write is not None:
                 out["cache_write"] = new_writes
