@@ -728,3 +728,29 @@ def test_usage_only_ttl_cause_uses_the_previous_write_ttl() -> None:
                       openai(cache_read=0, start=late - 120)])
     assert report.requests[-1].status == "prefix_regression"
     assert report.requests[-1].cause is None
+
+
+def test_one_compare_per_request_when_only_a_short_prefix_is_shared(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 7: when the only prefix a request shares with its session's entries is short
+    (earlier turns sent as strings, the newest as a marked block, so only the system entry
+    matches), every writer of that prefix was compared (3 per request, explain ~45 % slower);
+    all of them wrote the same prefix, so after the first none can read more."""
+    import promptcache.diff._explain as module
+
+    calls = 0
+    real = module._compare
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "_compare", counted)
+    reqs = []
+    for r in conversation("flat", 8):
+        msgs = [{**m, "content": m["content"][0]["text"]} for m in r["messages"][:-1]]
+        reqs.append({**r, "messages": [*msgs, r["messages"][-1]]})
+    report = explain([{"request": r, "session_id": "s"} for r in reqs])
+    assert len(report.requests) == 8
+    assert calls == 7  # one per request after the first

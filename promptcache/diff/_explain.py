@@ -698,9 +698,11 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
             continue
         if best is not None and p.end(i) <= best[0] + slack:
             break  # no entry at a shorter prefix reads more
-        for c in writers:
+        for c in writers:  # newest first, so the last request (preferred at a tie) leads
             if c in tried or len(tried) >= _MAX_COMPARES:
                 continue
+            if best is not None and p.end(i) <= best[0] + slack:
+                break  # every writer here wrote the same prefix: none reads more
             tried.add(c)
             res = _compare(e, c, prices_for)
             if res is None or res.predicted is None or res.predicted.cache_read is None:
