@@ -846,3 +846,38 @@ def test_max_tokens_beyond_the_local_context_is_a_400_up_front(backend: LocalBac
     with pytest.raises(openai.BadRequestError) as c_err:
         client.chat.completions.create(**{**chat_payload(1), "max_tokens": 32768})
     assert isinstance(c_err.value.body, dict) and c_err.value.body["param"] == "messages"
+
+
+def test_an_unset_max_uses_what_the_context_leaves() -> None:
+    """Review 7: with no max tokens set, the OpenAI routes filled in the server's default (64)
+    and refused a prompt within 64 tokens of the context, saying the client "requested 64 in
+    the completion". As the API, an unset max is bounded by the room the prompt leaves; only a
+    prompt that fills the context is refused (Responses: "in the input")."""
+    with LocalBackend(**SMALL_MODEL, max_positions=2048) as small:
+        assert small.service.context_tokens == 2048
+        http = small.http_client()
+        auth = {"authorization": "Bearer k"}
+
+        def prompt_of(words: int) -> str:
+            return "hello " * words
+
+        def tokens(text: str) -> int:
+            r = http.post("/v1/chat/completions", headers=auth, json={
+                "model": "gpt-4o", "max_completion_tokens": 1,
+                "messages": [{"role": "user", "content": text}]})
+            assert r.status_code == 200, r.text
+            return int(r.json()["usage"]["prompt_tokens"])
+
+        near = prompt_of(2000)
+        used = tokens(near)
+        assert 2048 - 64 < used < 2048  # within the old default of the context
+        r = http.post("/v1/chat/completions", headers=auth, json={
+            "model": "gpt-4o", "messages": [{"role": "user", "content": near}]})
+        assert r.status_code == 200, r.text
+        assert r.json()["usage"]["completion_tokens"] <= 2048 - used
+        full = http.post("/v1/responses", headers=auth, json={
+            "model": "gpt-4o", "input": prompt_of(2100)})
+        assert full.status_code == 400
+        err = full.json()["error"]
+        assert err["code"] == "context_length_exceeded" and err["param"] == "input"
+        assert "in the input" in err["message"]

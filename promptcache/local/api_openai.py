@@ -22,8 +22,8 @@ Usage (hosted-api-rules.md 2.1-2.4; https://developers.openai.com/api/docs/guide
   ``stream.get_final_response()`` raises "Didn't receive a response.completed event": read
   the ``response.incomplete`` event's ``response`` (its ``usage`` is filled) instead.
 * Responses ``previous_response_id``: every Responses response is stored (unless
-  ``store: false``) in memory, per API key, the last :data:`RESPONSE_STORE_SIZE` (256) of them
-  (LRU; gone on restart): its input items (a string input as one user message) plus its output
+  ``store: false``) in memory, visible only to the API key that made it, the last
+  :data:`RESPONSE_STORE_SIZE` (256) of them across all keys (LRU; gone on restart): its input items (a string input as one user message) plus its output
   (one assistant message). A request naming one gets that conversation prepended to its
   ``input``, so its tokens count and are cached and read as the API's are; ``instructions`` are
   not carried over (as in the API). An unknown, evicted or ``store: false`` id is a 400
@@ -44,7 +44,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
@@ -360,8 +360,9 @@ class ResponseStore:
     Each stored response keeps its whole conversation as input items: the items of its own
     ``previous_response_id`` chain, its input (a string input as one user message), and its
     output (one assistant message). ``instructions`` are not kept: the API does not carry them
-    over to a response that names a previous one. In memory, per API key (another key gets
-    "not found", as another project would), bounded to ``capacity`` responses (LRU).
+    over to a response that names a previous one. In memory; a response is visible only to
+    the API key that made it (another key gets "not found", as another project would); the
+    bound is ``capacity`` responses in all, shared by every key (least recently used first).
     """
 
     def __init__(self, capacity: int = RESPONSE_STORE_SIZE) -> None:
@@ -459,13 +460,20 @@ def router(service: BackendService) -> APIRouter:
              if body.get(k) is not None),
             None,
         )
+        prompt_field = "messages" if shape == "openai-chat" else "input"
+        if max_param is None and service.context_tokens is not None:
+            # no max set: as the API, the completion may use what the context leaves (the
+            # server's default only caps it); only a prompt that fills the context is refused
+            room = service.context_tokens - prompt.total_tokens
+            req = replace(req, max_tokens=max(1, min(req.max_tokens, room)))
         service.check_context(
             prompt.total_tokens,
             req.max_tokens,
             "openai",
             max_param
             if max_param is not None and (service.context_tokens or 0) < req.max_tokens
-            else ("messages" if shape == "openai-chat" else "input"),
+            else prompt_field,
+            prompt_field,
         )
         salt = service.tenant_salt(api_key_of(request), policy.model_id)
         planner: Callable[[int, float], CachePlan | None]

@@ -301,7 +301,8 @@ class BackendService:
         return int(value) if isinstance(value, int) and value > 0 else None
 
     def check_context(
-        self, prompt_tokens: int, max_tokens: int, provider: ProviderShape, param: str
+        self, prompt_tokens: int, max_tokens: int, provider: ProviderShape, param: str,
+        prompt_field: str = "messages",
     ) -> None:
         """Reject a request whose prompt plus ``max_tokens`` cannot fit the local model.
 
@@ -312,6 +313,9 @@ class BackendService:
         is the local model's own context (:attr:`context_tokens`), and the message says so.
         Without this check a huge ``max_tokens`` (1e9) decoded for hours: the random model never
         stops on its own.
+
+        ``prompt_field``: what OpenAI's message calls the prompt (``"messages"`` for Chat
+        Completions, ``"input"`` for Responses).
 
         Raises:
             BackendAPIError: 400 ``invalid_request_error`` (OpenAI ``param`` = ``param``,
@@ -334,8 +338,8 @@ class BackendService:
             message = (
                 f"This model's maximum context length is {limit} tokens. However, you "
                 f"requested {prompt_tokens + max_tokens} tokens ({prompt_tokens} in the "
-                f"messages, {max_tokens} in the completion). Please reduce the length of the "
-                f"messages or completion {note}."
+                f"{prompt_field}, {max_tokens} in the completion). Please reduce the length of "
+                f"the {prompt_field} or completion {note}."
             )
         raise BackendAPIError(
             400, "invalid_request_error", message, param=param, code="context_length_exceeded"
