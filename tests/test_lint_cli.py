@@ -669,6 +669,29 @@ def test_cli_select_drops_the_configs_extend_select_and_ignore(tmp_path: Path) -
     assert _codes([str(req), "--select", "PC101,PC202"]) == (1, ["PC101"])
 
 
+def test_the_more_specific_selector_decides(tmp_path: Path) -> None:
+    """As ruff: between a select and an ignore that both pick a rule, the more specific one
+    wins (review 7: ``--select PC101 --ignore PC1`` enabled nothing). The command line's
+    --ignore / --extend-select still act on the file's whole selection."""
+    tools = [{"name": n, "description": "d", "input_schema": {"type": "object"}}
+             for n in ("zeta", "alpha")]  # unsorted: PC202 (preview)
+    req = tmp_path / "req.json"
+    req.write_text(json.dumps({**BAD_REQUEST, "tools": tools}, indent=2), encoding="utf-8")
+    assert _codes([str(req), "--select", "PC101", "--ignore", "PC1"]) == (1, ["PC101"])
+    assert _codes([str(req), "--select", "PC1", "--ignore", "PC101"]) == (0, [])
+    assert _codes([str(req), "--select", "PC1,PC202", "--ignore", "PC"]) == (
+        1, ["PC101", "PC202"])
+    assert _codes([str(req), "--select", "PC", "--ignore", "PC1"]) == (1, ["PC202"])
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.promptcache]\nselect = ["PC101", "PC202"]\n',
+                         encoding="utf-8")
+    assert _codes([str(req)]) == (1, ["PC101", "PC202"])
+    # the file named PC101 exactly; the command line's broader --ignore still removes it
+    assert _codes([str(req), "--ignore", "PC1"]) == (1, ["PC202"])
+    pyproject.write_text('[tool.promptcache]\nignore = ["PC1"]\n', encoding="utf-8")
+    assert _codes([str(req), "--extend-select", "PC101"]) == (1, ["PC101"])
+
+
 def test_empty_stdin_is_an_input_error(files: dict[str, Path]) -> None:
     """Nothing (or blanks) on stdin is an input error naming '-' or --stdin-filename, as an
     empty file is; the other paths are still linted (N7)."""

@@ -69,14 +69,45 @@ class ConfigError(ValueError):
 
 def matches(rule: type[Rule], selector: str) -> bool:
     """Whether ``selector`` (code, code prefix, dotted name, group, ``ALL``) picks ``rule``."""
+    return specificity(rule, selector) is not None
+
+
+#: Specificity of a selector naming one rule exactly (its code or its dotted name).
+_EXACT = 100
+
+
+def specificity(rule: type[Rule], selector: str) -> int | None:
+    """How specifically ``selector`` names ``rule`` (None: it does not pick it): ``ALL`` 0, a
+    group 1, a code prefix its length (``PC`` 2, ``PC1`` 3, ``PC10`` 4), a dotted-name prefix 2
+    plus its dots, the rule's own code or name :data:`_EXACT`. As ruff: between a select and
+    an ignore that both pick a rule, the more specific one decides."""
     s = selector.strip()
     if not s:
-        return False
+        return None
     if s.upper() == "ALL":
-        return True
+        return 0
     if s.upper().startswith("PC") and rule.code.startswith(s.upper()):
-        return True
-    return s == rule.name or s in rule.groups or rule.name.startswith(s + ".")
+        return _EXACT if len(s) == len(rule.code) else len(s)
+    if s == rule.name:
+        return _EXACT
+    if rule.name.startswith(s + "."):
+        return 2 + s.count(".")
+    if s in rule.groups:
+        return 1
+    return None
+
+
+def chosen(rule: type[Rule], default: bool, selects: tuple[str, ...],
+           ignores: tuple[str, ...]) -> bool:
+    """One layer of rule selection, as ruff: the most specific selector that picks ``rule``
+    decides (an ignore wins a tie); a rule no selector picks keeps ``default``."""
+    sel = max((x for s in selects if (x := specificity(rule, s)) is not None), default=None)
+    ign = max((x for s in ignores if (x := specificity(rule, s)) is not None), default=None)
+    if sel is None and ign is None:
+        return default
+    if sel is None or ign is None:
+        return sel is not None
+    return sel > ign
 
 
 @dataclass
@@ -85,6 +116,9 @@ class LintConfig:
 
     Attributes:
         select: selectors replacing the default set (None: every stable rule).
+        base_rules: codes of the default set when ``select`` is None, instead of every stable
+            rule (the set an earlier layer resolved: the command line's ``--extend-select`` /
+            ``--ignore`` apply on top of the file's selection).
         extend_select: selectors added to the set.
         ignore: selectors removed from the set.
         per_file_ignores: glob -> selectors ignored in files matching the glob.
@@ -103,6 +137,7 @@ class LintConfig:
     """
 
     select: tuple[str, ...] | None = None
+    base_rules: frozenset[str] | None = None
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     per_file_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -132,16 +167,15 @@ class LintConfig:
     def rules(self) -> list[type[Rule]]:
         """The selected rule classes, in code order."""
         out = []
+        selects = (*(self.select or ()), *self.extend_select)
         for rule in all_rules():
-            if self.select is None:
-                chosen = rule.status == "stable"
+            if self.select is not None:
+                default = False
+            elif self.base_rules is not None:
+                default = rule.code in self.base_rules
             else:
-                chosen = any(matches(rule, s) for s in self.select)
-            if any(matches(rule, s) for s in self.extend_select):
-                chosen = True
-            if any(matches(rule, s) for s in self.ignore):
-                chosen = False
-            if chosen and rule.status != "deprecated":
+                default = rule.status == "stable"
+            if chosen(rule, default, selects, self.ignore) and rule.status != "deprecated":
                 out.append(rule)
         return out
 
