@@ -489,7 +489,9 @@ def test_breakeven_without_ttl_does_not_speak_of_a_ttl() -> None:
     assert "within the TTL" not in res.output
     assert "automatic caching, no write fee: caching is cheaper from 2 requests while the " \
            "provider still holds the prefix" in res.output
-    assert "5-10 minutes idle" in res.output
+    # the catalog's fact with its source, not a sentence in the code (review 7)
+    assert "usually cleared after 5-10 min idle" in res.output
+    assert "https://developers.openai.com/api/docs/guides/prompt-caching" in res.output
     ttl = CliRunner().invoke(main, ["breakeven", "--model", "claude-sonnet-4-5",
                                     "--prefix-tokens", "5000"])
     assert "TTL 5m: caching is cheaper from 2 requests within the TTL" in ttl.output

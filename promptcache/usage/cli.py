@@ -450,15 +450,18 @@ def _check_breakeven_options(model: str, ttl: str | None, interval: float | None
                                  "drop --keepalive-cap")
 
 
-def _provider_of(model: str) -> str | None:
-    """The catalog's provider of ``model`` (``None`` when the catalog does not list it)."""
+def _retention_note(model: str) -> str | None:
+    """What the catalog says about how long ``model`` keeps a prefix without a TTL (the note
+    on its ``ttls`` fact, with the source URL), or None when it says nothing."""
     from promptcache.catalog import get_policy
 
     try:
-        provider: str | None = get_policy(model).provider
+        src = get_policy(model).sources.get("ttls")
     except (UnknownModelError, CatalogError):
         return None
-    return provider
+    if src is None or not src.note:
+        return None
+    return f"{src.note}; {src.url}"
 
 
 @click.command("breakeven")
@@ -529,9 +532,8 @@ def breakeven_command(model: str, prefix_tokens: int, ttl: str | None, interval:
     else:
         window = "within the TTL"
         if not be.ttl:
-            window = ("while the provider still holds the prefix (no TTL: the entry is kept for "
-                      "an unspecified time" + ("; OpenAI usually clears it after 5-10 minutes "
-                                               "idle)" if _provider_of(model) == "openai" else ")"))
+            note = _retention_note(model) or "the entry is kept for an unspecified time"
+            window = f"while the provider still holds the prefix ({note})"
         click.echo(f"{model}, {prefix_tokens}-token prefix, {ttl_text}: caching is cheaper from "
                    f"{be.requests} requests {window} (per prefix: uncached "
                    f"{_money(be.uncached_prefix_usd)}, write {_money(be.write_usd)}, read "
