@@ -147,3 +147,39 @@ def test_openai_counts_only_the_tokens_after_the_value() -> None:
     [f] = [f for f in lint_request(req) if f.code == "PC101"]
     assert f.details["tokens_rewritten"] == f.details["tokens_invalidated"] > 400
     assert "written again too" not in f.message
+
+
+def test_an_earlier_breakpoint_beyond_the_lookback_still_reads_its_own_entry() -> None:
+    """Review 8: the 20-position lookback was applied between the earlier breakpoint and the
+    covering one, so lint said "no breakpoint before it can be read" and counted the whole
+    prefix; the earlier breakpoint finds its own entry, so only what follows it is rewritten."""
+    from promptcache.lint import lint_request
+    from promptcache.prefix import render
+
+    system = [{"type": "text", "text": expand_text("<1500 tokens: rules>"),
+               "cache_control": {"type": "ephemeral"}}]
+    system += [{"type": "text", "text": f"Note {i}: " + expand_text("<20 tokens: note>")}
+               for i in range(24)]
+    system.append({"type": "text", "text": "Now: 2025-05-04 14:03:27",
+                   "cache_control": {"type": "ephemeral"}})
+    req = {"model": "claude-sonnet-4-5", "max_tokens": 16, "system": system,
+           "messages": [{"role": "user", "content": "hi"}]}
+    [f] = [f for f in lint_request(req) if f.code == "PC101"]
+    view = render(req, "anthropic", model=req["model"])
+    last, first = view.find(f"system[{len(system) - 1}]"), view.find("system[0]")
+    assert last.position - first.position > 20
+    assert f.details["tokens_rewritten"] == last.end_token - first.end_token
+    assert "can be read is at system[0]" in f.message
+
+
+def test_nothing_is_rewritten_when_the_prefix_is_under_the_minimum() -> None:
+    """Review 8: a prefix under the model's minimum is never written, so no "written again"."""
+    from promptcache.lint import lint_request
+
+    req = {"model": "claude-sonnet-4-5", "max_tokens": 16,
+           "system": [{"type": "text", "text": "Now: 2025-05-04 14:03:27. Be brief.",
+                       "cache_control": {"type": "ephemeral"}}],
+           "messages": [{"role": "user", "content": "hi"}]}
+    [f] = [f for f in lint_request(req) if f.code == "PC101"]
+    assert f.details["tokens_rewritten"] == 0
+    assert "written again" not in f.message

@@ -137,3 +137,57 @@ def test_diff_names_the_file_with_a_bad_timestamp(tmp_path: Path) -> None:
     out = CliRunner().invoke(main, ["diff", str(a), str(b)])
     assert out.exit_code == 2
     assert f"{a}: bad timestamp" in out.output
+
+
+def test_times_without_an_offset_are_utc_whatever_the_machines_zone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 8: an ISO time without an offset (and a naive datetime) was read in the local
+    time zone, so the same log gave other gaps under another TZ; it is UTC, as the usage
+    parser reads naive times."""
+    import time
+    from datetime import datetime
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        assert parse_timestamp("2025-05-04T14:00:00") == parse_timestamp("2025-05-04T14:00:00Z")
+        assert parse_timestamp(datetime(2025, 5, 4, 14)) == 1_746_367_200.0
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+@pytest.mark.parametrize("value", ["2025-05-04", "20250504", "2025-W18-7", 10**30])
+def test_a_date_or_an_absurd_number_is_not_a_send_time(value: Any) -> None:
+    """Review 8: a date alone read as midnight (same-day lines 0 s apart), and 1e30 was taken."""
+    with pytest.raises(ValueError, match="not a timestamp"):
+        parse_timestamp(value)
+
+
+def test_a_bad_time_beside_a_good_one_is_skipped_everywhere() -> None:
+    """Review 8: lint skipped ``"timestamp": "n/a"`` beside a real ``created_at`` while diff
+    and explain refused the input; all three now take the real time, and refuse only a record
+    whose time keys hold no time at all."""
+    assert timestamp_of({"timestamp": "n/a", "created_at": 1_700_000_000}, strict=True) \
+        == 1_700_000_000.0
+    assert timestamp_of({"timestamp": -1, "created_at": 1_700_000_000}, strict=True) \
+        == 1_700_000_000.0
+    with pytest.raises(ValueError, match="timestamp: not a timestamp"):
+        timestamp_of({"timestamp": "n/a"}, strict=True)
+
+
+def test_a_placeholder_zero_next_to_an_epoch_time_gives_no_gap(tmp_path: Path) -> None:
+    """Review 8: line 1 with ``"timestamp": 0``, line 2 with a real time: a 1.7e9-second gap,
+    blamed on an expired TTL. A relative time and an epoch time have no gap between them."""
+    from promptcache._times import gap_seconds
+
+    assert gap_seconds(0.0, 1_700_000_000.0) is None
+    assert gap_seconds(0.0, 400.0) == 400.0
+    assert gap_seconds(1_700_000_000.0, 1_700_000_400.0) == 400.0
+    req = _cached_request()
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"request": req, "timestamp": 0}) + "\n"
+                   + json.dumps({"request": req, "timestamp": 1_700_000_400}) + "\n")
+    out = CliRunner().invoke(main, ["explain", str(log), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    assert [r["cause"] for r in json.loads(out.output)["requests"]] == [None, None]

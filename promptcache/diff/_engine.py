@@ -1395,14 +1395,12 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
         PromptCacheError: a usage object cannot be parsed.
         ValueError: a timestamp cannot be parsed.
     """
-    from promptcache.diff._inputs import parse_timestamp
+    from promptcache._times import gap_seconds, parse_timestamp
 
     pa, pb = _prepare_pair(a, b, provider, model)
     gap = None
     if timestamps is not None:
-        ta, tb = parse_timestamp(timestamps[0]), parse_timestamp(timestamps[1])
-        if ta is not None and tb is not None:
-            gap = tb - ta
+        gap = gap_seconds(parse_timestamp(timestamps[0]), parse_timestamp(timestamps[1]))
     ua = read_usage(usage_a, pa.family)
     ub = read_usage(usage_b, pb.family)
     diag = parse_diagnostics(diagnostics_b) if diagnostics_b is not None else None

@@ -74,7 +74,7 @@ from promptcache._cliutil import (
     unwrap_request,
 )
 from promptcache._errors import InputError, PromptCacheError
-from promptcache._times import TIME_KEYS, timestamp_of
+from promptcache._times import TIME_KEYS, gap_seconds, timestamp_of
 from promptcache.diff._causes import NO_CHANGE_CAUSES
 from promptcache.diff._engine import (
     Prepared,
@@ -659,8 +659,7 @@ def _remember(sess: _Session, e: _Entry) -> None:
 
 
 def _gap(e: _Entry, prev: _Entry) -> float | None:
-    return (e.timestamp - prev.timestamp) if e.timestamp is not None and \
-        prev.timestamp is not None else None
+    return gap_seconds(prev.timestamp, e.timestamp)
 
 
 def _compare(e: _Entry, prev: _Entry, prices_for: Any) -> DiffResult | None:

@@ -47,11 +47,10 @@ class VolatileHit:
         tokens_rewritten: tokens written again each time the value changes: Anthropic reads a
             prefix only up to an entry an earlier request wrote at a breakpoint, so everything
             after the last readable breakpoint before the value (the whole prefix when there is
-            none) is written again; OpenAI reads any earlier prefix, so it equals
-            ``tokens_invalidated``.
+            none) is written again; 0 when the prefix is under the model's minimum (nothing is
+            written); OpenAI reads any earlier prefix, so it equals ``tokens_invalidated``.
         readable_path: Anthropic: the last breakpoint before the value a request can read
-            (its prefix reaches the model's minimum and the covering breakpoint's lookback
-            reaches it); None when there is none, and for OpenAI.
+            (its prefix reaches the model's minimum); None when there is none, and for OpenAI.
     """
 
     segment: Segment
@@ -78,11 +77,12 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
         end_token = ctx.cached_end_token
         counter = get_counter(ctx.view.model)
         anthropic = ctx.view.provider == "anthropic"
+        minimum = ctx.facts.min_cacheable_tokens or 0
         for seg in ctx.view.segments[:end + 1]:
             if not seg.text or (seg.tier == "messages" and seg.role not in _REGENERATED_ROLES):
                 continue  # history is sent byte-identical on every later request
             bp = ctx.covering_breakpoint(seg) if anthropic else None
-            readable = _readable_before(ctx, seg, bp) if anthropic else None
+            readable = _readable_before(ctx, seg) if anthropic else None
             before = 0
             last = 0
             for m in scan_text(seg.text, MAX_HITS_PER_SEGMENT):
@@ -90,11 +90,15 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
                 before += counter.count(seg.text[last:m.start]) if m.start > last else 0
                 last = m.start
                 invalidated = max(0, end_token - (seg.start_token + before))
-                rewritten = invalidated if not anthropic else \
-                    end_token - (readable.end_token if readable is not None else 0)
+                if not anthropic:
+                    rewritten = invalidated
+                elif end_token < minimum:
+                    rewritten = 0  # the prefix is under the minimum: nothing is ever written
+                else:
+                    rewritten = max(invalidated, end_token - (
+                        readable.end_token if readable is not None else 0))
                 hits.append(VolatileHit(seg, m, text_path(seg), invalidated,
-                                        bp.path if bp is not None else None,
-                                        max(rewritten, invalidated),
+                                        bp.path if bp is not None else None, rewritten,
                                         readable.path if readable is not None else None))
     ctx.scratch["volatile"] = hits
     return hits
@@ -114,20 +118,13 @@ def rewritten_note(hit: VolatileHit) -> str:
             f"({hit.tokens_rewritten} per change)")
 
 
-def _readable_before(ctx: RequestContext, seg: Segment, covering: Segment | None
-                     ) -> Segment | None:
+def _readable_before(ctx: RequestContext, seg: Segment) -> Segment | None:
     """The last Anthropic breakpoint before ``seg`` whose entry a later request can read: its
-    prefix reaches the model's minimum, and ``covering`` (the breakpoint after the value) looks
-    back far enough to find it. None when there is none."""
+    prefix reaches the model's minimum (each breakpoint finds its own entry, so the lookback
+    does not limit it). None when there is none."""
     minimum = ctx.facts.min_cacheable_tokens or 0
-    lookback = ctx.facts.lookback_positions
     for bp in reversed(ctx.view.breakpoints()):
-        if bp.index >= seg.index:
-            continue
-        if lookback is not None and covering is not None and \
-                covering.position - bp.position > lookback:
-            return None  # farther ones are out of reach too
-        if bp.end_token >= minimum:
+        if bp.index < seg.index and bp.end_token >= minimum:
             return bp
     return None
 
