@@ -65,12 +65,13 @@ carries no recognisable usage.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from promptcache._errors import InvalidRequestError
+from promptcache._times import parse_timestamp
 from promptcache.usage.record import UsageRecord
 
 __all__ = [
@@ -846,8 +847,7 @@ def _epoch_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
     for key in _TIME_FIELDS:
         value = out.get(key)
         if isinstance(value, datetime):
-            out[key] = (value if value.tzinfo is not None
-                        else value.replace(tzinfo=UTC)).timestamp()
+            out[key] = parse_timestamp(value)
     return out
 
 
