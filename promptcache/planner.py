@@ -405,7 +405,8 @@ def prefix_digests(view: PrefixView, base: PrefixView | None = None) -> list[str
     return list(out)
 
 
-def prompt_cache_key(view: PrefixView, stable_end: int | None = None) -> str | None:
+def prompt_cache_key(view: PrefixView, stable_end: int | None = None, *,
+                     window_tokens: int | None = None) -> str | None:
     """OpenAI ``prompt_cache_key`` derived from the stable prefix.
 
     Args:
@@ -413,12 +414,18 @@ def prompt_cache_key(view: PrefixView, stable_end: int | None = None) -> str | N
         stable_end: last segment index of the stable prefix; default: the last segment of the
             ``tools`` and ``system`` tiers (tools, schema, instructions, leading system and
             developer messages).
+        window_tokens: hash only the first this many tokens of the stable prefix (None: all
+            of it). For a prefix inferred from a raw request (the wrapper), where a value that
+            changes every request may sit late in the system prompt, a window keeps the key,
+            and so the routing, stable for the part that can still be read; the planner passes
+            the model's minimum cacheable prefix.
 
     Returns:
         ``"pc-"`` + 32 hex chars of sha256 over the stable segments' content digests (markers
-        ignored), identical in every process; None when the request has no stable prefix.
-        The key steers routing only: the same stable prefix shares one key, so requests that
-        can reuse each other's prefix land on the same cache
+        ignored; a segment cut by the window by its first bytes in proportion), identical in
+        every process; None when the request has no stable prefix. The key steers routing
+        only: the same stable prefix shares one key, so requests that can reuse each other's
+        prefix land on the same cache
         (https://developers.openai.com/api/docs/guides/prompt-caching).
     """
     if stable_end is None:
@@ -429,6 +436,11 @@ def prompt_cache_key(view: PrefixView, stable_end: int | None = None) -> str | N
         return None
     h = hashlib.sha256(b"promptcache-key-v1\x00" + view.provider.encode())
     for seg in stable:
+        if window_tokens is not None and seg.start_token + seg.tokens > window_tokens:
+            keep = max(0, window_tokens - seg.start_token)
+            piece = _canonical_text_node(seg.text) if seg.text is not None else seg.data
+            h.update(b"\x00window\x00" + piece[: len(piece) * keep // max(1, seg.tokens)])
+            break
         h.update(segment_digest(seg))
     return "pc-" + h.hexdigest()[:32]
 
@@ -753,8 +765,11 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     options: dict[str, Any] | None = None
     if not anthropic:
         if "prompt_cache_key" not in view.params:
-            key = prompt_cache_key(view, stable_key_end if stable_key_end is not None
-                                   else bounds.static_end)
+            # a prefix inferred from a raw request may end in a value that changes every
+            # request: the key covers its first min_tokens only (the builder's does not)
+            key = (prompt_cache_key(view, stable_key_end) if stable_key_end is not None
+                   else prompt_cache_key(view, bounds.static_end,
+                                         window_tokens=min_tokens or None))
         if bool(getattr(policy, "prompt_cache_options", False)) and \
                 "prompt_cache_options" not in view.params and ttls:
             options = {"mode": "implicit", "ttl": ttls[0]}

@@ -587,3 +587,24 @@ def test_a_read_entry_on_a_breakpoint_block_is_noted_once() -> None:
     notes = [d for d in plan_breakpoints(render(changed), policy, retry).decisions
              if d.role == "previous"]
     assert len(notes) == len({d.segment_index for d in notes}) >= 1
+
+
+def test_an_inferred_key_covers_the_first_minimum_tokens_only() -> None:
+    """New-user trial 9: the wrapper's key hashed the whole system prompt, so a timestamp at
+    its end gave every request a new key (routing them apart on the hosted API, where the
+    unchanged start would still be read) and the live diff blamed prompt_cache_key_changed.
+    A key inferred from a raw request covers the model's minimum cacheable prefix (1,024
+    tokens); a change inside it still changes the key; the builder's key is unchanged."""
+    def chat(system: str) -> dict[str, Any]:
+        return {"model": "gpt-5", "messages": [{"role": "system", "content": system},
+                                              {"role": "user", "content": "hi"}]}
+
+    base = filler(3000, "s")
+    late = [auto_cache(chat(base + f" Time: 2026-11-30 09:0{t}:00"))["prompt_cache_key"]
+            for t in range(2)]
+    assert late[0] == late[1]
+    early = [auto_cache(chat(f"Time: 2026-11-30 09:0{t}:00 " + base))["prompt_cache_key"]
+             for t in range(2)]
+    assert early[0] != early[1]
+    whole = [prompt_cache_key(render(chat(base + f" Time: 09:0{t}"))) for t in range(2)]
+    assert whole[0] != whole[1]  # no window asked: the whole stable prefix

@@ -1181,3 +1181,27 @@ async def test_async_helpers(api: Api, async_anthropic: anthropic.AsyncAnthropic
     with pytest.raises(openai.LengthFinishReasonError):
         await oc.chat.completions.parse(**oa_request(), response_format=Answer)
     assert tracker.records[-1].cache_read == 1408 and len(tracker.records) == 12
+
+
+def test_auto_cache_warns_when_instructions_cannot_carry_a_breakpoint(
+        api: Api, raw_openai: openai.OpenAI) -> None:
+    """New-user trial 9: on GPT-5.6+ (writes and reads only at breakpoints) a Responses call
+    whose shared prompt is `instructions` cannot be marked; every call wrote ~1.8k tokens at
+    1.25x and read nothing, silently. auto_cache now says so, once per model."""
+    client = wrap(raw_openai, auto_cache=True, lint="off")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PromptCacheWarning)
+        for q in ("one", "two"):
+            client.responses.create(model="gpt-5.6-sol", input=q, instructions=SYSTEM)
+        client.responses.create(model="gpt-5.6-sol", input="short", instructions="Be brief.")
+        client.responses.create(model=OA_MODEL, input="hello", instructions=SYSTEM)  # gpt-4o
+    hits = [str(w.message) for w in caught if "cannot carry one" in str(w.message)]
+    assert len(hits) == 1 and "gpt-5.6-sol" in hits[0], hits
+    # the shared prompt as a leading developer message can be marked: no warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PromptCacheWarning)
+        fresh = wrap(raw_openai, auto_cache=True, lint="off")
+        fresh.responses.create(model="gpt-5.6-sol", input=[
+            {"role": "developer", "content": [{"type": "input_text", "text": SYSTEM}]},
+            {"role": "user", "content": "one"}])
+    assert not [w for w in caught if "cannot carry one" in str(w.message)]

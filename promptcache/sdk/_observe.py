@@ -342,6 +342,29 @@ def _anthropic_output_format(fmt: Any) -> dict[str, Any]:
     return {"type": "json_schema", "schema": anthropic.transform_schema(schema)}
 
 
+def _unmarkable_instructions(call: Call, view: PrefixView, policy: Any,
+                             plan: BreakpointPlan) -> str | None:
+    """The warning for a GPT-5.6+ Responses request whose shared prompt sits in
+    ``instructions``, or None. Those models write and read only at breakpoints, and
+    ``instructions`` cannot carry one: with no other place for a marker, each call writes its
+    whole prompt at the implicit breakpoint on its newest input and reads nothing back
+    (new-user trial 9; source: ../shared/reference/hosted-api-rules.md 2.3,
+    https://developers.openai.com/api/docs/guides/prompt-caching)."""
+    if call.shape != "openai-responses" or not getattr(policy, "explicit_breakpoints", False):
+        return None
+    if any(b.source in ("planner", "user") for b in plan.breakpoints):
+        return None
+    instructions = next((s for s in view.segments if s.path == "instructions"), None)
+    minimum = int(getattr(policy, "min_cacheable_tokens", 0) or 0)
+    if instructions is None or instructions.end_token < minimum:
+        return None
+    return (f"promptcache: auto_cache: {policy.model_id} caches only at breakpoints, and "
+            f"`instructions` ({instructions.tokens} tokens) cannot carry one: each call writes "
+            "its prompt at the implicit breakpoint on its newest input and nothing shared is "
+            "read back. Send the shared prompt as a leading developer message in `input` (as "
+            "PromptBuilder.to_openai_responses does) so a breakpoint can close it.")
+
+
 class Observer:
     """Settings of one ``wrap()`` call plus the state its copies share.
 
@@ -474,6 +497,9 @@ class Observer:
         if prev is not None:
             previous = prev.plan if prev.plan is not None else prev.view
         plan = plan_breakpoints(view, policy, previous)
+        unmarkable = _unmarkable_instructions(call, view, policy, plan)
+        if unmarkable is not None:
+            self.warn_once(f"auto-cache-instructions:{policy.model_id}", unmarkable)
         for e in plan.marker_edits:
             # lint runs on the repaired request, so say here what happened to the caller's marker
             where = f" to {e.to_path}" if e.to_path else ""
@@ -555,8 +581,8 @@ class Observer:
             explanation = f"(diff failed: {type(exc).__name__}: {exc})"
         logger.warning(
             "promptcache: session %r: the request diverges from the previous one at %s, before "
-            "its last breakpoint, so the cached prefix is lost: %s", call.session, where,
-            explanation)
+            "its last breakpoint, so the cached prefix from there on is lost: %s", call.session,
+            where, explanation)
 
     # ------------------------------------------------------------------ after the response
     def record_response(self, call: Call, response: Any, end: float,
