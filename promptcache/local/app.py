@@ -733,19 +733,11 @@ async def first_event(
     also cancelled if the wait itself is cancelled or fails.
     """
 
-    async def watch() -> None:
-        while True:
-            message = await request.receive()
-            if message.get("type") == "http.disconnect":
-                log.debug("client left before the first token: cancelling the generation")
-                events.cancel()
-                return
-
     plan: CachePlan | None = None
     item: tuple[str, Any]
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(watch)
+            tg.start_soon(_watch_disconnect, request, events.cancel, "before the first token")
             while True:
                 item = await next_event(events)
                 if item[0] == "plan":
@@ -759,6 +751,16 @@ async def first_event(
         events.cancel()
         raise
     return plan, item
+
+
+async def _watch_disconnect(request: Request, stop: Callable[[], None], what: str) -> None:
+    """Call ``stop`` once the client sends ``http.disconnect`` (it left: ``what``)."""
+    while True:
+        message = await request.receive()
+        if message.get("type") == "http.disconnect":
+            log.debug("client left %s: cancelling the generation", what)
+            stop()
+            return
 
 
 async def generate_until_disconnect(
@@ -783,14 +785,6 @@ async def generate_until_disconnect(
     """
     cancel = threading.Event()
 
-    async def watch() -> None:
-        while True:
-            message = await request.receive()
-            if message.get("type") == "http.disconnect":
-                log.debug("client left a non-streamed request: cancelling the generation")
-                cancel.set()
-                return
-
     def work() -> tuple[GenerationOutcome | None, BaseException | None]:
         try:
             return service.generate(prompt, policy, should_stop=cancel.is_set, **kwargs), None
@@ -799,7 +793,8 @@ async def generate_until_disconnect(
 
     try:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(watch)
+            tg.start_soon(_watch_disconnect, request, cancel.set,
+                          "a non-streamed request")
             outcome, error = await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
             tg.cancel_scope.cancel()
     finally:
