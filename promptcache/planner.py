@@ -84,7 +84,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from promptcache._errors import InvalidRequestError, PlanError
 from promptcache._slots import slot_constructor
-from promptcache.prefix import PrefixView, Segment, render
+from promptcache.prefix import NO_MARKER_KINDS, PrefixView, Segment, render
 
 if TYPE_CHECKING:
     from promptcache.catalog import CachePolicy
@@ -543,7 +543,7 @@ def _markable(view: PrefixView, seg: Segment) -> bool:
     if not seg.cacheable:
         return False
     if view.provider == "anthropic":
-        if seg.kind in ("thinking", "redacted_thinking"):
+        if seg.kind in NO_MARKER_KINDS:
             return False
         return not (seg.kind == "text" and _blank(seg.text))
     # OpenAI: content parts (or string contents we can turn into parts) of non-assistant turns.

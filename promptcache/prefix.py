@@ -59,6 +59,7 @@ from promptcache._slots import slot_constructor
 from promptcache.tokens import TokenCounter, get_counter
 
 __all__ = [
+    "NO_MARKER_KINDS",
     "Breakpoint",
     "PrefixView",
     "Provider",
@@ -76,8 +77,9 @@ Tier = Literal["tools", "system", "messages"]
 TIERS: tuple[Tier, ...] = ("tools", "system", "messages")
 
 _ANTHROPIC_TTLS = ("5m", "1h")
-#: Anthropic blocks that cannot carry cache_control (the SDK's param types have no field).
-_NO_MARKER_KINDS = frozenset({"thinking", "redacted_thinking"})
+#: Anthropic blocks that cannot carry cache_control (the SDK's param types have no field;
+#: hosted-api-rules.md 1.2).
+NO_MARKER_KINDS = frozenset({"thinking", "redacted_thinking"})
 _ANTHROPIC_ONLY_BLOCKS = frozenset({
     "tool_use", "tool_result", "thinking", "redacted_thinking", "document", "search_result",
     "server_tool_use", "web_search_tool_result", "container_upload", "tool_reference",
@@ -861,7 +863,7 @@ class _Renderer:
         text: str | None = None
         token_text: str | None = None
         extra = 0
-        cacheable = btype not in _NO_MARKER_KINDS
+        cacheable = btype not in NO_MARKER_KINDS
         if btype == "text":
             value = block.get("text")
             if not isinstance(value, str):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import click
@@ -35,15 +34,7 @@ def _load(path: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     """
     from promptcache._cliutil import loads_json, not_a_request_reason, read_text, unwrap_request
 
-    if path == "-":  # standard input, read once (as render and count read it)
-        text = read_text(path)
-    else:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(path, exc.strerror or str(exc)) from None
-        except UnicodeDecodeError as exc:
-            raise InputError(path, f"not UTF-8 text ({exc.reason})") from None
+    text = read_text(path)  # a file, or standard input read once (as render and count)
     if not text.strip():
         raise InputError(path, "empty file")
     obj = loads_json(text, path)
@@ -252,11 +243,11 @@ def explain_command(log: str, fmt: str, model: str | None, provider: str | None,
                     show_all: bool) -> None:
     """Explain every cache miss in a request log (JSONL), by cause, count and USD.
 
-    LOG.jsonl '-' reads the log from standard input. Each line holds a request (under "request" or "body", or the bare body) and optionally
-    "usage" / "response", "timestamp", "session_id", "response_id" and provider
-    diagnostics. Usage-only lines (a usage tracker log) are checked with the append-only
-    identity; a log with no request in it is bad input unless that check finds a
-    regression. Exit status: 0 no miss, 1 misses, 2 bad input.
+    LOG.jsonl '-' reads the log from standard input. Each line holds a request (under
+    "request" or "body", or the bare body) and optionally "usage" / "response", "timestamp",
+    "session_id", "response_id" and provider diagnostics. Usage-only lines (a usage tracker
+    log) are checked with the append-only identity; a log with no request in it is bad input
+    unless that check finds a regression. Exit status: 0 no miss, 1 misses, 2 bad input.
     """
     from promptcache._cliutil import check_model, is_blank_file, read_text
     from promptcache.diff._explain import explain_counted

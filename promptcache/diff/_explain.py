@@ -3,8 +3,9 @@
 A log is JSONL, one request per line. Each line is an object with the request under
 ``request`` (or ``body`` / ``payload``; a bare request body also works) and optionally
 ``usage`` (or a whole ``response`` carrying ``usage``, ``id`` and diagnostics), a
-``timestamp`` (seconds since the epoch, milliseconds, or ISO-8601; also ``ts`` / ``time`` /
-``start``), a ``session_id`` (also ``session`` / ``conversation_id``), a ``response_id``,
+``timestamp`` (seconds since the epoch, milliseconds, or ISO-8601; also ``ts``, ``created_at``
+and the other keys of :data:`promptcache._times.TIME_KEYS`), a ``session_id`` (also
+``session`` / ``conversation_id``), a ``response_id``,
 ``diagnostics`` / ``prompt_cache_diagnostics``, ``provider`` and ``model``. Lines written by
 the usage tracker's JSONL sink (serialised ``UsageRecord`` s) are read as usage-only lines.
 Lines with usage but no request are checked with the append-only identity ``read[n] >=
@@ -14,10 +15,10 @@ lines without a session id are grouped by (provider, model, ``prefix_hash`` when
 one), one group per combination, named ``(no session: provider/model #hash)``; lines carrying
 none of the three form ``(no session)``. Within a session the ``prefix_hash`` is not a reason to
 skip a pair: the wrapper's hash covers the prefix up to the last breakpoint, which moves with
-every turn of a chat. The TTL
-cause of a shortfall uses the lifetime of the previous line's write: 1 h when it wrote 1 h
-entries (``cache_write_1h``), its ``cache_write_ttl`` when given, else 5 min on Anthropic and
-OpenAI's in-memory retention on OpenAI (:func:`~promptcache.diff._engine.entry_ttl_seconds`).
+every turn of a chat. The TTL cause of a shortfall uses the lifetime of the previous line's
+write: 1 h when it wrote 1 h entries (``cache_write_1h``), its ``cache_write_ttl`` when given,
+else 5 min on Anthropic and OpenAI's in-memory retention on OpenAI
+(:func:`~promptcache.diff._engine.entry_ttl_seconds`).
 A line with neither a request nor usage, or whose ``request`` / ``body`` holds no messages /
 system / input, is bad input (an :class:`InputError` naming the line), as is a pretty-printed
 JSON document (not JSONL).
@@ -32,9 +33,9 @@ Baseline: the provider's cache holds the entries of every earlier request still 
 TTL, not only the last one's. Each request is compared with the earlier request of its session
 whose written entries give the longest expected cache read and are still live (an entry written
 at time t, or read again by a request with a breakpoint at the same prefix, lives until t + TTL;
-without timestamps it is assumed live): a main-loop turn
-after a side request (BR-16's pattern) reads the turn before the side request, and a reverted
-change reads the entries written before the change. When no earlier entry matches, or none
+without timestamps it is assumed live): a main-loop turn after a side request (BR-16's
+pattern) reads the turn before the side request, and a reverted change reads the entries
+written before the change. When no earlier entry matches, or none
 gives a longer read, the session's last request is the baseline (ties go to it). Each row
 names its baseline in ``compared_with_line``. Candidates are found through an index of the
 prefix digests each request wrote (Anthropic: its breakpoint segments; OpenAI: its automatic
@@ -613,7 +614,7 @@ def _written_at(p: Prepared) -> list[int]:
     automatic prefix from the minimum on."""
     if p.family == "anthropic":
         return sorted(set(p.bps))
-    minimum = int(getattr(p.policy, "min_cacheable_tokens", 1024) or 1024)
+    minimum = int(getattr(p.policy, "min_cacheable_tokens", 0) or 0)
     return sorted(set(p.bps) | {s.index for s in p.segs if s.end_token >= minimum})
 
 

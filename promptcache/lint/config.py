@@ -21,7 +21,8 @@ prefix (``PC1``), a rule's dotted name, or one of its groups. A ``--select`` on 
 line starts the selection anew (as ruff since 0.0.238): the file's ``select``,
 ``extend-select`` and ``ignore`` are dropped, and ``--extend-select`` / ``--ignore`` apply on
 top; without it, they modify the set the file selects (``--extend-select`` re-enables a
-rule the file ignores).
+rule the file ignores). Where a select and an ignore both pick a rule, the more specific
+selector decides (:func:`specificity`: ``PC101`` over ``PC1``, a prefix over a group or ``ALL``).
 ``per-file-ignores`` and inline suppressions apply in every case.
 
 ``per-file-ignores`` and ``exclude`` globs are matched against the file's path relative to

@@ -66,11 +66,9 @@ from promptcache.local.template import (
     decode_tokens,
     encode_text,
 )
+from promptcache.prefix import NO_MARKER_KINDS
 
 __all__ = ["AnthropicRequest", "message_body", "model_info", "parse_request", "router"]
-
-_NO_MARKER_KINDS = frozenset({"thinking", "redacted_thinking"})
-"""Block kinds whose request param types have no ``cache_control`` (hosted-api-rules.md 1.2)."""
 
 _STOP_REASONS = {"max_tokens": "max_tokens", "stop": "stop_sequence", "eos": "end_turn"}
 
@@ -210,7 +208,7 @@ def _check_text_blocks(prompt: TemplatedPrompt) -> None:
     ("empty text blocks cannot be cached")."""
     for seg in prompt.view.segments:
         if (
-            seg.kind in _NO_MARKER_KINDS
+            seg.kind in NO_MARKER_KINDS
             and seg.breakpoint is not None
             and seg.breakpoint.source == "block"
         ):

@@ -23,7 +23,8 @@ Usage (hosted-api-rules.md 2.1-2.4; https://developers.openai.com/api/docs/guide
   the ``response.incomplete`` event's ``response`` (its ``usage`` is filled) instead.
 * Responses ``previous_response_id``: every Responses response is stored (unless
   ``store: false``) in memory, visible only to the API key that made it, the last
-  :data:`RESPONSE_STORE_SIZE` (256) of them across all keys (LRU; gone on restart): its input items (a string input as one user message) plus its output
+  :data:`RESPONSE_STORE_SIZE` (256) of them across all keys (LRU; gone on restart): its input
+  items (a string input as one user message) plus its output
   (one assistant message). A request naming one gets that conversation prepended to its
   ``input``, so its tokens count and are cached and read as the API's are; ``instructions`` are
   not carried over (as in the API). An unknown, evicted or ``store: false`` id is a 400
@@ -447,8 +448,11 @@ def router(service: BackendService) -> APIRouter:
     """Routes bound to ``service``."""
     api = APIRouter()
 
-    def prepare(body: dict[str, Any], request: Request, shape: Shape) -> _Prepared:
-        req = parse_request(body, shape, service.options.default_max_tokens)
+    def prepare(body: dict[str, Any], request: Request, shape: Shape,
+                req: OpenAIRequest | None = None) -> _Prepared:
+        """``req``: ``body``'s parameters when already parsed (:func:`parse_request`)."""
+        if req is None:
+            req = parse_request(body, shape, service.options.default_max_tokens)
         policy = service.policy(req.model, "openai")
         try:
             prompt = apply_template(body, shape, model=policy.model_id)
@@ -461,17 +465,17 @@ def router(service: BackendService) -> APIRouter:
             None,
         )
         prompt_field = "messages" if shape == "openai-chat" else "input"
-        if max_param is None and service.context_tokens is not None:
+        context = service.context_tokens
+        if max_param is None and context is not None:
             # no max set: as the API, the completion may use what the context leaves (the
             # server's default only caps it); only a prompt that fills the context is refused
-            room = service.context_tokens - prompt.total_tokens
-            req = replace(req, max_tokens=max(1, min(req.max_tokens, room)))
+            req = replace(req, max_tokens=max(1, min(req.max_tokens,
+                                                     context - prompt.total_tokens)))
         service.check_context(
             prompt.total_tokens,
             req.max_tokens,
             "openai",
-            max_param
-            if max_param is not None and (service.context_tokens or 0) < req.max_tokens
+            max_param if max_param is not None and (context or 0) < req.max_tokens
             else prompt_field,
             prompt_field,
         )
@@ -565,9 +569,11 @@ def router(service: BackendService) -> APIRouter:
     async def responses(request: Request) -> Response:
         body = await read_json(request, service.options.max_body_bytes)
         tenant = api_key_of(request) or ""
-        parse_request(body, "openai-responses", service.options.default_max_tokens)
+        # validated before the stored conversation is looked up; the prepended items change
+        # only ``input``, none of the parsed parameters
+        req = parse_request(body, "openai-responses", service.options.default_max_tokens)
         full_body, items = _with_previous(body, store, tenant)
-        p = prepare(full_body, request, "openai-responses")
+        p = prepare(full_body, request, "openai-responses", req)
         rid = "resp_" + secrets.token_hex(12)
         mid = "msg_" + secrets.token_hex(12)
         created = time.time()

@@ -601,7 +601,7 @@ def unknown_route_response(request: Request, status: int) -> JSONResponse:
     otherwise OpenAI's error object, ``Invalid URL (METHOD /path)`` (``invalid_request_error``).
     """
     path = request.url.path
-    anthropic = path.startswith("/v1/messages") or "anthropic-version" in request.headers
+    anthropic = provider_of(request) == "anthropic" or "anthropic-version" in request.headers
     if status == 404:
         if anthropic:
             exc = BackendAPIError(404, "not_found_error", "Not Found")

@@ -1,8 +1,9 @@
 """``promptcache report`` and ``promptcache breakeven``.
 
-``report USAGE.jsonl``: reads a JSONL usage log (``-``: standard input; records as :class:`~promptcache.usage.JsonlSink`
-writes them, or the providers' raw ``usage`` objects / whole responses, provider detected from the
-fields: :func:`~promptcache.usage.sinks.iter_usage_log`), prices every record (catalog prices,
+``report USAGE.jsonl``: reads a JSONL usage log (``-``: standard input; records as
+:class:`~promptcache.usage.JsonlSink` writes them, or the providers' raw ``usage`` objects /
+whole responses, provider detected from the fields:
+:func:`~promptcache.usage.sinks.iter_usage_log`), prices every record (catalog prices,
 ``--prices`` override file; the model is ``--model``, else the line's own ``model``; a record
 with neither is reported with its tokens and an unknown cost, never a guessed one) and prints,
 by label and model: requests, hit rate (ratio of sums) and request hit rate, tokens by kind,
@@ -17,9 +18,10 @@ target is checked before anything is read or printed.
 
 ``breakeven --model M --prefix-tokens N [--ttl 5m|1h] [--interval SECONDS]``: the number of
 requests within the TTL from which caching pays (for a model that caches automatically, without
-a TTL: requests that still find the prefix cached, kept for an unspecified time); with ``--interval`` also every TTL policy priced
-for that inter-arrival time and the cheapest. ``--ttl`` must be one the model offers (a model
-that caches automatically, without a TTL parameter, takes none); ``--requests``,
+a TTL: requests that still find the prefix cached, kept for an unspecified time); with
+``--interval`` also every TTL policy priced for that inter-arrival time and the cheapest.
+``--ttl`` must be one the model offers (a model that caches automatically, without a TTL
+parameter, takes none); ``--requests``,
 ``--suffix-tokens``, ``--output-tokens`` and ``--keepalive-cap`` price that comparison, so they
 need ``--interval`` (and ``--keepalive-cap`` a model with a TTL to keep alive): given without,
 they are an error, never silently ignored.
@@ -175,8 +177,8 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
 
     Each line is a usage record (as promptcache's JsonlSink writes it), a provider's raw
     usage object (Anthropic, OpenAI chat or Responses, DeepSeek, Bedrock, Gemini, LangChain
-    usage_metadata; detected from the field names) or a whole response. USAGE.jsonl '-' reads standard input. Exit
-    status: 0 success, 2 bad input.
+    usage_metadata; detected from the field names) or a whole response. USAGE.jsonl '-'
+    reads standard input. Exit status: 0 success, 2 bad input.
     """
     from promptcache._cliutil import is_blank_file, read_text
 

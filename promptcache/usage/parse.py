@@ -786,8 +786,7 @@ def _unread_cache_fields(usage: Mapping[str, Any], seen: set[str], prefix: str =
         path = f"{prefix}{key}"
         if isinstance(value, Mapping):
             out.extend(_unread_cache_fields(value, seen, f"{path}."))
-        elif (isinstance(value, int | float) and not isinstance(value, bool) and value
-              and path not in seen and "cache" in path.lower()):
+        elif _is_number(value) and value and path not in seen and "cache" in path.lower():
             out.append((path, value))
     return out
 

@@ -140,7 +140,8 @@ class UsageRecord(BaseModel):
         if not _is_count(total):
             return data
         uncached = data.get("uncached_input")
-        write, w5, w1 = data.get("cache_write"), data.get("cache_write_5m"), data.get("cache_write_1h")
+        write = data.get("cache_write")
+        w5, w1 = data.get("cache_write_5m"), data.get("cache_write_1h")
         counts = (read, uncached, write, w5, w1)
         if any(v is not None and not _is_count(v) for v in counts):
             return data  # a bad value: left to the field validation
