@@ -536,6 +536,21 @@ def test_lint_warn_prints_each_finding_once_without_a_logging_setup(tmp_path: An
     assert "app.py:" in lines[0] and "PromptCacheWarning" in lines[0], done.stderr
 
 
+def test_lint_warn_only_logs_info_findings(raw_openai: openai.OpenAI,
+                                           caplog: pytest.LogCaptureFixture) -> None:
+    """A short OpenAI chat gets PC401 (info: under the 1,024-token minimum): advice, logged at
+    info level, not a PromptCacheWarning on every short chat (new-user trial 9)."""
+    client = wrap(raw_openai)  # lint="warn" by default
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PromptCacheWarning)
+        with caplog.at_level(logging.INFO, logger="promptcache"):
+            client.chat.completions.create(model="gpt-4o", max_tokens=8, messages=[
+                {"role": "user", "content": "hi"}])
+    assert not [w for w in caught if "PC401" in str(w.message)]
+    [log] = [r for r in caplog.records if "PC401" in r.getMessage()]
+    assert log.levelno == logging.INFO
+
+
 def test_lint_off_skips(raw_anthropic: anthropic.Anthropic) -> None:
     client = wrap(raw_anthropic, lint="off")
     with warnings.catch_warnings():

@@ -544,7 +544,12 @@ class Observer:
                 msg = f"promptcache {f.code} ({sev}) at {f.path or '<request>'}: {f.message}"
                 if f.fix:
                     msg += f" Fix: {f.fix}"
-                _warn_both(msg, stacklevel=5)
+                if sev == "info":
+                    # advice, not a break (e.g. PC401: an OpenAI prompt under 1,024 tokens,
+                    # which every short chat is): logged at info level, never a warning
+                    logger.info("%s", msg)
+                else:
+                    _warn_both(msg, stacklevel=5)
         return blocking
 
     def _remember(self, call: Call, body: Mapping[str, Any], view: PrefixView | None,

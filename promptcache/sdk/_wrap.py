@@ -342,11 +342,12 @@ def wrap(client: T, *, tracker: UsageTracker | None = None, label: str | None = 
         auto_cache: place cache breakpoints with ``promptcache.planner`` (keeping the caller's
             markers; OpenAI: ``prompt_cache_key`` when absent). Off by default: it changes the
             request.
-        lint: ``"warn"`` (``warnings.warn`` each distinct finding once, and log it on the
-            ``"promptcache"`` logger when the application has set up logging), ``"error"``
-            (raise :class:`~promptcache._errors.PromptCacheLintError` before sending when a
-            request has error- or warning-severity findings; info findings are warned) or
-            ``"off"``.
+        lint: ``"warn"`` (``warnings.warn`` each distinct error- or warning-severity finding
+            once, and log it on the ``"promptcache"`` logger when the application has set up
+            logging; info findings, advice such as PC401's short OpenAI prompt, are only
+            logged, at info level), ``"error"`` (raise
+            :class:`~promptcache._errors.PromptCacheLintError` before sending when a request
+            has error- or warning-severity findings; info findings are logged) or ``"off"``.
 
     Observed: ``messages.create`` / ``stream`` / ``parse`` (Anthropic);
     ``chat.completions.create`` / ``parse`` / ``stream`` and ``responses.create`` / ``parse`` /
