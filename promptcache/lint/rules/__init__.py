@@ -24,7 +24,7 @@ RULE_CODES: tuple[str, ...] = (
     # ordering / serialisation
     "PC201", "PC202", "PC203",
     # breakpoints and blocks
-    "PC301", "PC302", "PC303", "PC304", "PC305", "PC306", "PC307",
+    "PC301", "PC302", "PC303", "PC304", "PC305", "PC306", "PC307", "PC308",
     # OpenAI
     "PC401", "PC402", "PC403", "PC404",
     # usage
