@@ -9,7 +9,14 @@ tool_choice switch, or a 10-minute pause (TTL expiry).
 Prints the explain time next to the time to only render the same requests (the floor:
 explain renders each request exactly once), requests per second, and the ratio to the goal.
 
+``--growing N`` measures memory instead: explain on a log of N requests of one growing
+conversation (request k repeats all earlier turns, so the log is quadratic in size; no session
+ids, a request every 20 s, usage on every line), run in a fresh child process. It prints the
+child's peak resident set size (``ru_maxrss``) minus its RSS after the imports, i.e. the peak
+memory explain added, beside the log's size and the run time.
+
     .venv/bin/python bench/explain_speed.py [--requests 1000] [--repeat 3]
+    .venv/bin/python bench/explain_speed.py --growing 2000
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -95,11 +104,88 @@ def build_log(n_requests: int, seed: int = 7) -> list[dict[str, Any]]:
     return lines
 
 
+def write_growing_log(path: Path, n_requests: int, seed: int = 11) -> None:
+    """Write (streaming: the log is quadratic in size) one conversation of ``n_requests``
+    requests, each repeating every earlier turn, the breakpoint on its last block."""
+    rng = random.Random(seed)
+    system = words(rng, 1500)
+    msgs: list[str] = []  # each turn serialised once; every line joins them
+    read = write = 0
+    t = 1_700_000_000.0
+    with path.open("w", encoding="utf-8") as out:
+        for k in range(n_requests):
+            if k:
+                msgs.append(json.dumps({"role": "assistant",
+                                        "content": [{"type": "text", "text": words(rng, 12)}]}))
+            last = {"role": "user", "content": [{"type": "text", "text": f"t{k} "
+                                                 + words(rng, 12),
+                                                 "cache_control": {"type": "ephemeral"}}]}
+            plain = {"role": "user", "content": [{"type": "text",
+                                                  "text": last["content"][0]["text"]}]}
+            body = ('{"model": "' + MODEL + '", "max_tokens": 512, "system": [{"type": "text", '
+                    '"text": "' + system + '", "cache_control": {"type": "ephemeral"}}], '
+                    '"messages": [' + ", ".join([*msgs, json.dumps(last)]) + "]}")
+            msgs.append(json.dumps(plain))
+            total = 1500 + 16 * len(msgs)
+            read, write = (read + write, max(0, total - read - write)) if k else (0, total)
+            usage = {"input_tokens": 3, "cache_read_input_tokens": read,
+                     "cache_creation_input_tokens": write, "output_tokens": 20}
+            t += 20.0
+            out.write(f'{{"timestamp": {t:.1f}, "request": {body}, '
+                      f'"usage": {json.dumps(usage)}}}\n')
+
+
+def _rss_mb() -> float:
+    """This process's peak resident set size so far, in MB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure_child(path: str) -> None:
+    """Run explain once on ``path`` and print one JSON line: peak RSS added, time, report."""
+    base = _rss_mb()
+    t0, c0 = time.perf_counter(), time.process_time()
+    report = explain(path, progress=False)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(json.dumps({"base_mb": base, "peak_mb": _rss_mb(), "wall": wall, "cpu": cpu,
+                      "requests": len(report.requests), "sessions": report.sessions,
+                      "misses": report.misses,
+                      "compared_with_previous": sum(
+                          1 for r in report.requests
+                          if r.compared_with_line == r.line - 1)}))
+
+
+def growing(n_requests: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "growing.jsonl"
+        write_growing_log(path, n_requests)
+        size_mb = path.stat().st_size / 1e6
+        proc = subprocess.run([sys.executable, __file__, "--_measure", str(path)],
+                              capture_output=True, text=True, check=True)
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(f"growing conversation: {n_requests} requests, {size_mb:.1f} MB log, "
+          f"{r['sessions']} session(s) inferred, {r['misses']} misses, "
+          f"{r['compared_with_previous']} compared with the line before")
+    added = r["peak_mb"] - r["base_mb"]
+    print(f"explain peak RSS added (ru_maxrss in a fresh process, minus RSS after imports): "
+          f"{added:.1f} MB = {added / size_mb:.2f}x the log (after imports "
+          f"{r['base_mb']:.1f} MB, peak {r['peak_mb']:.1f} MB)")
+    print(f"explain time: {r['wall']:.2f} s wall, {r['cpu']:.2f} s CPU")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--growing", type=int, metavar="N",
+                        help="measure peak memory on a growing conversation of N requests")
+    parser.add_argument("--_measure", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args._measure:
+        measure_child(args._measure)
+        return
+    if args.growing:
+        growing(args.growing)
+        return
     lines = build_log(args.requests)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "log.jsonl"

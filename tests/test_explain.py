@@ -754,3 +754,98 @@ def test_one_compare_per_request_when_only_a_short_prefix_is_shared(
     report = explain([{"request": r, "session_id": "s"} for r in reqs])
     assert len(report.requests) == 8
     assert calls == 7  # one per request after the first
+
+
+class _Body(dict):  # type: ignore[type-arg]
+    """A parsed JSON object that a weak reference can follow (a plain dict cannot)."""
+
+
+def test_explain_lets_go_of_the_bodies_outside_the_baseline_window(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A growing conversation's log is quadratic in size: explain kept every parsed line (1.5 GB
+    on 2,000 requests). Only the requests the baseline search can still reach (the session's
+    window, and its last request) may hold on to their bodies; the rest are let go as the log
+    is read, so at no point are more than a window's worth of bodies alive."""
+    import weakref
+
+    import promptcache.diff._explain as module
+
+    n = 3 * module._WINDOW
+    log = tmp_path / "growing.jsonl"
+    with log.open("w", encoding="utf-8") as out:
+        for k, r in enumerate(conversation("grow", n)):
+            out.write(json.dumps({"request": r, "timestamp": 1_700_000_000 + 20 * k}) + "\n")
+    bodies: list[weakref.ref[Any]] = []
+    most_alive = 0
+    real_entry, real_prepare = module._entry, module.prepare
+
+    def loads(text_: str, label: str, n_: int) -> Any:
+        return json.loads(text_, object_hook=_Body)
+
+    def entry(n_: int, obj: Any, label: str) -> Any:
+        e = real_entry(n_, obj, label)
+        if e.request is not None:
+            bodies.append(weakref.ref(e.request))
+        return e
+
+    def prepare(*args: Any, **kwargs: Any) -> Any:
+        nonlocal most_alive
+        most_alive = max(most_alive, sum(1 for b in bodies if b() is not None))
+        return real_prepare(*args, **kwargs)
+
+    monkeypatch.setattr(module, "_loads", loads)
+    monkeypatch.setattr(module, "_entry", entry)
+    monkeypatch.setattr(module, "prepare", prepare)
+    report = explain(log)
+    assert len(bodies) == n and len(report.requests) == n
+    assert [r.status for r in report.requests] == ["cold_start"] + ["hit"] * (n - 1)
+    assert [r.compared_with_line for r in report.requests] == [None, *range(1, n)]
+    # the window of indexed requests, the session's last request and the line being read
+    assert most_alive <= module._WINDOW + 2
+
+
+def test_a_later_unreadable_line_is_reported_before_an_earlier_bad_request() -> None:
+    """Lines are explained as they are read; a line that cannot be read is still reported
+    before an error found while explaining an earlier line (as when all were read first)."""
+    bad = json.dumps({"request": {"messages": "nope", "system": "x"}}) + "\n"
+    with pytest.raises(InputError, match="line 1"):
+        explain([bad])
+    with pytest.raises(InputError, match="line 2: invalid JSON"):
+        explain([bad, "{oops\n"])
+    with pytest.raises(InputError, match="line 3: a log line must be a JSON object"):
+        explain(iter([bad, "\n", "[1]\n"]))
+
+
+def _named_baseline_lines() -> list[dict[str, Any]]:
+    reqs = conversation("alpha", 3)
+    for r in reqs[1:]:
+        r["system"][0]["text"] += " v2"
+    reqs[2]["diagnostics"] = {"previous_message_id": "msg_1"}
+    return [{"request": reqs[0], "response_id": "msg_1"},
+            {"request": reqs[1], "response_id": "msg_2"},
+            {"request": reqs[2], "response": {"id": "msg_3", "diagnostics": {
+                "cache_miss_reason": {"type": "system_changed",
+                                      "cache_missed_input_tokens": 1600}}}}]
+
+
+@pytest.mark.parametrize("form", ["list", "generator", "file", "file with escaped key"])
+def test_a_named_diagnostics_baseline_is_found_in_every_form_of_log(
+        tmp_path: Path, form: str) -> None:
+    """The views of responses that later requests name are kept (and only those): found by a
+    scan before explaining, whether the log is a list, a one-shot iterator or a file (a key
+    spelt with JSON escapes included)."""
+    lines = _named_baseline_lines()
+    log: Any = lines
+    if form == "generator":
+        log = (x for x in lines)
+    elif form.startswith("file"):
+        text_ = "\n".join(json.dumps(x) for x in lines) + "\n"
+        if form == "file with escaped key":
+            text_ = text_.replace('"previous_message_id"', '"\\u0070revious_message_id"')
+            assert "previous_message_id" not in text_
+        log = tmp_path / "log.jsonl"
+        log.write_text(text_, encoding="utf-8")
+    third = explain(log).requests[2]
+    assert third.detail["diagnostics_baseline"] == "msg_1"
+    assert third.detail["cause_vs_baseline"] == "system_changed"
+    assert third.diagnostics is not None and third.diagnostics.agrees is True

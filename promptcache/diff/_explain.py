@@ -55,6 +55,19 @@ sessions are found through an index on the first content key; requests are compa
 precomputed content keys, usually once each (a second or third comparison only when the
 longest match's writer does not give the read, e.g. after a side request).
 ``bench/explain_speed.py`` times a 1,000-request log.
+
+Memory: the log is read twice, line by line: a light scan (the line count, and the response
+ids requests name as their diagnostics baseline; a text line is parsed only when it holds one
+of :data:`_NAMING_NEEDLES`), then the explaining pass, which lets each line's parsed body go
+once the line is explained. A request's prepared view (and so its body) stays only while a
+later request can still use it: as its session's last request, as a writer in the session's
+baseline index (at most the last ``_WINDOW`` requests, ``_WRITERS_PER_DIGEST`` per prefix), or
+as a response a later request names. Every line leaves its row of the report (and a few
+numbers on its ``_Entry``). Entries are not let go by TTL: a log's timestamps need not be in
+order, so an entry expired for one line may be live for the next. On a growing conversation
+(the log quadratic in size) the peak is a window's worth of requests, not the whole log:
+``bench/explain_speed.py --growing 1000``. A one-shot iterable (not a path, list or tuple) is
+kept as given, to be read twice.
 """
 
 from __future__ import annotations
@@ -305,7 +318,8 @@ def explain(log: str | Path | Iterable[Any], *, provider: str | None = None,
 
     Args:
         log: a JSONL path, or an iterable of log objects (or JSON lines); see the module doc
-            for the line format.
+            for the line format. A path, list or tuple is read twice, line by line, and a
+            line's body is let go once explained; any other iterable is kept whole first.
         provider: request shape for every line (default: each line's ``provider`` field, else
             detected).
         model: model id for every line (default: each request's own ``model``).
@@ -352,17 +366,27 @@ def explain_counted(log: str | Path | Iterable[Any], *, provider: str | None = N
 def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
              model: str | None, prices: Any, progress: bool | None
              ) -> tuple[ExplainReport, int]:
-    entries = [_entry(n, obj, label) for n, obj in iter_log(log, name=label)]
-    # responses that requests name as the provider's diagnostics baseline
-    baselines_wanted = {b for e in entries if (b := _baseline_id(e.request)) is not None}
+    """Explain ``log`` in one streaming pass (after a light scan, :func:`_scan`).
+
+    Memory: a line's parsed body is let go once it is explained. What stays is one small row
+    per line (the report), and per session its last request, the requests of its window
+    (:data:`_WINDOW`) that are still writers in its baseline index (with their prepared views),
+    and its latest line with usage per provider and model (usage only); plus the prepared
+    views of responses that later requests still name as the diagnostics baseline.
+    """
+    source = _replayable(log)
+    # named: the response ids that requests name as the provider's diagnostics baseline, and
+    # how many of the requests naming each are still to come (its view goes after the last)
+    n_lines, named = _scan(source, label)
     baselines: dict[str, Prepared] = {}
     show = progress if progress is not None else (
-        len(entries) >= PROGRESS_THRESHOLD and sys.stderr.isatty())
+        n_lines >= PROGRESS_THRESHOLD and sys.stderr.isatty())
     sessions: dict[str, _Session] = {}
     # usage-only lines without a session: (provider, model, prefix_hash) -> their group
     loose: dict[tuple[str | None, str | None, str | None], _Session] = {}
     index = _SessionIndex()
     inferred = 0
+    with_request = 0
     price_cache: dict[str | None, Prices | None] = {}
     out: list[RequestExplanation] = []
 
@@ -371,18 +395,22 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
             price_cache[m] = read_prices(m, prices)
         return price_cache[m]
 
-    for e in _progress(entries, show):
+    lines = iter_log(source, name=label)
+    for e in _progress((_entry(n, obj, label) for n, obj in lines), n_lines, show):
         prov = provider or e.provider
         try:
             if e.request is not None:
+                with_request += 1
                 e.prepared = prepare(e.request, prov, model=model or e.model,
                                      model_given=model is not None)
             family = e.prepared.family if e.prepared is not None else _usage_family(e, prov)
             e.usage = read_usage(e.usage_raw, family)
             e.family = family
         except PromptCacheError as exc:  # InvalidRequestError included
+            _raise_unreadable_first(lines, label)
             raise InputError(label, f"line {e.line}: {exc}") from None
         except RecursionError:  # parsed, yet too deep to render
+            _raise_unreadable_first(lines, label)
             raise InputError(label, f"line {e.line}: request nested too deeply") from None
 
         # ---- session
@@ -414,13 +442,19 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
                 prev, res = _baseline(e, sess, prices_for)
             row = _explain_one(e, prev, sess, res, prices_for)
         except RecursionError:  # parsed, yet too deep to compare
+            _raise_unreadable_first(lines, label)
             raise InputError(label, f"line {e.line}: request nested too deeply") from None
         wanted = _baseline_id(e.request)
         if (wanted is not None and e.diagnostics is not None and e.prepared is not None
                 and wanted in baselines and (prev is None or prev.response_id != wanted)):
             row = _rebase_diagnostics(row, baselines[wanted], e)
         out.append(row)
-        if e.response_id in baselines_wanted and e.prepared is not None:
+        if wanted is not None and wanted in named:  # one request fewer still names it
+            named[wanted] -= 1
+            if not named[wanted]:
+                del named[wanted]
+                baselines.pop(wanted, None)
+        if e.response_id in named and e.prepared is not None:
             baselines[e.response_id] = e.prepared
         # ---- update session state
         _remember(sess, e)
@@ -430,8 +464,11 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
         sess.turns += 1
         if e.prepared is not None and e.session is None:
             index.update(sess, e.prepared)
+        # explained: the body lives on only in the prepared view, while the index holds that
+        e.request = None
+        e.diagnostics = None
 
-    return _report(out, len(sessions)), sum(1 for e in entries if e.request is not None)
+    return _report(out, len(sessions)), with_request
 
 
 def _baseline_id(request: Mapping[str, Any] | None) -> str | None:
@@ -517,15 +554,97 @@ def _usage_family(e: _Entry, provider: str | None) -> str:
     return "openai"
 
 
-def _progress(entries: list[_Entry], show: bool) -> Iterable[_Entry]:
+def _progress(entries: Iterable[_Entry], total: int, show: bool) -> Iterable[_Entry]:
     if not show:
         return entries
     from rich.console import Console
     from rich.progress import track
 
     # stderr, so a JSON report on stdout stays clean
-    return track(entries, description="explaining", transient=True,
+    return track(entries, total=total, description="explaining", transient=True,
                  console=Console(stderr=True))
+
+
+class _Replay:
+    """A one-shot iterable of log lines, kept so that it can be read twice (scan, explain).
+
+    Not a list: :func:`iter_log` checks a list of text lines as a whole file, an iterator
+    line by line, and a replayed iterator must still be read as one."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.items)
+
+
+def _replayable(log: str | Path | Iterable[Any]) -> str | Path | Iterable[Any]:
+    """``log`` in a form that can be read twice: a path (opened again), a list or tuple, or
+    the items of any other iterable (which may be one-shot) kept in a :class:`_Replay`."""
+    if isinstance(log, (str, Path, list, tuple, _Replay)):
+        return log
+    return _Replay(list(log))
+
+
+#: Text that a line naming a diagnostics baseline holds (``\u00``: a key spelt with escapes).
+_NAMING_NEEDLES = ("previous_message_id", "comparison_response_id", "\\u00")
+
+
+def _scan(log: str | Path | Iterable[Any], label: str) -> tuple[int, dict[str, int]]:
+    """Count the lines of ``log`` (for the progress bar), and how many requests name each
+    response id as their diagnostics baseline (:func:`_baseline_id`), without keeping any line.
+
+    Text lines are parsed only when they hold one of :data:`_NAMING_NEEDLES`. Nothing is
+    raised here: a line that cannot be read is reported by the explaining pass, in line order.
+    """
+    named: dict[str, int] = {}
+    count = 0
+
+    def note(n: int, obj: Any) -> None:
+        try:
+            wanted = _baseline_id(_entry(n, obj, label).request)
+        except (InputError, RecursionError):
+            return
+        if wanted is not None:
+            named[wanted] = named.get(wanted, 0) + 1
+
+    def text_line(n: int, text: str) -> None:
+        nonlocal count
+        if text.strip():
+            count += 1
+            if any(needle in text for needle in _NAMING_NEEDLES):
+                try:
+                    obj = json.loads(text)
+                except (ValueError, RecursionError):
+                    return
+                note(n, obj)
+
+    if isinstance(log, (str, Path)):
+        try:
+            handle = Path(log).open(encoding="utf-8", errors="replace")
+        except OSError:
+            return 0, named
+        with handle:
+            for n, text in enumerate(handle, 1):
+                text_line(n, text)
+        return count, named
+    for n, item in enumerate(log, 1):
+        if isinstance(item, (str, bytes)):
+            text_line(n, item.decode("utf-8", "replace") if isinstance(item, bytes) else item)
+        else:
+            count += 1
+            note(n, item)
+    return count, named
+
+
+def _raise_unreadable_first(lines: Iterator[tuple[int, Any]], label: str) -> None:
+    """Read the rest of the log, raising the error of the first line that cannot be read:
+    that error wins over one found while explaining an earlier line, as when every line was
+    read before any was explained."""
+    for n, obj in lines:
+        _entry(n, obj, label)
 
 
 class _SessionIndex:
