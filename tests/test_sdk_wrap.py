@@ -1220,3 +1220,19 @@ def test_auto_cache_warns_when_instructions_cannot_carry_a_breakpoint(
             {"role": "developer", "content": [{"type": "input_text", "text": SYSTEM}]},
             {"role": "user", "content": "one"}])
     assert not [w for w in caught if "cannot carry one" in str(w.message)]
+
+
+def test_unmarkable_instructions_reported_once_with_lint_on(raw_openai: openai.OpenAI) -> None:
+    """With lint on, rule PC308 reports the unmarkable GPT-5.6+ instructions; auto_cache's own
+    warning (for lint="off") does not say it a second time."""
+    client = wrap(raw_openai, auto_cache=True, lint="warn")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", PromptCacheWarning)
+        for q in ("one", "two"):
+            client.responses.create(model="gpt-5.6-sol", input=q, instructions=SYSTEM)
+    said = [str(w.message) for w in caught if "cannot carry one" in str(w.message)]
+    assert len(said) == 1 and "PC308" in said[0], said
+    strict = wrap(raw_openai, auto_cache=True, lint="error")
+    with pytest.raises(PromptCacheLintError) as err:
+        strict.responses.create(model="gpt-5.6-sol", input="one", instructions=SYSTEM)
+    assert [f.code for f in err.value.findings] == ["PC308"]

@@ -471,13 +471,13 @@ class Observer:
             prefix_digests(view, prev.first_view)  # resumes the previous request's chain
         plan = None
         if auto:
-            body, view, plan = self._auto_cache(call, body, view, prev)
+            body, view, plan = self._auto_cache(call, body, view, prev, lint)
         blocking = self._lint(call, body, view, prev, lint) if lint != "off" else []
         self._remember(call, body, view, plan, prev, first)
         return blocking
 
     def _auto_cache(self, call: Call, body: dict[str, Any], view: PrefixView,
-                    prev: _SessionState | None
+                    prev: _SessionState | None, lint: LintMode = "off"
                     ) -> tuple[dict[str, Any], PrefixView, BreakpointPlan | None]:
         from promptcache.catalog import get_policy
         from promptcache.planner import apply_plan, plan_breakpoints, prefix_digests
@@ -497,7 +497,8 @@ class Observer:
         if prev is not None:
             previous = prev.plan if prev.plan is not None else prev.view
         plan = plan_breakpoints(view, policy, previous)
-        unmarkable = _unmarkable_instructions(call, view, policy, plan)
+        # with lint on, rule PC308 reports the same request (once, or as an error)
+        unmarkable = _unmarkable_instructions(call, view, policy, plan) if lint == "off" else None
         if unmarkable is not None:
             self.warn_once(f"auto-cache-instructions:{policy.model_id}", unmarkable)
         for e in plan.marker_edits:
