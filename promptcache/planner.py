@@ -335,6 +335,11 @@ def segment_digest(seg: Segment) -> bytes:
 
 
 def _compute_segment_digest(seg: Segment) -> bytes:
+    raw = seg._data
+    if type(raw) is str:  # a string node whose JSON was never needed: its text is the node
+        return hashlib.sha256(b"\x00".join(((seg.tier or "").encode(), (seg.role or "").encode(),
+                                            seg.kind.encode(), _canonical_text_node(raw))
+                                           )).digest()
     data = seg.data
     node: Any = None
     parsed = False

@@ -23,7 +23,9 @@ Invariants:
 * ``Segment.data`` holds the JSON bytes of the node exactly as the SDKs send it (anthropic 2.x
   and openai 3.x post through httpx2, whose ``encode_json`` is ``json.dumps(...,
   ensure_ascii=False, separators=(",", ":"))``), key order preserved, so a
-  key-order change is visible as a byte change.
+  key-order change is visible as a byte change. For a string node (a string ``system`` or
+  message ``content``, the bulk of a long chat) the bytes are made on first use: linting a
+  request seldom needs them, and escaping its text cost about as much as counting its tokens.
 * Lookback positions (Anthropic): a run of consecutive ``tool_use`` segments is one position,
   likewise a run of ``tool_result`` segments; every other segment is one position. Positions
   are counted over tools, system and messages alike.
@@ -222,7 +224,7 @@ class Breakpoint:
     source: Literal["block", "automatic", "openai-explicit"] = "block"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Segment:
     """One cached unit of a request, in the provider's render order.
 
@@ -237,7 +239,8 @@ class Segment:
             ``"schema"``, or another block type as sent.
         role: the message role (None for tools and top-level system).
         message_index: index of the enclosing message / input item (None outside messages).
-        data: the node's JSON bytes as the SDK sends them (key order preserved).
+        data: the node's JSON bytes as the SDK sends them (key order preserved; for a string
+            node made on first use, see :attr:`string_node`).
         text: the human-readable text of the node, if any.
         tokens: tokens of this segment (an estimate for Anthropic models).
         start_token: tokens of every segment before this one.
@@ -254,7 +257,8 @@ class Segment:
     kind: str
     role: str | None
     message_index: int | None
-    data: bytes
+    #: the JSON bytes, or the node itself while it is a string not yet dumped (:attr:`data`)
+    _data: bytes | str
     text: str | None
     tokens: int
     start_token: int
@@ -265,6 +269,43 @@ class Segment:
     #: cache slot of :func:`promptcache.planner.prefix_digests` (content digest, markers
     #: stripped); filled on first use
     _content_digest: bytes | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def data(self) -> bytes:
+        """The node's JSON bytes as the SDK sends them (a string node's made on first use)."""
+        d = self._data
+        if type(d) is str:
+            d = _dumps(d)
+            object.__setattr__(self, "_data", d)
+        return d  # type: ignore[return-value]
+
+    @property
+    def string_node(self) -> bool:
+        """Whether the node is a JSON string (a string ``system`` / ``content``), without
+        making its bytes."""
+        d = self._data
+        return type(d) is str or d[:1] == b'"'
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.index, self.path, self.tier, self.kind, self.role, self.message_index,
+                self.data, self.text, self.tokens, self.start_token, self.position,
+                self.breakpoint, self.cacheable)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self is other or self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"Segment(index={self.index!r}, path={self.path!r}, tier={self.tier!r}, "
+                f"kind={self.kind!r}, role={self.role!r}, "
+                f"message_index={self.message_index!r}, data={self.data!r}, "
+                f"text={self.text!r}, tokens={self.tokens!r}, "
+                f"start_token={self.start_token!r}, position={self.position!r}, "
+                f"breakpoint={self.breakpoint!r}, cacheable={self.cacheable!r})")
 
     @property
     def fingerprint(self) -> str:
@@ -670,7 +711,8 @@ def _memo_size(key: tuple[Any, ...], seg: Segment) -> int:
     marshal copy of a non-string node (a string node keys as the caller's own string, which the
     segment's text shares)."""
     node_key = key[4]
-    return len(seg.data) + (len(node_key) if type(node_key) is bytes else 0)
+    # a string node's bytes are made on first use: its length stands for them
+    return len(seg._data) + (len(node_key) if type(node_key) is bytes else 0)
 
 
 def _memo_put(entries: list[tuple[tuple[Any, ...], Segment]]) -> None:
@@ -753,15 +795,18 @@ class _Renderer:
             if seg is None:
                 (path, tier, kind, role, message_index, text, token_text, extra_tokens,
                  breakpoint, cacheable, count_data) = rest
+                data: bytes | str
                 if type(node) is str:
                     exact = True
-                    data = _dumps(node)
+                    data = node  # dumped on first use (Segment.data)
                 elif node_key is not _NO_KEY:
                     data, exact = _dumps_keyed(node)
                 else:
                     exact, safe = _scan_types(node)
                     data = _dumps(node, safe)
                 if count_data:
+                    if isinstance(data, str):  # counted on its JSON: made now
+                        data = _dumps(data)
                     counted = data if not _has_marker(node) else _dumps(_unmarked(node))
                     tokens = count(counted.decode("utf-8", "replace")) + extra_tokens
                 elif token_text is not None:

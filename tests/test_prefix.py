@@ -651,3 +651,42 @@ def test_tool_result_blocks_without_text_are_counted() -> None:
     plain = render(_tool_result("brown tips")).segments[-1]
     assert plain.tokens == render(_tool_result([{"type": "text", "text": "brown tips"}])
                                   ).segments[-1].tokens
+
+
+def test_string_nodes_make_their_json_bytes_on_first_use() -> None:
+    """A string system / content keeps its text until its JSON bytes are asked for (linting a
+    long chat never asks: escaping its text cost about as much as counting its tokens); the
+    bytes, equality, hash and digests are those of the eager form."""
+    from promptcache.lint import lint_request
+    from promptcache.planner import prefix_digests
+    from promptcache.prefix import Segment, _new_segment, render_cache_clear
+
+    text = 'Say "hi"\n\tthen \\ stop \ud800 é'  # escapes, a lone surrogate, non-ASCII
+    args = (0, "system", "system", "text", None, None, text, text, 9, 0, 0, None, True)
+    lazy = _new_segment(*args)
+    eager = Segment(*args[:6], json.dumps(text, ensure_ascii=False).encode(
+        "utf-8", "surrogatepass"), *args[7:])
+    assert lazy == eager and hash(lazy) == hash(eager) and lazy.string_node
+    assert lazy.data == eager.data and lazy._data == eager.data and repr(lazy) == repr(eager)
+
+    render_cache_clear()
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 8, "system": "Now: 2026-11-29 10:31:02. " + "Be brief. " * 1500,
+            "messages": [{"role": "user", "content": "Hello " * 50},
+                         {"role": "assistant", "content": "Hi"},
+                         {"role": "user", "content": [{"type": "text", "text": "Go on",
+                                                       "cache_control": {"type": "ephemeral"}}]}]}
+    view = render(body)
+    assert [type(s._data) for s in view.segments] == [str, str, str, bytes]
+    assert lint_request(body, view=view)  # the timestamp is found...
+    assert [type(s._data) for s in view.segments][:3] == [str, str, str]  # ...without the bytes
+    lazy_digests = prefix_digests(view)
+    render_cache_clear()
+    fresh = render(body)
+    for s in fresh.segments:
+        assert s.data == json.dumps(json.loads(s.data), ensure_ascii=False,
+                                    separators=(",", ":")).encode()
+    assert [s.data for s in fresh.segments] == [s.data for s in view.segments]
+    from promptcache.planner import _compute_segment_digest
+    assert [_compute_segment_digest(s) for s in fresh.segments] == [
+        _compute_segment_digest(s) for s in view.segments]
+    assert prefix_digests(fresh) == lazy_digests

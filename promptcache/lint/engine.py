@@ -187,8 +187,7 @@ def text_path(segment: Segment) -> str:
     ``system[0]`` -> ``system[0].text``; string content (``messages[0].content``) -> itself;
     a tool -> ``tools[i].description``.
     """
-    data = segment.data
-    if data[:1] == b'"':
+    if segment.string_node:
         return segment.path
     if segment.kind == "tool":
         return segment.path + ".description"
