@@ -946,6 +946,104 @@ def test_a_failing_usage_parser_never_fails_the_call(caplog: pytest.LogCaptureFi
     assert rec.cache_read is None and "usage_unparsable" in rec.flags
 
 
+# new-user trial 10: an int session id was sent, then the usage record refused it and a raw
+# pydantic ValidationError replaced the paid response
+@pytest.mark.parametrize("how", ["anthropic-create", "anthropic-stream", "anthropic-raw-stream",
+                                 "openai-create", "openai-stream", "responses-create"])
+@pytest.mark.parametrize("override", ["promptcache_label", "promptcache_session"])
+def test_a_non_string_label_or_session_raises_before_sending(
+        api: Api, raw_anthropic: anthropic.Anthropic, raw_openai: openai.OpenAI, how: str,
+        override: str) -> None:
+    a, o = wrap(raw_anthropic, lint="off"), wrap(raw_openai, lint="off")
+    bad = {override: 123}
+    with pytest.raises(TypeError, match=f"{override} must be a str"):
+        if how == "anthropic-create":
+            a.messages.create(**a_request(), **bad)
+        elif how == "anthropic-stream":
+            with a.messages.stream(**a_request(), **bad) as st:
+                st.get_final_message()
+        elif how == "anthropic-raw-stream":
+            list(a.messages.create(**a_request(stream=True), **bad))
+        elif how == "openai-create":
+            o.chat.completions.create(**oa_request(), **bad)
+        elif how == "openai-stream":
+            with o.chat.completions.stream(**oa_request(), **bad) as cs:
+                cs.get_final_completion()
+        else:
+            o.responses.create(model=OA_MODEL, input="hi", **bad)
+    assert api.bodies == []  # nothing was sent
+    assert tracker_of(a).records == [] and tracker_of(o).records == []
+
+
+def test_bad_setting_types_are_refused_when_given(api: Api,
+                                                  raw_anthropic: anthropic.Anthropic) -> None:
+    from promptcache.sdk import call_options
+
+    with pytest.raises(TypeError, match="tracker"):
+        wrap(raw_anthropic, tracker="t")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="auto_cache must be a bool"):
+        wrap(raw_anthropic, auto_cache="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="label must be a str"):
+        wrap(raw_anthropic, label=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="session must be a str"):
+        wrap(raw_anthropic, session=42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="label"), call_options(label=7):  # type: ignore[arg-type]
+        pass
+    with pytest.raises(TypeError, match="session"), \
+            call_options(session=7):  # type: ignore[arg-type]
+        pass
+    client = wrap(raw_anthropic, lint="off")
+    with pytest.raises(TypeError, match="promptcache_auto_cache must be a bool"):
+        client.messages.create(**a_request(), promptcache_auto_cache="no")
+    assert api.bodies == []
+    # a duck-typed tracker (anything with add()) is accepted; None and str still are
+    class Tracker:
+        def add(self, record: UsageRecord) -> tuple[()]:
+            return ()
+
+    wrap(raw_anthropic, tracker=Tracker(), label=None, session="s")  # type: ignore[arg-type]
+    client.messages.create(**a_request(), promptcache_label="ok", promptcache_session=None)
+    assert tracker_of(client).records[-1].label == "ok"
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_a_record_that_cannot_be_built_never_fails_the_call(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+        is_async: bool) -> None:
+    import asyncio
+
+    from promptcache.sdk._observe import Observer
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = _message()
+        body["usage"] = {"input_tokens": 11, "output_tokens": 5,
+                         "cache_read_input_tokens": -7}  # the parser rejects it
+        return httpx2.Response(200, json=body)
+
+    def broken(*args: Any, **kwargs: Any) -> UsageRecord:
+        return UsageRecord(provider="anthropic", label=5)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Observer, "unknown_record", broken)
+    transport = httpx2.MockTransport(handler)
+    with caplog.at_level(logging.WARNING, logger="promptcache"):
+        if is_async:
+            araw = anthropic.AsyncAnthropic(api_key="k", base_url="http://api.test",
+                                            max_retries=0,
+                                            http_client=httpx2.AsyncClient(transport=transport))
+            aclient = wrap(araw, lint="off")
+            msg = asyncio.run(aclient.messages.create(**a_request()))
+            records = tracker_of(aclient).records
+        else:
+            raw = anthropic.Anthropic(api_key="k", base_url="http://api.test", max_retries=0,
+                                      http_client=httpx2.Client(transport=transport))
+            client = wrap(raw, lint="off")
+            msg = client.messages.create(**a_request())
+            records = tracker_of(client).records
+    assert msg.usage.output_tokens == 5  # the response comes back
+    assert records == []
+    assert "recording unknown usage failed" in caplog.text
+
+
 def test_call_options_block(raw_anthropic: anthropic.Anthropic, api: Api) -> None:
     from promptcache.sdk import call_options
 

@@ -104,6 +104,32 @@ _CALL_OPTIONS: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVa
     "promptcache_call_options", default=MappingProxyType({}))
 
 
+def check_name(what: str, value: Any) -> None:
+    """Refuse a label or session that is not a str (or None): a caller mistake, raised before
+    anything is sent (a usage record's label and session are strings; an int user id sent as
+    is would otherwise fail only after the paid response arrived).
+
+    Raises:
+        TypeError: ``value`` is neither a str nor None.
+    """
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{what} must be a str or None, not {type(value).__name__} ({value!r}); "
+                        f"pass str({value!r}) to use it")
+
+
+def check_lint(what: str, value: Any) -> None:
+    """Raises: ValueError: ``value`` is not ``"warn"``, ``"error"`` or ``"off"``."""
+    if value not in ("warn", "error", "off"):
+        raise ValueError(f"{what} must be 'warn', 'error' or 'off', got {value!r}")
+
+
+def check_flag(what: str, value: Any) -> None:
+    """Raises: TypeError: ``value`` is not a bool (``"yes"`` or ``"false"`` would read as True)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} must be a bool (True or False), not {type(value).__name__} "
+                        f"({value!r})")
+
+
 @contextlib.contextmanager
 def call_options(*, label: str | None = None, session: str | None = None,
                  auto_cache: bool | None = None, lint: LintMode | None = None
@@ -120,10 +146,15 @@ def call_options(*, label: str | None = None, session: str | None = None,
             client.messages.create(...)
 
     Raises:
+        TypeError: ``label`` or ``session`` is not a str, or ``auto_cache`` not a bool.
         ValueError: ``lint`` is not ``"warn"``, ``"error"`` or ``"off"``.
     """
-    if lint is not None and lint not in ("warn", "error", "off"):
-        raise ValueError(f"lint must be 'warn', 'error' or 'off', got {lint!r}")
+    check_name("call_options(label=...)", label)
+    check_name("call_options(session=...)", session)
+    if auto_cache is not None:
+        check_flag("call_options(auto_cache=...)", auto_cache)
+    if lint is not None:
+        check_lint("lint", lint)
     given = {"label": label, "session": session, "auto_cache": auto_cache, "lint": lint}
     merged = {**_CALL_OPTIONS.get(), **{k: v for k, v in given.items() if v is not None}}
     token = _CALL_OPTIONS.set(merged)
@@ -379,12 +410,18 @@ class Observer:
 
     def __init__(self, *, tracker: UsageTracker | None, label: str | None, session: str | None,
                  auto_cache: bool, lint: LintMode, shared: _Shared | None = None) -> None:
-        if lint not in ("warn", "error", "off"):
-            raise ValueError(f"lint must be 'warn', 'error' or 'off', got {lint!r}")
+        check_lint("lint", lint)
+        check_name("label", label)
+        check_name("session", session)
+        check_flag("auto_cache", auto_cache)
         if tracker is None:
             from promptcache.usage import UsageTracker
 
             tracker = UsageTracker()
+        elif not callable(getattr(tracker, "add", None)):
+            raise TypeError(f"tracker must be a promptcache.usage.UsageTracker (an object with "
+                            f"an add(record) method), not {type(tracker).__name__} "
+                            f"({tracker!r})")
         self.tracker = tracker
         self.label = label
         self.session = session
@@ -419,17 +456,24 @@ class Observer:
 
         Raises:
             PromptCacheLintError: ``lint="error"`` and the request has error- or
-                warning-severity findings. Nothing else: internal faults are logged.
+                warning-severity findings.
+            TypeError: ``promptcache_label=`` / ``promptcache_session=`` is not a str (or
+                None), or ``promptcache_auto_cache=`` not a bool.
+            ValueError: ``promptcache_lint=`` is not one of the three modes.
+
+            All before anything is sent (caller mistakes). Nothing else: internal faults are
+            logged.
         """
         kwargs = dict(kwargs)
         scoped = _CALL_OPTIONS.get()
         label = kwargs.pop("promptcache_label", scoped.get("label", self.label))
+        check_name("promptcache_label", label)
         session = kwargs.pop("promptcache_session", scoped.get("session", self.session))
-        auto = bool(kwargs.pop("promptcache_auto_cache",
-                               scoped.get("auto_cache", self.auto_cache)))
+        check_name("promptcache_session", session)
+        auto = kwargs.pop("promptcache_auto_cache", scoped.get("auto_cache", self.auto_cache))
+        check_flag("promptcache_auto_cache", auto)
         lint: LintMode = kwargs.pop("promptcache_lint", scoped.get("lint", self.lint))
-        if lint not in ("warn", "error", "off"):
-            raise ValueError(f"lint must be 'warn', 'error' or 'off', got {lint!r}")
+        check_lint("promptcache_lint", lint)
         call = Call(shape, kwargs, label, session, stream=kwargs.get("stream") is True)
         blocking: list[Any] = []
         try:
@@ -593,34 +637,49 @@ class Observer:
     # ------------------------------------------------------------------ after the response
     def record_response(self, call: Call, response: Any, end: float,
                         first_token: float | None = None) -> None:
-        """Parse a non-streamed response's usage and add it to the tracker (faults logged)."""
-        try:
-            from promptcache.usage import parse_usage
+        """Parse a non-streamed response's usage and add it to the tracker.
 
-            rec = parse_usage(response, provider=_USAGE_FORMAT[call.shape],
-                              **self._fields(call, end, first_token, response))
+        Never raises (the response has arrived and is the caller's): a fault is logged.
+        """
+        try:
+            rec = self._parsed_record(call, response, end, first_token)
+            if rec is not None:
+                self.add(rec)
         except Exception as exc:
-            fault("reading the response's usage", exc, "recording it as unknown")
-            rec = self.unknown_record(call, end, first_token, "usage_unparsable")
-        self.add(rec)
+            fault("usage tracking", exc, "the response is returned unchanged")
 
     async def arecord_response(self, call: Call, response: Any, end: float) -> None:
         """:meth:`record_response` for asyncio code (sink writes in a worker thread)."""
         try:
-            from promptcache.usage import parse_usage
-
-            rec = parse_usage(response, provider=_USAGE_FORMAT[call.shape],
-                              **self._fields(call, end, None, response))
-        except Exception as exc:
-            fault("reading the response's usage", exc, "recording it as unknown")
-            rec = self.unknown_record(call, end, None, "usage_unparsable")
-        try:
-            events = await self.tracker.aadd(rec)
+            rec = self._parsed_record(call, response, end, None)
+            if rec is None:
+                return
+            try:
+                events = await self.tracker.aadd(rec)
+            except Exception as exc:
+                fault("usage tracking", exc, "the response is returned unchanged")
+                events = ()
+            self._log_events(events)
+            self._check_prices(rec)
         except Exception as exc:
             fault("usage tracking", exc, "the response is returned unchanged")
-            events = ()
-        self._log_events(events)
-        self._check_prices(rec)
+
+    def _parsed_record(self, call: Call, response: Any, end: float,
+                       first_token: float | None) -> UsageRecord | None:
+        """The response's usage record; an unknown one when its usage cannot be read; None
+        (fault logged) when even that cannot be built."""
+        try:
+            from promptcache.usage import parse_usage
+
+            return parse_usage(response, provider=_USAGE_FORMAT[call.shape],
+                               **self._fields(call, end, first_token, response))
+        except Exception as exc:
+            fault("reading the response's usage", exc, "recording it as unknown")
+        try:
+            return self.unknown_record(call, end, first_token, "usage_unparsable")
+        except Exception as exc:
+            fault("recording unknown usage", exc, "the response is returned unchanged")
+            return None
 
     def _fields(self, call: Call, end: float, first_token: float | None,
                 response: Any = None) -> dict[str, Any]:

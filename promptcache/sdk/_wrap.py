@@ -38,6 +38,9 @@ Per-call overrides (keyword arguments the wrapper reads and removes before sendi
 - ``promptcache_auto_cache=`` (bool): turn auto-cache on or off for this request;
 - ``promptcache_lint=`` (``"warn"`` / ``"error"`` / ``"off"``): lint mode for this request.
 
+A value of another type (an int session id, ``"yes"`` for a bool) raises ``TypeError`` (a bad
+lint mode ``ValueError``) before the request is sent.
+
 Type checkers do not know these keywords (the SDK's signatures are kept); the same overrides
 are available as a context manager, :func:`promptcache.sdk.call_options`.
 
@@ -369,8 +372,15 @@ def wrap(client: T, *, tracker: UsageTracker | None = None, label: str | None = 
         sessions' live-diff state, and the first wrapper, where still used, keeps its own.
 
     Raises:
-        TypeError: ``client`` is not one of the four client classes.
+        TypeError: ``client`` is not one of the four client classes; ``tracker`` is not a
+            usage tracker (an object with an ``add(record)`` method); ``label`` or ``session``
+            is not a str (or None); ``auto_cache`` is not a bool.
         ValueError: ``lint`` is not one of the three modes.
+
+    The per-call overrides are checked the same way before anything is sent: a
+    ``promptcache_label=`` / ``promptcache_session=`` that is not a str (an int user id, say)
+    or a ``promptcache_auto_cache=`` that is not a bool raises ``TypeError`` from the call, a
+    bad ``promptcache_lint=`` ``ValueError``; the request is not sent.
     """
     if isinstance(client, _Proxy):
         base = object.__getattribute__(client, "_pc_target")
