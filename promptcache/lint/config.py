@@ -15,6 +15,10 @@ options::
     exclude = ["tests/fixtures/*"]
     max-file-size = 26214400         # bytes
 
+Each key may also be spelt in snake_case (``per_file_ignores``). As ruff ("unknown field"), a
+key the table does not know is an error naming the file and the key, with the closest known
+key when one is close (``per-file-ignore``: did you mean ``per-file-ignores``?).
+
 Selection follows ruff: ``select`` replaces the default set (every stable rule),
 ``extend-select`` adds to it, ``ignore`` removes; a selector matches a code exactly, a code
 prefix (``PC1``), a rule's dotted name, or one of its groups. A ``--select`` on the command
@@ -34,6 +38,7 @@ matches a trailing part of the relative path (``"prompts/*.j2"`` matches
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import os
 import tomllib
@@ -109,6 +114,27 @@ def chosen(rule: type[Rule], default: bool, selects: tuple[str, ...],
     if sel is None or ign is None:
         return sel is not None
     return sel > ign
+
+
+#: The keys ``[tool.promptcache]`` (and ``[tool.promptcache.lint]``) accept; each also in
+#: snake_case (``per_file_ignores``). Any other key is an error (as ruff's "unknown field").
+KNOWN_KEYS = ("select", "extend-select", "ignore", "per-file-ignores", "model", "min-severity",
+              "exclude", "max-file-size")
+
+
+def _check_keys(table: Mapping[str, Any], where: str, source: str, *, nested: bool) -> None:
+    """Raise :class:`ConfigError` for the first key of ``table`` that is not a known one,
+    suggesting the closest known key (difflib) when there is one."""
+    known = (*KNOWN_KEYS, "lint") if nested else KNOWN_KEYS
+    for key in table:
+        name = str(key)
+        if name in known or name.replace("_", "-") in known:
+            continue
+        close = difflib.get_close_matches(name.replace("_", "-").lower(), known, n=1,
+                                          cutoff=0.6)
+        hint = (f"did you mean {close[0]!r}?" if close
+                else "known keys: " + ", ".join(known))
+        raise ConfigError(source, f"{where} unknown key {name!r} ({hint})")
 
 
 @dataclass
@@ -210,11 +236,16 @@ class LintConfig:
         """Build a config from a ``[tool.promptcache]`` table.
 
         Raises:
-            ConfigError: a key has the wrong type or an unknown severity (names the key).
+            ConfigError: an unknown key (names it, with the closest known key), or a key has
+                the wrong type or an unknown severity (names the key).
         """
         table = dict(data)
-        lint = table.get("lint")
-        if isinstance(lint, Mapping):
+        _check_keys(table, "[tool.promptcache]", source, nested=True)
+        lint = table.pop("lint", None)
+        if lint is not None:
+            if not isinstance(lint, Mapping):
+                raise ConfigError(source, "[tool.promptcache] lint must be a table")
+            _check_keys(lint, "[tool.promptcache.lint]", source, nested=False)
             table.update(lint)
 
         def strs(key: str) -> tuple[str, ...] | None:
