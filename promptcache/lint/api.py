@@ -11,8 +11,8 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import PurePath
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePath
 from typing import Any
 
 from promptcache._errors import InputError, InvalidRequestError
@@ -25,7 +25,8 @@ from promptcache.lint.sources import LoadOptions, source_for, source_for_content
 from promptcache.lint.sources.base import Document
 from promptcache.prefix import PrefixView, render
 
-__all__ = ["LintResult", "UnknownModelNote", "lint_paths", "lint_request", "lint_text"]
+__all__ = ["LintResult", "UnknownModelNote", "lint_paths", "lint_request", "lint_text",
+           "project_path"]
 
 #: Folders never walked into (ruff's default ``exclude`` list, plus ``__pycache__``): tool,
 #: VCS, cache and build folders. Other dot-folders are walked (``.github/prompts``,
@@ -108,6 +109,9 @@ class LintResult:
         errors: one :class:`InputError` per file that could not be linted, and one per
             ``pyproject.toml`` that could not be used (``file`` is it; the files it governs
             are not linted).
+        warnings: one :class:`InputError` (file + reason) per problem that did not stop a
+            file being linted (a JSONL log's incomplete last line, skipped); they do not
+            change :attr:`exit_code`.
         files: the files linted (in order).
         skipped: file -> why it held nothing to lint (a JSON file that is not a request).
         unknown_models: file -> the model ids its requests name that the catalog does not
@@ -121,6 +125,7 @@ class LintResult:
 
     findings: list[Finding] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)
+    warnings: list[InputError] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     unknown_models: dict[str, UnknownModelNote] = field(default_factory=dict)
@@ -304,6 +309,69 @@ def _load(file: str, text: str, config: LintConfig) -> Document:
                          ) from None
 
 
+#: What marks a project's root folder when no configuration names one.
+_ROOT_MARKERS = ("pyproject.toml", ".git")
+
+
+def _project_root(folder: str, cache: dict[str, str] | None = None) -> str:
+    """The nearest folder at or above ``folder`` (absolute) holding a ``pyproject.toml`` or a
+    ``.git``; the current directory when there is none."""
+    visited: list[str] = []
+    found: str | None = None
+    here = folder
+    while True:
+        if cache is not None and here in cache:
+            found = cache[here]
+            break
+        visited.append(here)
+        if any(os.path.exists(os.path.join(here, m)) for m in _ROOT_MARKERS):
+            found = here
+            break
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    if found is None:
+        found = os.getcwd()
+    if cache is not None:
+        for v in visited:
+            cache[v] = found
+    return found
+
+
+def project_path(file: str, root: str | Path | None = None,
+                 cache: dict[str, str] | None = None) -> str | None:
+    """The identity of ``file`` in finding fingerprints: its path relative to ``root`` (the
+    folder of the configuration in force; None: the nearest folder above the file holding a
+    ``pyproject.toml`` or ``.git``, else the current directory), with ``/`` separators, so that
+    ``src/a.json``, ``./src/a.json``, ``/abs/src/a.json`` and ``a.json`` linted from inside
+    ``src`` are one file (as ruff keys findings by project-relative path). None for ``"-"``
+    and ``"<request>"`` (no file).
+
+    Args:
+        cache: folder -> project root, shared between calls of one run.
+    """
+    if file in ("-", "<request>", ""):
+        return None
+    absolute = os.path.abspath(file)
+    base = os.path.abspath(root) if root is not None else \
+        _project_root(os.path.dirname(absolute), cache)
+    try:
+        rel = os.path.relpath(absolute, base)
+    except ValueError:  # another drive (Windows)
+        rel = absolute
+    return PurePath(rel).as_posix()
+
+
+def _identified(findings: Iterable[Finding], file: str, config: LintConfig,
+                cache: dict[str, str] | None = None) -> list[Finding]:
+    """``findings`` of ``file`` with :attr:`Finding.project_path` set."""
+    ident = project_path(file, config.root, cache)
+    if ident is None:
+        return list(findings)
+    return [replace(f, project_path=ident) if f.file == file else f for f in findings]
+
+
 def _open(f: Finding, doc: Document) -> bool:
     """Whether no inline suppression silences ``f``: on its own line, or for Python source on
     the line of the argument, the call or the message element the value reaches."""
@@ -339,7 +407,9 @@ def _keep(f: Finding, config: LintConfig, ignored: list[str],
             floor = config.min_severity.value
             result.below_severity[floor] = result.below_severity.get(floor, 0) + 1
         return False
-    if config.baseline and f.fingerprint in config.baseline:
+    if config.baseline and (f.fingerprint in config.baseline
+                            or (f.project_path is not None
+                                and f.legacy_fingerprint in config.baseline)):
         if result is not None:
             result.in_baseline += 1
         return False
@@ -372,7 +442,7 @@ def lint_text(text: str, file: str, config: LintConfig | None = None) -> list[Fi
     config = config or LintConfig()
     doc = _load(file, text, config)
     rules = [r() for r in config.rules()]
-    findings = run_rules(doc.contexts, rules)
+    findings = _identified(run_rules(doc.contexts, rules), file, config)
     ignored = config.ignored_in(file)
     return _kept(findings, doc, config, ignored)
 
@@ -407,6 +477,7 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     result = LintResult()
     rule_sets: dict[int, tuple[LintConfig, list[Rule]]] = {}
     broken: set[tuple[str, str]] = set()
+    roots: dict[str, str] = {}
     for file in _expand(paths, config_for, result.errors, result.empty_folders):
         if file == "-":
             file = stdin_name or "-"
@@ -448,6 +519,7 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
                                                   f"{exc})"))
             continue
         result.files.append(file)
+        result.warnings.extend(InputError(file, w) for w in doc.warnings)
         if doc.skipped:
             result.skipped[file] = doc.skipped
         note = _unknown_models(doc.contexts, [r.code for r in rules])
@@ -457,6 +529,7 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
         if is_stdin:
             findings = [f if f.file == file else f.with_location(file, f.line, f.col)
                         for f in findings]
+        findings = _identified(findings, file, config, roots)
         result.findings.extend(_kept(findings, doc, config, ignored, result))
     result.findings.sort(key=lambda f: (f.file, f.line, f.col, f.code))
     return result

@@ -198,6 +198,8 @@ def _selects(rule: Any, sel: str) -> bool:
 def _report(result: LintResult, fmt: str, out: IO[str], err: IO[str]) -> None:
     FORMATS[fmt](result, out)
     if fmt != "github":
+        for w in result.warnings:
+            err.write(f"{w.file}: warning: {w.reason}\n")
         for e in result.errors:
             err.write(f"{e.file}: error: {e.reason}\n")
     if fmt != "json":  # json output carries it as "unknown_models"
@@ -224,7 +226,9 @@ def _report(result: LintResult, fmt: str, out: IO[str], err: IO[str]) -> None:
               help="Drop findings below this severity.")
 @click.option("--baseline", type=str, default=None,
               help="JSON output of an earlier run (--format json): report only findings "
-                   "not in it. Any other file is an error (exit 2).")
+                   "not in it (matched by rule, path relative to the project root, node and "
+                   "text, not line; however the files were named). Any other file is an "
+                   "error (exit 2).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--config", "config_file", type=str, default=None,
               help="pyproject.toml to read [tool.promptcache] from, for every file "

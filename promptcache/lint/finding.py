@@ -65,6 +65,11 @@ class Finding:
             templates and Python source.
         fix: a one-line fix hint (the rule's ``fix_title`` or a more specific one).
         details: rule-specific facts, JSON-serialisable (see each rule's doc).
+        project_path: the file's path relative to the project root (POSIX), the identity
+            :attr:`fingerprint` hashes so that ``src/a.json``, ``./src/a.json``, an absolute
+            path or a run from another folder name the same finding;
+            :func:`~promptcache.lint.api.lint_paths` sets it. None: :attr:`file` as given
+            (``"-"``, ``"<request>"``). Not compared, not shown.
     """
 
     code: str
@@ -77,6 +82,7 @@ class Finding:
     path: str | None = None
     fix: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    project_path: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def rule(self) -> str:
@@ -85,17 +91,30 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        """A line-independent identity for baselines: sha256 hex over code, file, payload path,
-        the matched text and the message with numbers removed (so token counts and line moves
-        do not make an old finding look new)."""
+        """A line-independent identity for baselines (``--baseline``) and SARIF
+        ``partialFingerprints``: sha256 hex over code, :attr:`project_path` (the path relative
+        to the project root, however the file was named; :attr:`file` when unset), payload
+        path, the matched text and the message with numbers removed (so token counts and line
+        moves do not make an old finding look new)."""
+        return self._digest(self.project_path if self.project_path is not None else self.file)
+
+    @property
+    def legacy_fingerprint(self) -> str:
+        """The identity earlier versions wrote (over :attr:`file` exactly as displayed): a
+        baseline they wrote still hides the finding when linted with the same spelling."""
+        return self._digest(self.file)
+
+    def _digest(self, file: str) -> str:
         key = "\x00".join((
-            self.code, self.file, self.path or "", str(self.details.get("match", "")),
+            self.code, file, self.path or "", str(self.details.get("match", "")),
             _DIGITS.sub("#", self.message),
         ))
         return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
     def with_location(self, file: str, line: int, col: int) -> Finding:
-        """A copy at another location."""
+        """A copy at another location (another file drops :attr:`project_path`)."""
+        if file != self.file:
+            return replace(self, file=file, line=line, col=col, project_path=None)
         return replace(self, file=file, line=line, col=col)
 
     def to_dict(self) -> dict[str, Any]:

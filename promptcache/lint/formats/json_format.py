@@ -1,9 +1,11 @@
-"""JSON output: ``{"version", "findings": [...], "errors": [{"file", "reason"}], "files",
+"""JSON output: ``{"version", "findings": [...], "errors": [{"file", "reason"}], "warnings":
+[{"file", "reason"}], "files",
 "skipped": [{"file", "reason"}], "empty_folders": [...], "hidden": {"below_severity": {floor:
 count}, "in_baseline": count}, "unknown_models": [{"file", "models", "skipped_rules",
 "provider_wide_rules"}]}``. ``files`` lists every file read; ``skipped`` the ones among them
 that held nothing to lint (a JSON file that is not a request); ``empty_folders`` the folders
-named on the command line with no file to lint; ``hidden`` the findings left out by
+named on the command line with no file to lint; ``warnings`` the problems that did not stop a
+file being linted (a JSONL log's incomplete last line); ``hidden`` the findings left out by
 ``--min-severity`` and ``--baseline``.
 
 The same document is accepted back as a ``--baseline`` file.
@@ -28,6 +30,7 @@ def emit(result: LintResult, stream: IO[str]) -> None:
         "version": tool_version(),
         "findings": [f.to_dict() for f in result.findings],
         "errors": [{"file": e.file, "reason": e.reason} for e in result.errors],
+        "warnings": [{"file": w.file, "reason": w.reason} for w in result.warnings],
         "files": result.files,
         "skipped": [{"file": file, "reason": why} for file, why in sorted(result.skipped.items())],
         "empty_folders": list(result.empty_folders),

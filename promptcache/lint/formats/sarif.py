@@ -3,9 +3,10 @@
 ``tool.driver.rules`` comes from the rule registry (every rule, with its doc as ``help``);
 each finding is a ``result`` with ``ruleId``/``ruleIndex``, ``level``, a physical location
 (``startLine``/``startColumn``) and a ``partialFingerprints`` entry (our baseline
-fingerprint). Relative locations carry ``uriBaseId`` ``%SRCROOT%``, which the run's
+fingerprint, over the project-relative path: the same however the file was named). Relative locations carry ``uriBaseId`` ``%SRCROOT%``, which the run's
 ``originalUriBaseIds`` sets to the current folder's ``file://`` URI. Input errors become
-``toolExecutionNotifications`` and set ``executionSuccessful`` to false.
+``toolExecutionNotifications`` and set ``executionSuccessful`` to false; input warnings (a
+JSONL log's incomplete last line, skipped) are notifications of level ``warning``.
 Spec: https://docs.oasis-open.org/sarif/sarif/v2.1.0/
 """
 
@@ -87,10 +88,11 @@ def to_sarif(result: LintResult) -> dict[str, Any]:
                                                         "kind": "member"}]
         results.append(res)
     notifications = [{
-        "level": "error",
+        "level": level,
         "message": {"text": e.reason},
         "locations": [{"physicalLocation": {"artifactLocation": _location(e.file)}}],
-    } for e in result.errors]
+    } for level, items in (("warning", result.warnings), ("error", result.errors))
+        for e in items]
     ver = tool_version()
     return {
         "$schema": _SCHEMA,

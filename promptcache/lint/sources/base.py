@@ -49,12 +49,15 @@ class Document:
         contexts: the lint contexts (requests, logs, templates, Python flows).
         suppressions: line -> codes silenced on that line (None: every code).
         skipped: why nothing was linted (a JSON file that is not a request), or None.
+        warnings: problems that did not stop the file being linted, one sentence each
+            (``line 5: incomplete last line (no newline at end), skipped``).
     """
 
     file: str
     contexts: list[Context] = field(default_factory=list)
     suppressions: dict[int, frozenset[str] | None] = field(default_factory=dict)
     skipped: str | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 class Source(Protocol):

@@ -8,13 +8,33 @@ with it under ``request`` / ``body`` / ``payload`` (see
 request (metadata records) are ignored. Each request is linked (``previous``) to the latest
 earlier request of the same provider, model and tool set, so rules compare what changed
 between samples of one agent even when several agents share the log.
+
+A line that is not JSON is an input error (``line 5, column 101: invalid JSON (...)``), except
+a last line without a terminating newline after complete ones: that is an append-only log
+still being written (or whose writer stopped mid-line), so it is skipped with a warning
+(:attr:`~promptcache.lint.sources.base.Document.warnings`) and the complete lines are linted.
 """
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from promptcache._errors import InputError
 from promptcache.lint.sources.base import Document, LoadOptions, parse_suppressions
-from promptcache.lint.sources.request_json import exchanges_to_log, load_json
+from promptcache.lint.sources.request_json import exchanges_to_log
+
+
+def _parse_line(file: str, lineno: int, line: str) -> Any:
+    """One line's JSON, or :class:`InputError` naming the file's line and the column."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        # the decoder sees one line (its "line 1"): report the file's line and the column
+        raise InputError(file, f"line {lineno}, column {exc.colno}: "
+                               f"invalid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise InputError(file, f"line {lineno}: JSON nested too deeply") from None
 
 __all__ = ["SOURCE", "JsonlSource"]
 
@@ -31,18 +51,25 @@ class JsonlSource:
             raise InputError(file, "empty file")
         records = []
         offsets: list[int] = []
+        warnings: list[str] = []
         pos = 0
-        for lineno, line in enumerate(text.split("\n"), 1):
+        lines = text.split("\n")
+        for lineno, line in enumerate(lines, 1):
             start = pos
             pos += len(line) + 1
             if not line.strip():
                 continue
             try:
-                records.append(load_json(file, line))
-            except InputError as exc:
-                raise InputError(file, f"line {lineno}: {exc.reason}") from None
+                records.append(_parse_line(file, lineno, line))
+            except InputError:
+                if lineno == len(lines) and records:
+                    # no newline after it: a log being appended to, or cut mid-line
+                    warnings.append(f"line {lineno}: incomplete last line (no newline at "
+                                    "end), skipped")
+                    break
+                raise
             offsets.append(start)
-        doc = Document(file, suppressions=parse_suppressions(text))
+        doc = Document(file, suppressions=parse_suppressions(text), warnings=warnings)
         log = exchanges_to_log(file, text, records, options, offsets)
         if log is None:
             doc.skipped = "no line holds a request"
