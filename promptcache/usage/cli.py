@@ -4,8 +4,10 @@
 :class:`~promptcache.usage.JsonlSink` writes them, or the providers' raw ``usage`` objects /
 whole responses, provider detected from the fields:
 :func:`~promptcache.usage.sinks.iter_usage_log`), prices every record (catalog prices,
-``--prices`` override file; the model is ``--model``, else the line's own ``model``; a record
-with neither is reported with its tokens and an unknown cost, never a guessed one) and prints,
+``--prices`` override file; the model is ``--model``, else the line's own ``model``, else its
+response's, else its request's (``request.model`` / ``body.model``: a request log as
+``explain`` reads it); a record with none is reported with its tokens and an unknown cost,
+never a guessed one) and prints,
 by label and model: requests, hit rate (ratio of sums) and request hit rate, tokens by kind,
 cost, savings, and the tracker's diagnostics. A token column that some record of a group does not
 report (OpenAI usage without ``prompt_tokens_details``: no cached count, so no uncached/read split)
@@ -169,8 +171,9 @@ def _clamped(records: list[UsageRecord]) -> list[dict[str, Any]]:
               help="Price override file (see promptcache.catalog.load_overrides).")
 @click.option("--batch", is_flag=True, help="Price every record with the batch discount.")
 @click.option("--model", default=None,
-              help="Model id that prices every line (default: each line's own \"model\"; "
-                   "lines without one get tokens but an unknown cost).")
+              help="Model id that prices every line (default: each line's own \"model\", "
+                   "else its response's or request's; lines naming none get tokens but an "
+                   "unknown cost).")
 def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file: str | None,
                    batch: bool, model: str | None) -> None:
     """Hit rate, tokens, cost and savings by label and model from a JSONL usage log.

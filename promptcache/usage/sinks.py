@@ -173,8 +173,9 @@ def iter_usage_log(path: str | os.PathLike[str]) -> Iterator[UsageRecord]:
     Responses, DeepSeek, Bedrock, Gemini), a whole response object, or a wrapper with the
     response under ``"response"``. The provider is detected from the field names
     (:func:`promptcache.usage.parse.parse_usage`); a ``"model"`` key on the line (or in the
-    response) becomes the record's model, otherwise the model is ``None`` (unpriced, never
-    guessed). ``"label"`` and ``"session"`` keys on the line (e.g.
+    response; failing both, in the request a request-log line carries under ``"request"`` /
+    ``"body"`` / ``"payload"``, the line format ``promptcache explain`` reads) becomes the
+    record's model, otherwise the model is ``None`` (unpriced, never guessed). ``"label"`` and ``"session"`` keys on the line (e.g.
     ``{"label": ..., "model": ..., "usage": {...}}``) become the record's label and session.
     Blank lines are skipped.
 
@@ -223,7 +224,25 @@ def iter_usage_log_lines(
             else:
                 reason = f"not API usage: {reason}"
             raise InputError(where, reason) from exc
+        if record.model is None:
+            asked = _request_model(data)
+            if asked is not None:
+                record = record.model_copy(update={"model": asked})
         yield where, record
+
+
+def _request_model(line: Mapping[str, Any]) -> str | None:
+    """The model a request-log line's request names (``{"request": {"model": ...},
+    "usage": {...}}``, also under ``body`` / ``payload``, found as ``explain`` finds it), or
+    None. Read only when neither the line nor its response names one: the response's model
+    (what served the request, e.g. a dated snapshot) comes first."""
+    from promptcache._cliutil import unwrap_request
+
+    found = unwrap_request(line)
+    if found is None:
+        return None
+    model = found[0].get("model")
+    return model if isinstance(model, str) and model else None
 
 
 def _first_error(exc: ValidationError) -> str:

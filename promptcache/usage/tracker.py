@@ -19,7 +19,10 @@ Diagnostics, each emitted as a :class:`UsageEvent` (returned by :meth:`UsageTrac
 * ``zero_hit_alarm``: after ``warmup`` requests of one (model, label) whose prefix is cacheable
   (``record.cacheable``, or inferred: a cache write was reported, or the model caches
   automatically and the prompt reaches the catalog minimum), no token was read. Also calls
-  ``on_alarm`` and ``warnings.warn(ZeroHitWarning)``; once per (model, label).
+  ``on_alarm`` and ``warnings.warn(ZeroHitWarning)``; once per (model, label). The message's
+  advice is the provider's (Anthropic: a volatile prefix, a breakpoint after per-request
+  content, parallel cold writes; OpenAI: a missing or unstable ``prompt_cache_key``, a shared
+  prefix under the model's minimum, content that changes early in the prompt).
 * ``collapse``: within a session, a request reads 0 after the previous one read or wrote a
   prefix; ``data["cause"]`` is ``ttl_expired`` / ``prefix_changed`` / ``unknown``
   (:func:`promptcache.usage.classify.classify_collapse`).
@@ -329,6 +332,27 @@ class _Session:
 
 
 @lru_cache(maxsize=512)
+def _zero_hit_advice(rec: UsageRecord) -> str:
+    """What to check when a (model, label) never reads the cache, for the record's provider:
+    Anthropic caches at breakpoints the request places; OpenAI caches the longest identical
+    prefix automatically, from a minimum length, routed by ``prompt_cache_key``."""
+    pol = _policy(rec.model)
+    provider = pol.provider if pol is not None else {
+        "anthropic": "anthropic", "openai": "openai", "openai-responses": "openai",
+    }.get(rec.provider)
+    if provider == "anthropic":
+        return ("check for a volatile prefix, a breakpoint after per-request content, or "
+                "parallel cold writes")
+    if provider == "openai":
+        minimum = pol.min_cacheable_tokens if pol is not None else 1024
+        marker = (", a breakpoint after per-request content"
+                  if pol is not None and pol.explicit_breakpoints else "")
+        return (f"check for a missing or unstable prompt_cache_key, a shared prefix under "
+                f"{minimum:,} tokens{marker}, or content that changes early in the prompt")
+    return ("check for a volatile prefix (content that changes early in the prompt), or "
+            "parallel cold writes")
+
+
 def _policy(model: str | None) -> Any:
     if model is None:
         return None
@@ -544,8 +568,7 @@ class UsageTracker:
             return UsageEvent(
                 "zero_hit_alarm",
                 f"zero cache hits after {state[0]} cacheable requests "
-                f"(model {rec.model!r}, label {rec.label!r}): check for a volatile prefix, "
-                "a breakpoint after per-request content, or parallel cold writes",
+                f"(model {rec.model!r}, label {rec.label!r}): {_zero_hit_advice(rec)}",
                 rec, {"requests": state[0], "model": rec.model, "label": rec.label},
             )
         return None

@@ -1,0 +1,78 @@
+"""New-user trial 10: ``report`` prices a request log (the model named by the request), gives
+provider-specific zero-hit advice, and skips an incomplete last line of a log being written."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from promptcache.cli import main
+from promptcache.usage import UsageRecord, UsageTracker
+
+ANTHROPIC_USAGE = {"input_tokens": 10, "cache_read_input_tokens": 1000,
+                   "cache_creation_input_tokens": 0, "output_tokens": 5}
+OPENAI_USAGE = {"prompt_tokens": 2000, "completion_tokens": 5,
+                "prompt_tokens_details": {"cached_tokens": 1024}}
+
+
+def _report(path: Path, *extra: str) -> Any:
+    return CliRunner().invoke(main, ["report", str(path), "--format", "json", *extra])
+
+
+def _write(path: Path, lines: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_report_prices_each_line_by_the_model_its_request_names(tmp_path: Path) -> None:
+    log = _write(tmp_path / "requests.jsonl", [
+        {"request": {"model": "claude-sonnet-4-5", "messages": []}, "usage": ANTHROPIC_USAGE},
+        {"body": {"model": "gpt-4o", "messages": []}, "usage": OPENAI_USAGE},
+    ])
+    out = _report(log)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)
+    assert {g["model"]: g["cost_usd"] is not None for g in doc["groups"]} == {
+        "claude-sonnet-4-5": True, "gpt-4o": True}
+    assert doc["cost_unknown"] == []
+    claude = next(g for g in doc["groups"] if g["model"] == "claude-sonnet-4-5")
+    assert claude["cost_usd"] == "0.000405"  # as when the response names the model
+
+
+def test_report_model_precedence(tmp_path: Path) -> None:
+    # the response's model (what served the request) wins over the request's; --model over all
+    log = _write(tmp_path / "requests.jsonl", [
+        {"request": {"model": "claude-sonnet-4-5", "messages": []},
+         "response": {"model": "claude-haiku-4-5", "usage": ANTHROPIC_USAGE}},
+        {"model": "claude-opus-4-1", "request": {"model": "claude-sonnet-4-5", "messages": []},
+         "usage": ANTHROPIC_USAGE},
+    ])
+    doc = json.loads(_report(log).output)
+    assert sorted(g["model"] for g in doc["groups"]) == ["claude-haiku-4-5", "claude-opus-4-1"]
+    doc = json.loads(_report(log, "--model", "claude-sonnet-4-5").output)
+    assert [g["model"] for g in doc["groups"]] == ["claude-sonnet-4-5"]
+
+
+def _zero_hit_message(provider: str, model: str, **counts: Any) -> str:
+    t = UsageTracker(warmup=2, warn=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(3):
+            t.add(UsageRecord(provider=provider, model=model, cacheable=True, **counts))
+    [alarm] = [e for e in t.events if e.kind == "zero_hit_alarm"]
+    return alarm.message
+
+
+def test_zero_hit_advice_is_the_providers() -> None:
+    openai = _zero_hit_message("openai", "gpt-4o", uncached_input=3000, cache_read=0,
+                               input_total=3000, output=1)
+    assert "prompt_cache_key" in openai and "1,024 tokens" in openai
+    assert "parallel cold writes" not in openai and "breakpoint" not in openai
+    claude = _zero_hit_message("anthropic", "claude-sonnet-4-5", uncached_input=10,
+                               cache_read=0, cache_write=3000, output=1)
+    assert "a breakpoint after per-request content" in claude
+    assert "prompt_cache_key" not in claude
