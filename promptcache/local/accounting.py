@@ -17,6 +17,13 @@ https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-c
 * A breakpoint whose prefix is shorter than ``policy.min_cacheable_tokens`` writes nothing.
 * TTL ``5m`` / ``1h`` from the **start** of the writing request, refreshed (from the start of the
   reading request) on every read; time comes from an injectable :class:`Clock`.
+* Availability (hosted-api-rules.md 1.9 and 4 item 7, case BR-21): "a cache entry becomes available
+  only after the first response **begins**"; parallel cold requests sent before that "pay N
+  writes". An entry records when its writer's response began (:attr:`CacheEntry.available_at`,
+  an :class:`Instant` of the backend's :class:`Timeline`), a request its arrival, and a request
+  that arrived before the entry became available does not see it: it writes the prefix itself
+  (:func:`plan_reads_and_writes` ``arrived=``). The block cache may still reuse the KV
+  physically (that is only speed); the *reported* usage follows the hosted rule.
 * At most ``policy.max_breakpoints`` (4) breakpoints, automatic included; a ``1h`` breakpoint
   after a ``5m`` one, or an explicit marker on the automatic target with another TTL: HTTP 400.
 * ``input_tokens`` excludes reads and writes; ``cache_creation`` splits writes by TTL (the
@@ -30,6 +37,11 @@ OpenAI (hosted-api-rules.md 2.1-2.4; https://developers.openai.com/api/docs/guid
   the newest message plus the latest 3 explicit ones; in ``mode: "explicit"`` only the latest 4
   explicit ones), no lookback limit, TTL 30m; ``cache_write_tokens`` reports the tokens written.
 * ``prompt_tokens`` includes ``cached_tokens`` (and ``cache_write_tokens``).
+
+OpenAI's guide documents routing (a hash of the prompt's start plus ``prompt_cache_key``, spill
+past ~15 requests/min per prefix and key) but no availability rule for concurrent requests
+(hosted-api-rules.md 2.1), so the OpenAI routes pass no arrival and every committed entry is
+readable at once.
 
 Deviation: OpenAI's in-memory retention ("5-10 minutes of inactivity") is not modelled for the
 automatic mode; entries live as long as the block cache keeps their blocks (LRU eviction).
@@ -54,10 +66,12 @@ __all__ = [
     "CacheLedger",
     "CachePlan",
     "Clock",
+    "Instant",
     "ManualClock",
     "PlannedBreakpoint",
     "PolicyLike",
     "SystemClock",
+    "Timeline",
     "anthropic_breakpoints",
     "block_floor_reuse",
     "boundary_keys",
@@ -114,6 +128,51 @@ class ManualClock:
             return self._now
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class Instant:
+    """A point on the backend's timeline (:class:`Timeline`).
+
+    Ordered by ``time`` and then by ``seq``, a number that grows with every stamp: it orders
+    events the clock cannot tell apart (a :class:`ManualClock` that does not move, or equal
+    readings of a coarse clock).
+
+    Attributes:
+        time: clock seconds when it was stamped.
+        seq: its sequence number (strictly increasing per :class:`Timeline`).
+    """
+
+    time: float
+    seq: int
+
+
+class Timeline:
+    """Stamps events (request arrivals, response starts) with :class:`Instant` values.
+
+    Stamps are taken under a lock, so their ``seq`` order is the order the events happened in
+    and their times never go down along it (for a monotonic clock).
+
+    Args:
+        clock: the time source.
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._seq = 0
+        self._lock = threading.Lock()
+
+    def stamp(self) -> Instant:
+        """A new instant, later than every earlier stamp of this timeline."""
+        with self._lock:
+            self._seq += 1
+            return Instant(self.clock.now(), self._seq)
+
+    @property
+    def stamps_issued(self) -> int:
+        """How many stamps were taken so far."""
+        with self._lock:
+            return self._seq
+
+
 _TTL_RE = re.compile(r"^(\d+)([smhd])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -159,6 +218,9 @@ class CacheEntry:
         ttl: ``"5m"``, ``"1h"`` or ``"30m"``.
         written_at: start time of the request that wrote it (seconds).
         expires_at: when it stops being readable (seconds).
+        available_at: when the response of its first writer began; only requests that arrived
+            after it may read the entry ("a cache entry becomes available only after the first
+            response begins", hosted-api-rules.md 1.9). None: readable by every request.
     """
 
     key: bytes
@@ -166,17 +228,34 @@ class CacheEntry:
     ttl: str
     written_at: float
     expires_at: float
+    available_at: Instant | None = None
+
+    def available_to(self, arrived: Instant | None) -> bool:
+        """Whether a request that arrived at ``arrived`` may read this entry: its writer's
+        response began strictly before (``arrived=None``: a request after everything)."""
+        return arrived is None or self.available_at is None or self.available_at < arrived
 
 
 class CacheLedger:
-    """The set of entries written at breakpoints (thread-safe). Expired entries vanish on read."""
+    """The set of entries written at breakpoints (thread-safe). Expired entries vanish on read.
+
+    An entry is visible to a request only once it is available at the request's arrival
+    (:meth:`CacheEntry.available_to`); to an earlier request it is absent, so that request writes
+    the prefix again (:meth:`put`), as N parallel cold requests pay N writes on the hosted API.
+    """
 
     def __init__(self) -> None:
         self._entries: dict[bytes, CacheEntry] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: bytes, now: float) -> CacheEntry | None:
-        """The live entry for ``key`` at time ``now``, or None (an expired one is removed)."""
+    def get(
+        self, key: bytes, now: float, *, arrived: Instant | None = None
+    ) -> CacheEntry | None:
+        """The live entry for ``key`` at time ``now``, or None (an expired one is removed).
+
+        ``arrived``: the arrival of the request asking; an entry that was not yet available
+        then (its writer's response began later) is reported as None and left in place.
+        """
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
@@ -184,16 +263,36 @@ class CacheLedger:
             if entry.expires_at <= now:
                 del self._entries[key]
                 return None
-            return entry
+            return entry if entry.available_to(arrived) else None
 
-    def put(self, key: bytes, tokens: int, ttl: str, now: float) -> CacheEntry:
-        """Write (or extend) the entry for ``key``; lifetime ``ttl`` from ``now``."""
+    def put(
+        self,
+        key: bytes,
+        tokens: int,
+        ttl: str,
+        now: float,
+        *,
+        available_at: Instant | None = None,
+    ) -> CacheEntry:
+        """Write (or extend) the entry for ``key``; lifetime ``ttl`` from ``now``.
+
+        ``available_at``: when the writer's response began (None: available to every request).
+        Writing a live entry again (a request that arrived before the entry was available
+        writes it too) keeps the later of the two expiries, with that write's TTL, and the
+        earlier of the two availabilities: requests that could read the first write still can.
+        """
         with self._lock:
             expires = now + ttl_seconds(ttl)
             old = self._entries.get(key)
-            if old is not None and old.expires_at > expires:
-                return old
-            entry = CacheEntry(key, tokens, ttl, now, expires)
+            if old is not None and old.expires_at > now:
+                if old.available_at is None or (
+                    available_at is not None and available_at > old.available_at
+                ):
+                    available_at = old.available_at
+                if old.expires_at > expires:
+                    old.available_at = available_at
+                    return old
+            entry = CacheEntry(key, tokens, ttl, now, expires, available_at)
             self._entries[key] = entry
             return entry
 
@@ -349,6 +448,7 @@ class CachePlan:
         keep_tail_at: prefix lengths whose partial last block the engine must keep.
         request_start: clock time of the request start (TTLs count from it).
         keys: the boundary keys of the prompt (``boundary_keys``).
+        arrived: when the request arrived (None: it sees every committed entry).
     """
 
     total_tokens: int
@@ -359,6 +459,7 @@ class CachePlan:
     keep_tail_at: tuple[int, ...]
     request_start: float
     keys: tuple[bytes, ...] = field(repr=False)
+    arrived: Instant | None = None
 
     @property
     def write_tokens(self) -> int:
@@ -391,6 +492,7 @@ def plan_reads_and_writes(
     min_tokens: int,
     lookback_positions: int | None,
     available_tokens: int,
+    arrived: Instant | None = None,
 ) -> CachePlan:
     """Decide the read and the writes of one request.
 
@@ -407,6 +509,11 @@ def plan_reads_and_writes(
             (``engine.available_prefix``). An entry longer than that is physically gone: it is
             dropped from the ledger and the lookback continues with shorter ones, so a reported
             read is never recomputed.
+        arrived: when the request arrived (:meth:`Timeline.stamp`). An entry whose writer's
+            response began at or after it is treated as absent: the request reports writing
+            that prefix itself (Anthropic: "a cache entry becomes available only after the first
+            response begins", hosted-api-rules.md 1.9; case BR-21). None: every entry is visible
+            (the OpenAI routes, whose reference documents no such rule).
 
     Returns:
         the :class:`CachePlan`.
@@ -425,7 +532,7 @@ def plan_reads_and_writes(
                 and spans[j].segment.position < pos - lookback_positions
             ):
                 break
-            entry = ledger.get(keys[j], now)
+            entry = ledger.get(keys[j], now, arrived=arrived)
             if entry is None:
                 continue
             if spans[j].end > available_tokens:
@@ -437,7 +544,11 @@ def plan_reads_and_writes(
     refresh: list[bytes] = [] if best_key is None else [best_key]
     for bp in breakpoints:
         key = keys[bp.span_index]
-        if bp.end <= best_end and key != best_key and ledger.get(key, now) is not None:
+        if (
+            bp.end <= best_end
+            and key != best_key
+            and ledger.get(key, now, arrived=arrived) is not None
+        ):
             refresh.append(key)
     keep = sorted(
         {bp.end for bp in breakpoints if bp.end >= min_tokens} | ({best_end} if best_end else set())
@@ -451,18 +562,30 @@ def plan_reads_and_writes(
         tuple(keep),
         now,
         tuple(keys),
+        arrived,
     )
 
 
-def commit_plan(plan: CachePlan, ledger: CacheLedger) -> None:
+def commit_plan(
+    plan: CachePlan, ledger: CacheLedger, *, available_at: Instant | None = None
+) -> None:
     """Record a plan's writes (lifetime from the request start) and refresh its reads.
 
     Call once the prefill has run (the entries exist from then on).
+
+    Args:
+        plan: the request's plan.
+        ledger: where its entries go.
+        available_at: when the request's response began (its first token: end of prefill);
+            requests that arrived before it do not see the entries it writes (hosted-api-rules.md
+            1.9). None: the entries are visible to every later plan.
     """
     for key in plan.refresh:
         ledger.refresh(key, plan.request_start)
     for bp in plan.writes:
-        ledger.put(plan.keys[bp.span_index], bp.end, bp.ttl, plan.request_start)
+        ledger.put(
+            plan.keys[bp.span_index], bp.end, bp.ttl, plan.request_start, available_at=available_at
+        )
 
 
 # ------------------------------------------------------------------------------------ usage

@@ -8,7 +8,8 @@ renderer (:func:`promptcache.prefix.render`) validates shapes. Response objects 
 
 Usage (hosted-api-rules.md 1.8; https://platform.claude.com/docs/en/build-with-claude/prompt-caching):
 ``input_tokens`` counts tokens after the last cache read/write only; ``cache_creation`` splits
-writes by TTL. Streaming puts the input-side counts on ``message_start`` (with ``output_tokens``
+writes by TTL. An entry is readable only by requests that arrived after its writer's response
+began (hosted-api-rules.md 1.9): parallel cold requests each report the write. Streaming puts the input-side counts on ``message_start`` (with ``output_tokens``
 generated so far: message_start is sent once the prefill has run, like the real API) and
 **cumulative** counts on ``message_delta`` (no ``cache_creation`` there, as in
 ``MessageDeltaUsage``).
@@ -42,6 +43,7 @@ from promptcache.catalog import CachePolicy
 from promptcache.local.accounting import (
     AnthropicUsageCounts,
     CachePlan,
+    Instant,
     PlannedBreakpoint,
     anthropic_breakpoints,
     plan_reads_and_writes,
@@ -299,7 +301,7 @@ def router(service: BackendService) -> APIRouter:
     api = APIRouter()
 
     def prepare(
-        body: dict[str, Any], request: Request, req: AnthropicRequest
+        body: dict[str, Any], request: Request, req: AnthropicRequest, arrived: Instant
     ) -> tuple[CachePolicy, TemplatedPrompt, bytes, Callable[[int, float], CachePlan]]:
         policy = service.policy(req.model, "anthropic")
         prompt = template(body, policy)
@@ -317,6 +319,7 @@ def router(service: BackendService) -> APIRouter:
                 min_tokens=policy.min_cacheable_tokens,
                 lookback_positions=policy.lookback_positions,
                 available_tokens=available,
+                arrived=arrived,
             )
 
         return policy, prompt, salt, planner
@@ -331,9 +334,12 @@ def router(service: BackendService) -> APIRouter:
 
     @api.post("/v1/messages")
     async def messages(request: Request) -> Response:
+        # entries whose writer's response began after this are not readable by this request
+        # (hosted-api-rules.md 1.9: "available only after the first response begins")
+        arrived = service.arrival()
         body = await read_json(request, service.options.max_body_bytes)
         req = parse_request(body)
-        policy, prompt, salt, planner = prepare(body, request, req)
+        policy, prompt, salt, planner = prepare(body, request, req, arrived)
         service.check_context(prompt.total_tokens, req.max_tokens, "anthropic", "max_tokens")
         stop_ids = [encode_text(s) for s in req.stop_sequences]
         kwargs: dict[str, Any] = dict(

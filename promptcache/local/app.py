@@ -17,6 +17,15 @@ the accounting decision and the generation, so the block cache cannot change bet
 (what is physically reused). Caches are isolated per API key and per requested model: both go
 into the engine's tenant salt.
 
+Concurrency: serialising requests must not let a queued request read an entry that a request
+ahead of it writes. The Anthropic API makes an entry available only once the first response
+that writes it has begun (hosted-api-rules.md 1.9; case BR-21: N parallel cold requests pay N
+writes). So every Anthropic request is stamped when it arrives (:meth:`BackendService.arrival`)
+and every written entry with its writer's response start (the end of its prefill, on
+:attr:`BackendService.timeline`); a request that arrived before an entry was available reports
+writing that prefix itself (``cache_creation``, read 0) although the block cache reuses the KV.
+The OpenAI routes pass no arrival: their reference documents no such rule.
+
 Limits: prompt tokens + ``max_tokens`` above the local model's context (its position limit)
 is a 400 before anything runs (:meth:`BackendService.check_context`; the catalog records no
 per-model output limit, so the local context is the bound). A non-streamed generation whose
@@ -71,7 +80,9 @@ from promptcache.local.accounting import (
     CacheLedger,
     CachePlan,
     Clock,
+    Instant,
     SystemClock,
+    Timeline,
     commit_plan,
 )
 from promptcache.local.errors import (
@@ -134,6 +145,7 @@ class EngineLike(Protocol):
         keep_tail_at: Sequence[int] = (),
         on_token: Callable[[int], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
+        on_prefill: Callable[[], None] | None = None,
     ) -> Any: ...
 
     def available_prefix(self, tokens: Sequence[int], *, tenant_salt: bytes = b"") -> int: ...
@@ -248,6 +260,13 @@ class BackendService:
         engine: the engine (:func:`build_engine`).
         clock: TTL clock (injectable; default :class:`SystemClock`).
         options: :class:`ServerOptions`.
+
+    Attributes:
+        timeline: stamps request arrivals (:meth:`arrival`) and response starts (the end of a
+            generation's prefill) on ``clock``. A ledger entry becomes available at its writer's
+            response start; a request that arrived earlier does not see it and reports writing
+            the prefix too (Anthropic: hosted-api-rules.md 1.9, case BR-21), even though
+            requests run one at a time and the block cache reuses the KV physically.
     """
 
     def __init__(
@@ -259,6 +278,7 @@ class BackendService:
     ) -> None:
         self.engine: EngineLike = engine  # type: ignore[assignment]
         self.clock: Clock = clock or SystemClock()
+        self.timeline = Timeline(self.clock)
         self.options = options or ServerOptions()
         self.anthropic_ledger = CacheLedger()
         self.openai_ledger = CacheLedger()
@@ -345,6 +365,11 @@ class BackendService:
             400, "invalid_request_error", message, param=param, code="context_length_exceeded"
         )
 
+    def arrival(self) -> Instant:
+        """Stamp a request's arrival (call first thing in a route, before it waits for the
+        engine): plans compare it with entries' ``available_at``."""
+        return self.timeline.stamp()
+
     @staticmethod
     def tenant_salt(api_key: str | None, model: str) -> bytes:
         """Salt isolating caches per API key (workspace) and per model (32 bytes)."""
@@ -375,6 +400,7 @@ class BackendService:
             plan = planner(available, now)
             if on_plan is not None:
                 on_plan(plan)
+            started: list[Instant] = []
             try:
                 result = self.engine.generate(
                     tokens,
@@ -385,6 +411,7 @@ class BackendService:
                     seed=seed,
                     keep_tail_at=plan.keep_tail_at if plan is not None else (),
                     on_token=on_token,
+                    on_prefill=lambda: started.append(self.timeline.stamp()),
                     **({"should_stop": should_stop} if should_stop is not None else {}),
                 )
             except PoolExhaustedError as exc:
@@ -392,7 +419,10 @@ class BackendService:
             except InvalidRequestError as exc:  # e.g. a prompt id outside a checkpoint's vocab
                 raise BackendAPIError(400, "invalid_request_error", str(exc)) from exc
             if plan is not None and ledger is not None:
-                commit_plan(plan, ledger)
+                # the response began when the prefill ended (the engine's hook); entries are
+                # available to requests that arrive after that (hosted-api-rules.md 1.9)
+                response_start = started[0] if started else self.timeline.stamp()
+                commit_plan(plan, ledger, available_at=response_start)
         outcome = GenerationOutcome(prompt, plan, result, policy)
         if plan is not None and result.reused_tokens < plan.read_tokens:
             self.counters.inc("promptcache_accounting_violations_total")

@@ -294,6 +294,7 @@ class Engine:
         on_token: Callable[[int], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
         return_logits: bool = False,
+        on_prefill: Callable[[], None] | None = None,
     ) -> GenerationResult:
         """Prefill ``tokens`` reusing cached K/V, then decode up to ``max_tokens`` tokens.
 
@@ -313,6 +314,9 @@ class Engine:
                 decoding ends with ``stop_reason="cancelled"`` (e.g. a streaming client
                 disconnected). The prompt's blocks are committed as usual and the tokens
                 generated so far are returned and counted.
+            on_prefill: called once, when the prefill has run and the prompt's blocks are
+                committed (the first token's logits exist: the response begins), before
+                decoding. The API stamps cache entries' availability with it.
 
         Raises:
             InvalidRequestError: empty prompt, bad token id, negative ``max_tokens`` or
@@ -353,6 +357,7 @@ class Engine:
                     on_token=on_token,
                     should_stop=should_stop,
                     return_logits=return_logits,
+                    on_prefill=on_prefill,
                 )
             finally:
                 self.manager.free(rid)
@@ -375,6 +380,7 @@ class Engine:
         on_token: Callable[[int], None] | None,
         should_stop: Callable[[], bool] | None,
         return_logits: bool,
+        on_prefill: Callable[[], None] | None = None,
     ) -> GenerationResult:
         runner = self.runner
         bs = self.block_size
@@ -414,6 +420,8 @@ class Engine:
         # 3. register the prompt's new full blocks and keep requested tails
         self._commit(rid, prompt, cache)
         self._keep_tails(rid, prompt, cache, keep_tail_at)
+        if on_prefill is not None:
+            on_prefill()
 
         # 4. decode
         out: list[int] = []
