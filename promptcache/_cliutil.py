@@ -18,9 +18,9 @@ import click
 from promptcache._errors import InputError, UnknownModelError
 
 __all__ = ["NOT_A_REQUEST", "PLOT_FORMATS", "REQUEST_FIELDS", "check_model", "fail",
-           "is_blank_file", "json_document_reason", "loads_json", "not_a_request_reason",
-           "plot_target_problem", "read_json_object", "read_request", "read_text",
-           "unknown_model_message", "unwrap_request"]
+           "incomplete_last_line", "is_blank_file", "json_document_reason", "loads_json",
+           "not_a_request_reason", "plot_target_problem", "read_json_object", "read_request",
+           "read_text", "unknown_model_message", "unwrap_request", "warn_incomplete_last_line"]
 
 #: Top-level fields of which a request (Anthropic Messages, OpenAI chat or Responses) has at
 #: least one; an object with none of them is "not a request".
@@ -275,3 +275,21 @@ def is_blank_file(name: str, *, text: str | None = None) -> bool:
     except OSError:
         return False
     return True
+
+
+def incomplete_last_line(line: str) -> bool:
+    """Whether ``line``, read from a text file (or a list of its lines as ``readlines()``
+    gives them), is the file's unterminated last line: only the last line of a file can lack
+    the newline. A JSONL log whose last line has no newline and does not parse is one being
+    written (the tracker's JSONL sink, a proxy's request log) or whose writer crashed; the log
+    readers (``explain``, ``report``, ``lint``) skip that line with
+    :func:`warn_incomplete_last_line` instead of rejecting the whole log. A broken line that
+    ends with a newline stays an error."""
+    return not line.endswith(("\n", "\r"))
+
+
+def warn_incomplete_last_line(name: str, line: int) -> None:
+    """One line on stderr: ``promptcache: NAME: line N: incomplete last line (no newline at
+    end), skipped`` (a warning: the exit status is the one the complete lines give)."""
+    click.echo(f"promptcache: {name}: line {line}: incomplete last line (no newline at end), "
+               "skipped", err=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,37 @@ def test_a_list_of_lines_is_read_as_a_file_is() -> None:
         explain(iter(pretty), name="-")
     with pytest.raises(InputError, match="line 2: invalid JSON"):  # not the first line
         explain([lines[0], "{oops\n"], name="-")
+
+
+# new-user trial 10: a log still being written ends in a partial line; it made the whole log
+# bad input (exit 2)
+def test_an_incomplete_last_line_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    reqs = conversation("alpha", 3)
+    reqs[2]["system"][0]["text"] += " Now: 2026-11-29T20:00Z"
+    body = "".join(json.dumps({"request": r}) + "\n" for r in reqs)
+    partial = json.dumps({"request": conversation("alpha", 4)[3]})[:200]
+    log = tmp_path / "live.jsonl"
+    log.write_text(body + partial)
+    warning = (f"promptcache: {log}: line 4: incomplete last line (no newline at end), "
+               "skipped\n")
+    out = CliRunner().invoke(main, ["explain", str(log), "--format", "json"])
+    assert out.exit_code == 1, out.output  # the complete lines' status: one miss
+    assert out.stderr == warning
+    data = json.loads(out.stdout)
+    assert len(data["requests"]) == 3 and data["misses"] == 1
+    out = CliRunner().invoke(main, ["explain", "-", "--format", "json"], input=body + partial)
+    assert out.exit_code == 1 and len(json.loads(out.stdout)["requests"]) == 3
+    assert out.stderr == warning.replace(str(log), "-")
+    # a broken line ending with a newline, or one in the middle, is still bad input
+    for broken in (body + partial + "\n", body + partial + "\n" + body):
+        log.write_text(broken)
+        out = CliRunner().invoke(main, ["explain", str(log)])
+        assert out.exit_code == 2 and "line 4: invalid JSON" in out.stderr, out.output
+    # a list of lines: only when they carry their newlines (as readlines() gives them)
+    lines = io.StringIO(body + partial).readlines()
+    assert len(explain(lines, name="-").requests) == 3
+    with pytest.raises(InputError, match="line 4: invalid JSON"):
+        explain([line.rstrip("\n") for line in lines], name="-")
 
 
 def test_explain_cli_reads_stdin(tmp_path: Path) -> None:

@@ -76,3 +76,24 @@ def test_zero_hit_advice_is_the_providers() -> None:
                                cache_read=0, cache_write=3000, output=1)
     assert "a breakpoint after per-request content" in claude
     assert "prompt_cache_key" not in claude
+
+
+def test_report_skips_an_incomplete_last_line_with_a_warning(tmp_path: Path) -> None:
+    line = json.dumps({"model": "claude-sonnet-4-5", "usage": ANTHROPIC_USAGE})
+    body = (line + "\n") * 3
+    log = tmp_path / "live.jsonl"
+    log.write_text(body + line[:40])
+    warning = (f"promptcache: {log}: line 4: incomplete last line (no newline at end), "
+               "skipped\n")
+    out = _report(log)
+    assert out.exit_code == 0, out.output
+    assert out.stderr == warning
+    assert json.loads(out.stdout)["total"]["requests"] == 3
+    out = CliRunner().invoke(main, ["report", "-", "--format", "csv"], input=body + line[:40])
+    assert out.exit_code == 0 and out.stdout.splitlines()[-1].startswith("TOTAL,,3,")
+    assert out.stderr == warning.replace(str(log), "-")
+    # a broken line ending with a newline, or one in the middle, is still bad input
+    for broken in (body + line[:40] + "\n", body + line[:40] + "\n" + body):
+        log.write_text(broken)
+        out = _report(log)
+        assert out.exit_code == 2 and f"{log}:4: not JSON" in out.stderr, out.output

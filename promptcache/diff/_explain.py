@@ -21,7 +21,8 @@ else 5 min on Anthropic and OpenAI's in-memory retention on OpenAI
 (:func:`~promptcache.diff._engine.entry_ttl_seconds`).
 A line with neither a request nor usage, or whose ``request`` / ``body`` holds no messages /
 system / input, is bad input (an :class:`InputError` naming the line), as is a pretty-printed
-JSON document (not JSONL).
+JSON document (not JSONL). An incomplete last line (no newline at its end, not valid JSON: a log
+still being written, or whose writer crashed) is skipped with a one-line warning on stderr.
 
 Sessions: an explicit id wins. Otherwise a request joins the session whose last request's
 content keys (segment fingerprints without cache markers) are a prefix of its own (the
@@ -84,8 +85,10 @@ from typing import Any
 from promptcache._cliutil import (
     NOT_A_REQUEST,
     REQUEST_FIELDS,
+    incomplete_last_line,
     not_a_request_reason,
     unwrap_request,
+    warn_incomplete_last_line,
 )
 from promptcache._errors import InputError, PromptCacheError
 from promptcache._times import TIME_KEYS, gap_seconds, timestamp_of
@@ -165,8 +168,14 @@ def iter_log(log: str | Path | Iterable[Any], *, name: str | None = None
     whole, as a file is: one pretty-printed JSON document is reported as such (this is how
     ``promptcache explain -`` reads standard input, once, into a list of lines).
 
+    An incomplete last line (no newline at its end and not valid JSON: a log being written,
+    or whose writer crashed) is skipped with a one-line warning on stderr
+    (:func:`promptcache._cliutil.warn_incomplete_last_line`): in a file, and in a list of text
+    lines split as ``readlines()`` splits them (the line before it ends with a newline).
+
     Raises:
-        InputError: the file cannot be read, or a line is not valid JSON.
+        InputError: the file cannot be read, or a line (other than that last one) is not
+            valid JSON.
     """
     if isinstance(log, (str, Path)):
         path = Path(log)
@@ -182,7 +191,10 @@ def iter_log(log: str | Path | Iterable[Any], *, name: str | None = None
                     if text.strip():
                         try:
                             obj = _loads(text, label, n)
-                        except InputError:
+                        except InputError as exc:
+                            if incomplete_last_line(text) and "invalid JSON" in exc.reason:
+                                warn_incomplete_last_line(label, n)  # a log being written
+                                return
                             if first:  # a pretty-printed request (or list) is not JSONL
                                 _raise_if_json_document(path, label)
                             raise
@@ -193,19 +205,26 @@ def iter_log(log: str | Path | Iterable[Any], *, name: str | None = None
         return
     label = name or "<log>"
     first = True
+    sized = isinstance(log, (list, tuple))
+    total = len(log) if isinstance(log, (list, tuple)) else -1
+    terminated = False  # the previous text line ended with a newline (readlines() lines)
     for n, item in enumerate(log, 1):
         if isinstance(item, (str, bytes)):
             text = item.decode("utf-8") if isinstance(item, bytes) else item
             if text.strip():
                 try:
                     obj = _loads(text, label, n)
-                except InputError:
-                    if first and isinstance(log, (list, tuple)) \
-                            and all(isinstance(x, str) for x in log):
+                except InputError as exc:
+                    if (n == total and terminated
+                            and incomplete_last_line(text) and "invalid JSON" in exc.reason):
+                        warn_incomplete_last_line(label, n)  # a log being written
+                        return
+                    if first and sized and all(isinstance(x, str) for x in log):
                         _raise_if_json_document(None, label, text="\n".join(log))
                     raise
                 first = False
                 yield n, obj
+            terminated = not incomplete_last_line(text)
         else:
             first = False
             yield n, item

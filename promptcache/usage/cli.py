@@ -29,7 +29,9 @@ need ``--interval`` (and ``--keepalive-cap`` a model with a TTL to keep alive): 
 they are an error, never silently ignored.
 
 Exit codes: 0 success, 2 bad input (one line on stderr, ``promptcache: FILE: reason``, naming
-the file or option and the reason).
+the file or option and the reason). An incomplete last line (no newline at its end, not JSON:
+a log still being written) is skipped with a warning on stderr and does not change the exit
+status; a broken line anywhere else is bad input.
 """
 
 from __future__ import annotations

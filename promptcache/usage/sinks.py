@@ -150,7 +150,9 @@ class JsonlSink:
 
 
 def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[UsageRecord]:
-    """Yield the records of a JSONL usage log; blank lines are skipped.
+    """Yield the records of a JSONL usage log; blank lines are skipped, and so is an
+    incomplete last line (no newline at its end, not JSON: a log being written), with a
+    one-line warning on stderr.
 
     Raises:
         InputError: the file cannot be read or is one (pretty-printed) JSON document, not
@@ -177,7 +179,8 @@ def iter_usage_log(path: str | os.PathLike[str]) -> Iterator[UsageRecord]:
     ``"body"`` / ``"payload"``, the line format ``promptcache explain`` reads) becomes the
     record's model, otherwise the model is ``None`` (unpriced, never guessed). ``"label"`` and ``"session"`` keys on the line (e.g.
     ``{"label": ..., "model": ..., "usage": {...}}``) become the record's label and session.
-    Blank lines are skipped.
+    Blank lines are skipped, and so is an incomplete last line (no newline at its end, not
+    JSON: a log being written, or whose writer crashed), with a one-line warning on stderr.
 
     Raises:
         InputError: the file cannot be read or is one (pretty-printed) JSON document, not
@@ -254,7 +257,15 @@ def _first_error(exc: ValidationError) -> str:
 def _json_lines(path: str | os.PathLike[str], *, text: str | None = None,
                 ) -> Iterator[tuple[int, dict[str, Any], str]]:
     """(line number, JSON object, ``"path:line"``) per non-blank line (errors: see above);
-    ``text``: the file's text, already read (lines split as a text-mode file splits them)."""
+    ``text``: the file's text, already read (lines split as a text-mode file splits them).
+
+    A last line without a newline that is not JSON (a log being written, or whose writer
+    crashed) is skipped with one line on stderr
+    (:func:`promptcache._cliutil.warn_incomplete_last_line`); a broken line ending with a
+    newline is an error.
+    """
+    from promptcache._cliutil import incomplete_last_line, warn_incomplete_last_line
+
     name = str(path)
     fh: IO[str]
     if text is not None:
@@ -274,6 +285,9 @@ def _json_lines(path: str | os.PathLike[str], *, text: str | None = None,
                 try:
                     data = json.loads(line)
                 except json.JSONDecodeError as exc:
+                    if incomplete_last_line(line):  # a log being written: its complete lines
+                        warn_incomplete_last_line(name, lineno)
+                        return
                     if first:
                         _raise_if_json_document(name, text)
                     raise InputError(f"{name}:{lineno}", f"not JSON ({exc.msg})") from exc
