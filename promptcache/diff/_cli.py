@@ -171,10 +171,13 @@ def _print_diff(r: DiffResult, a: str, b: str) -> None:
         invalid = "whole prompt"
     grid.add_row("invalidated", f"{invalid} (reusable: {r.reusable_prefix})")
     if r.predicted is not None:
+        calibrated = any(n.startswith("token counts scaled by") for n in r.notes)
+        basis = ("" if r.token_counts_exact else
+                 ", estimated counts calibrated to A's usage" if calibrated
+                 else ", estimated counts")
         grid.add_row("tokens", f"A left {_tokens(r.ideal_cache_read)} cached; B reads "
                                f"{_tokens(r.predicted.cache_read)} and writes "
-                               f"{_tokens(r.predicted.cache_write)} (predicted"
-                               f"{'' if r.token_counts_exact else ', estimated counts'})")
+                               f"{_tokens(r.predicted.cache_write)} (predicted{basis})")
     if r.observed is not None:
         grid.add_row("observed", f"read {_tokens(r.observed.cache_read)}, write "
                                  f"{_tokens(r.observed.cache_write)}, uncached "

@@ -32,9 +32,13 @@ invalidation hierarchy, lookback, minimum, TTL) and
 https://developers.openai.com/api/docs/guides/prompt-caching (1,024 tokens, 128-token steps).
 
 Deviations: token counts of Anthropic requests are estimates (cl100k-based); when the
-previous request's usage is known (``usage_a``), predicted numbers are scaled by the ratio of
-its reported cached tokens to our estimate, so observed and predicted numbers compare on
-the same scale. OpenAI counts are scaled *before* the 128-token grid is applied, so a
+previous request's usage is known (``usage_a``), predicted numbers are calibrated to it, so
+observed and predicted numbers compare on the same scale: cached positions are scaled by the
+ratio of A's reported cache read + write to our estimate of its prefix up to its last written
+breakpoint, and B's uncached input gains what A's reported uncached input holds beyond the
+scaled estimate of A's tail (a fixed framing the estimate does not see), so a B of A's shape
+gets A's own reported split (:func:`calibration`). Without A's cache numbers, every count is
+scaled by A's reported total input over our estimate. OpenAI counts are scaled *before* the 128-token grid is applied, so a
 predicted OpenAI read stays 0 or ``1,024 + n * 128``. With A's Anthropic usage known, the
 prediction (and the ideal read) never exceeds what A read plus wrote.
 """
@@ -951,12 +955,13 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             if p_nottl.read > p.read:
                 raw.append(_RawCause("ttl_expired", 0, 4, "tools", None,
                                      {"gap_seconds": gap, "ttl_seconds": _openai_ttl(pa)}))
-        if scale != 1.0:
-            notes.append(f"token counts scaled by {scale:.4f} to match request A's reported usage")
+        tail = _tail_offset(pa, usage_a, scale) if pb.family == "anthropic" else 0.0
+        if scale != 1.0 or round(tail):
+            notes.append(_calibration_note(pa, usage_a, scale, tail))
         if pb.family == "anthropic":
             pred_read = round(p.read * scale)
-            pred_write = round(p.write * scale)
-            pred_plain = round(p.uncached * scale)
+            pred_write = round((p.read + p.write) * scale) - pred_read
+            pred_plain = max(0, round(p.uncached * scale + tail))
             ideal = round(ideal * scale)
         else:  # already in reported tokens, on the grid
             pred_read, pred_write, pred_plain = p.read, p.write, p.uncached
@@ -1230,19 +1235,61 @@ def _bp_detail(pa: Prepared, pb: Prepared, alive: list[int], p: _Prediction) -> 
     return detail
 
 
+def _top_entry(pa: Prepared) -> int:
+    """Anthropic: estimated tokens up to A's last breakpoint that writes an entry (0: none)."""
+    minimum = int(getattr(pa.policy, "min_cacheable_tokens", 0) or 0)
+    return max((pa.end(k) for k in pa.bps if pa.end(k) >= minimum), default=0)
+
+
 def calibration(pa: Prepared, usage_a: Usage | None) -> float:
-    """Ratio reported / estimated tokens of request A (1.0 when unknown)."""
+    """Ratio reported / estimated tokens of request A (1.0 when unknown).
+
+    Anthropic, when A's usage reports a cache read or write and A has a breakpoint that
+    writes: the ratio of the cached prefix (A's reported read + write over our estimate of
+    the tokens up to its last written breakpoint), the scale of every cached position. The
+    uncached tail gets its own correction (:func:`_tail_offset`), so a fixed overhead the
+    estimate does not see after the last breakpoint is not spread over the cached prefix.
+    Otherwise (OpenAI, or no cache numbers): A's reported total input over our estimate."""
     if usage_a is None:
         return 1.0
+    if pa.family == "anthropic":
+        cached = (usage_a.cache_read or 0) + (usage_a.cache_write or 0)
+        top = _top_entry(pa) if cached else 0
+        if top:
+            return cached / top
     if usage_a.total_input and pa.total:
         return usage_a.total_input / pa.total
-    cached = (usage_a.cache_read or 0) + (usage_a.cache_write or 0)
-    if cached and pa.family == "anthropic":
-        minimum = int(getattr(pa.policy, "min_cacheable_tokens", 0) or 0)
-        tops = [pa.end(k) for k in pa.bps if pa.end(k) >= minimum]
-        if tops:
-            return cached / max(tops)
     return 1.0
+
+
+def _calibration_note(pa: Prepared, usage_a: Usage | None, scale: float,
+                      tail: float) -> str:
+    """The note saying how estimated token counts were calibrated to A's usage."""
+    if pa.family != "anthropic" or usage_a is None or not _top_entry(pa) or not (
+            (usage_a.cache_read or 0) + (usage_a.cache_write or 0)):
+        return f"token counts scaled by {scale:.4f} to match request A's reported usage"
+    top = _top_entry(pa)
+    cached = (usage_a.cache_read or 0) + (usage_a.cache_write or 0)
+    note = (f"token counts scaled by {scale:.4f} to match request A's reported usage: its "
+            f"cached prefix is {cached:,} tokens reported, {top:,} estimated")
+    if usage_a.uncached_input is not None:
+        note += (f"; its uncached tail {usage_a.uncached_input:,} reported, "
+                 f"{pa.total - top:,} estimated ({round(tail):+,} tokens added to B's "
+                 "uncached input)")
+    return note
+
+
+def _tail_offset(pa: Prepared, usage_a: Usage | None, scale: float) -> float:
+    """Reported tokens of A's uncached tail (after its last written breakpoint) beyond the
+    scaled estimate of that tail: what B's uncached input gains over its own scaled estimate.
+    0.0 unless :func:`calibration` calibrated A's cached prefix (Anthropic, see there)."""
+    if usage_a is None or pa.family != "anthropic" or usage_a.uncached_input is None:
+        return 0.0
+    cached = (usage_a.cache_read or 0) + (usage_a.cache_write or 0)
+    top = _top_entry(pa) if cached else 0
+    if not top:
+        return 0.0
+    return usage_a.uncached_input - (pa.total - top) * scale
 
 
 def _written_by_a(pa: Prepared, usage_a: Usage | None) -> int | None:

@@ -166,7 +166,11 @@ class DiffResult(_Frozen):
             ``"none"``, ``"all"``).
         semantic_equal: True when every content change is pure serialisation (same tool set
             in another order, JSON key order, whitespace) and no parameter changed.
-        identical_prefix_tokens: tokens of B before the first invalidation.
+        identical_prefix_tokens: tokens of B before the first invalidation, at the
+            granularity the provider caches: whole blocks on Anthropic (an entry ends at a
+            block boundary, so a block that differs from its 14th token on shares none of its
+            tokens; :attr:`Divergence.token_offset` is the token inside the block), tokens on
+            OpenAI. Scaled to A's reported usage when it is given.
         ideal_cache_read: tokens A left in the cache that B could have read (A's largest
             live entry, capped at B's size); None without a model policy.
         predicted: B's predicted usage (None without a model policy).
