@@ -209,6 +209,7 @@ def _run(backend: Any, title: str, fmt: str, model: str, *, broken: bool,
     report = RunReport(title, fmt, model)
     before = _counters(backend)
     previous: dict[str, Any] | None = None
+    previous_usage: Any = None
     # The wrapper reports through logging and warnings; the demo prints the warnings itself.
     logger = logging.getLogger("promptcache")
     level, logger.level = logger.level, logging.CRITICAL
@@ -222,13 +223,16 @@ def _run(backend: Any, title: str, fmt: str, model: str, *, broken: bool,
             backend.clock.advance(TURN_GAP_SECONDS)
             explanation = None
             if previous is not None and broken:
-                result = diff(previous, kwargs, usage_b=response.usage)
+                # A's usage calibrates the estimate: the lost tokens are what turn A
+                # reported writing, as the table shows, not a cl100k-based estimate
+                result = diff(previous, kwargs, usage_a=previous_usage,
+                              usage_b=response.usage)
                 where = result.divergence.path if result.divergence else "-"
                 cost = (f", ${result.miss_cost_usd:.6f}" if result.miss_cost_usd is not None
                         else "")
                 explanation = (f"{result.cause} at {where}: {result.lost_tokens} tokens "
                                f"rewritten{cost}")
-            previous = kwargs
+            previous, previous_usage = kwargs, response.usage
             record = tracker.records[-1]
             cost_obj = tracker.costs[-1]
             report.rows.append(TurnRow(

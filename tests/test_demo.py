@@ -58,3 +58,12 @@ def test_demo_lints_examples(report) -> None:  # type: ignore[no-untyped-def]
     assert report.lint_files >= 5
     assert report.lint_findings, "the broken template must be flagged"
     assert all("templates/broken/" in f for f in report.lint_findings)
+
+
+def test_broken_run_live_diff_agrees_with_the_usage_table(report) -> None:  # type: ignore[no-untyped-def]
+    # the live diff under the table is calibrated to the previous turn's usage: what turn N
+    # wrote is what turn N+1 lost (trial 10, 6a: it printed a cl100k estimate, 1767 vs 1,854)
+    broken = report.runs[2]
+    for prev, row in zip(broken.rows, broken.rows[1:], strict=False):
+        assert row.explanation is not None
+        assert f": {prev.cache_write} tokens rewritten" in row.explanation, row.explanation
