@@ -48,6 +48,10 @@ __all__ = [
 
 EncodingName = Literal["o200k_base", "cl100k_base"]
 
+#: The model id an Anthropic request that names no model is counted as (an id the catalog does
+#: not know, so its count is cl100k_base ids times 1.0: Claude models before 4.7).
+UNNAMED_CLAUDE = "claude"
+
 #: Relative error bound of an Anthropic estimate (cl100k ids x ratio vs the real tokenizer).
 #: Measured differences on English prose and code are within about +-15 %.
 ANTHROPIC_ESTIMATE_BOUND = 0.15
@@ -178,8 +182,10 @@ def encode(text: str, encoding: str = "o200k_base") -> list[int]:
 def _policy_tokenizer(model: str | None) -> tuple[str, str, float, bool]:
     """(provider, encoding, ratio, known) for a model, from the catalog when it knows the model.
 
-    ``known`` is False for a model neither the catalog nor the legacy OpenAI prefixes name: its
-    count uses o200k_base and is marked as an estimate.
+    ``known`` is False for a model the catalog does not name: a ``claude-*`` (or
+    ``anthropic``) id is counted as an Anthropic estimate with ratio 1.0 (the ratio of Claude
+    models before 4.7), a legacy ``gpt-4`` / ``gpt-3.5`` id with cl100k_base, any other id with
+    o200k_base (marked as an estimate).
     """
     if model:
         try:
@@ -199,7 +205,7 @@ def _policy_tokenizer(model: str | None) -> tuple[str, str, float, bool]:
             pass
         lowered = model.lower().rsplit("/", 1)[-1]
         if lowered.startswith("claude") or "anthropic" in model.lower():
-            return "anthropic", "cl100k_base", 1.0, True
+            return "anthropic", "cl100k_base", 1.0, False
         if lowered.startswith(("gpt-4-", "gpt-3.5", "gpt-4")) and not lowered.startswith(
             ("gpt-4o", "gpt-4.1", "gpt-4.5")
         ):
@@ -218,10 +224,12 @@ class TokenCounter:
         ratio: multiplier applied to the ids' count (Anthropic estimates only).
         exact: whether :meth:`count` is exact for this model.
         error_bound: relative error bound of :meth:`count` (0.0 when exact).
+        known: False for a model id the catalog does not name (its tokenizer is guessed from
+            the id; see :func:`_policy_tokenizer`).
     """
 
-    __slots__ = ("_count", "encoding", "error_bound", "exact", "method", "model", "provider",
-                 "ratio")
+    __slots__ = ("_count", "encoding", "error_bound", "exact", "known", "method", "model",
+                 "provider", "ratio")
 
     def __init__(self, model: str | None = None) -> None:
         provider, encoding, ratio, known = _policy_tokenizer(model)
@@ -230,6 +238,7 @@ class TokenCounter:
         self.provider = provider
         self.encoding = encoding
         self.ratio = ratio
+        self.known = known
         self.exact = provider != "anthropic" and known
         self.error_bound = 0.0 if self.exact else ANTHROPIC_ESTIMATE_BOUND
         if self.exact:
@@ -299,6 +308,10 @@ def count_tokens(text_or_payload: str | Mapping[str, Any], model: str | None = N
     view = render(text_or_payload, model=model)
     if client is not None and view.provider == "anthropic":
         return _count_with_client(client, dict(text_or_payload), model=view.model)
+    if view.provider == "anthropic" and view.model is None:
+        # an Anthropic body that names no model: an Anthropic estimate (cl100k_base ids, the
+        # ratio 1.0 of Claude models before 4.7), not an o200k_base count called exact
+        view = render(text_or_payload, view.provider, model=UNNAMED_CLAUDE)
     exact, bound = view_count_bound(view)
     return TokenCount(view.total_tokens, exact, get_counter(view.model).method, bound)
 
@@ -326,13 +339,23 @@ def _count_with_client(client: Any, payload: Mapping[str, Any], *,
     return TokenCount(int(result.input_tokens), True, "anthropic-api", 0.0)
 
 
+def _estimate_route(model: str) -> str:
+    """How a model id the catalog does not know is counted, for help and notes."""
+    counter = get_counter(model)
+    if counter.provider == "anthropic":
+        return (f"{counter.encoding} x {counter.ratio:.2f} (an Anthropic estimate, as for a "
+                "Claude model before 4.7)")
+    return counter.encoding
+
+
 @click.command("count")
 @click.argument("source", default="-")
 @click.option("--model", "-m", default=None, help="Model id (default: the payload's model).")
 @click.option("--text", "as_text", is_flag=True, help="Treat the input as plain text.")
 @click.option("--estimate", is_flag=True,
-              help="Accept a --model the catalog does not know: count with o200k_base "
-                   "(an estimate).")
+              help="Accept a --model the catalog does not know: count an estimate anyway "
+                   "(a claude-* id: cl100k_base x 1.00; any other id: o200k_base); a note on "
+                   "stderr says so.")
 def count_command(source: str, model: str | None, as_text: bool, estimate: bool) -> None:
     """Count the tokens of SOURCE (a request JSON, or text with --text; '-' is stdin).
 
@@ -341,8 +364,12 @@ def count_command(source: str, model: str | None, as_text: bool, estimate: bool)
 
     A --model the catalog does not know is an error (exit 2, closest catalog ids named)
     unless --estimate is given. A count for a model the catalog does not know (a payload's
-    own model, or --model with --estimate) is an o200k_base estimate, and a note on stderr
-    says so. Exit status: 0 counted, 2 bad input (one line: ``promptcache: FILE: reason``).
+    own model, or --model with --estimate) is an estimate, and a note on stderr says so: a
+    claude-* id counts as a Claude model before 4.7 (cl100k_base ids x 1.00), any other id
+    with o200k_base. An Anthropic request that names no model (and no --model) is an
+    Anthropic estimate too (cl100k_base x 1.00), with a note. Anthropic counts are estimates
+    (+-15%); OpenAI text counts are exact. Exit status: 0 counted, 2 bad input (one line:
+    ``promptcache: FILE: reason``).
     """
     from promptcache._cliutil import check_model, fail, read_request, read_text
     from promptcache._errors import InputError, PromptCacheError
@@ -350,7 +377,9 @@ def count_command(source: str, model: str | None, as_text: bool, estimate: bool)
     if not estimate:
         unknown = check_model(model)
         if unknown is not None:
-            fail(f"{unknown} (or pass --estimate to count with o200k_base anyway)")
+            assert model is not None
+            fail(f"{unknown} (or pass --estimate to count anyway, with "
+                 f"{_estimate_route(model)})")
     target: str | Mapping[str, Any]
     if as_text:
         try:
@@ -365,9 +394,16 @@ def count_command(source: str, model: str | None, as_text: bool, estimate: bool)
         fail(f"{source}: {exc}")
     except RecursionError:  # parsed, yet too deep to walk
         fail(f"{source}: request nested too deeply")
-    if result.method.startswith("unknown-model-estimate"):
-        named = model or (target.get("model") if isinstance(target, Mapping) else None)
+    later = "; Claude 4.7 and later count about 1.3x as many"
+    named = model or (target.get("model") if isinstance(target, Mapping) else None)
+    if isinstance(named, str) and not get_counter(named).known:
         click.echo(f"promptcache: note: {source}: the count is an estimate ({result.method}): "
-                   f"model {named!r} is unknown to the catalog", err=True)
+                   f"model {named!r} is unknown to the catalog; counted with "
+                   f"{_estimate_route(named)}"
+                   f"{later if get_counter(named).provider == 'anthropic' else ''}", err=True)
+    elif named is None and result.method == get_counter(UNNAMED_CLAUDE).method:
+        click.echo(f"promptcache: note: {source}: the count is an estimate ({result.method}): "
+                   f"the Anthropic request names no model; counted with "
+                   f"{_estimate_route(UNNAMED_CLAUDE)}{later}: pass --model", err=True)
     kind = "exact" if result.exact else f"estimate (+-{result.error_bound:.0%})"
     click.echo(f"{result.tokens} tokens, {kind}, {result.method}")
