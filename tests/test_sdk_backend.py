@@ -333,3 +333,30 @@ def test_helper_streams_match_create_and_record_early_exits_once(
         pass
     assert len(tracker_of(oc).records) == 8
     assert all("stream_usage_missing" in r.flags for r in tracker_of(oc).records[6:])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_live_diff_is_calibrated_to_the_previous_requests_usage(
+        promptcache_anthropic: anthropic.Anthropic, caplog: pytest.LogCaptureFixture,
+        stream: bool) -> None:
+    """The live diff of a request that breaks its session's prefix counts the lost tokens as
+    the previous request's reported write, not the estimate (new-user trial 10, 6a: the log
+    said 1767 under a reported 1,854)."""
+    import logging
+
+    client = wrap(promptcache_anthropic, tracker=UsageTracker(), auto_cache=True, lint="off",
+                  session=f"calibrated-{stream}")
+    first = _a("Fern?")
+    first["system"] = f"Build {stream} 1. " + SYSTEM
+    if stream:
+        with client.messages.stream(**first) as s:
+            s.get_final_message()
+    else:
+        client.messages.create(**first)
+    wrote = tracker_of(client).records[-1].cache_write
+    assert wrote and wrote > 1000
+    second = dict(first, system=f"Build {stream} 2. " + SYSTEM)  # the prefix breaks at once
+    with caplog.at_level(logging.WARNING, logger="promptcache"):
+        client.messages.create(**second)
+    [log] = [r.getMessage() for r in caplog.records if "diverges" in r.getMessage()]
+    assert f"{wrote} cached tokens lost" in log, (wrote, log)

@@ -199,6 +199,8 @@ class _SessionState:
     #: the request as the caller sent it (before auto_cache): its segments are the ones the
     #: render memo hands out again next time, so the next digest chain resumes from it
     first_view: PrefixView | None = None
+    #: its usage record, once its response arrived (the live diff calibrates to it)
+    usage: UsageRecord | None = None
 
 
 @dataclass
@@ -212,6 +214,8 @@ class Call:
         model: the request's model id (None if absent).
         start: when it was sent (seconds since the epoch; set just before sending).
         prefix_hash: digest of the prefix up to the last breakpoint (None: not computed).
+        state: its session state (None: not remembered), where its usage goes for the live
+            diff of the session's next request.
     """
 
     shape: Shape
@@ -222,6 +226,7 @@ class Call:
     start: float = 0.0
     prefix_hash: str | None = None
     stream: bool = False
+    state: _SessionState | None = None
 
 
 @dataclass
@@ -617,6 +622,7 @@ class Observer:
             if prev.last_breakpoint is not None and cut <= prev.last_breakpoint:
                 self._report_divergence(call, prev, body, cut)
         state = _SessionState(body, call.shape, view, digests, last_bp, plan, first)
+        call.state = state
         with self.shared.lock:
             self.shared.sessions[call.session] = state
             self.shared.history.append(entry)
@@ -626,7 +632,9 @@ class Observer:
         where = (prev.view.segments[cut].path if cut < len(prev.view.segments)
                  else "<end of request>")
         try:
-            explanation = explain_break(prev.payload, body, call.shape, call.model)
+            # calibrated to the previous request's reported usage when its response arrived
+            explanation = explain_break(prev.payload, body, call.shape, call.model,
+                                        usage_a=prev.usage)
         except Exception as exc:  # the diff's fault, not the caller's
             explanation = f"(diff failed: {type(exc).__name__}: {exc})"
         logger.warning(
@@ -644,7 +652,7 @@ class Observer:
         try:
             rec = self._parsed_record(call, response, end, first_token)
             if rec is not None:
-                self.add(rec)
+                self.add(rec, call)
         except Exception as exc:
             fault("usage tracking", exc, "the response is returned unchanged")
 
@@ -654,6 +662,7 @@ class Observer:
             rec = self._parsed_record(call, response, end, None)
             if rec is None:
                 return
+            self._keep_usage(call, rec)
             try:
                 events = await self.tracker.aadd(rec)
             except Exception as exc:
@@ -708,8 +717,13 @@ class Observer:
                            first_token=first_token, end=end, flags=(flag,),
                            **self.stream_fields(call))
 
-    def add(self, rec: UsageRecord) -> None:
-        """Add a record to the tracker; a failing sink or price lookup is logged, not raised."""
+    def add(self, rec: UsageRecord, call: Call | None = None) -> None:
+        """Add a record to the tracker; a failing sink or price lookup is logged, not raised.
+
+        ``call``: the request the record belongs to; its session state keeps the record, so
+        the live diff of the session's next request is calibrated to this reported usage."""
+        if call is not None:
+            self._keep_usage(call, rec)
         try:
             events = self.tracker.add(rec)
         except Exception as exc:
@@ -717,6 +731,11 @@ class Observer:
             events = ()
         self._log_events(events)
         self._check_prices(rec)
+
+    def _keep_usage(self, call: Call, rec: UsageRecord) -> None:
+        if call.state is not None and not set(rec.flags) & _OWN_FLAGS:
+            with self.shared.lock:
+                call.state.usage = rec
 
     def _check_prices(self, rec: UsageRecord) -> None:
         """Once per model: log why its cost will be unknown (even when a sink failed first)."""
@@ -822,11 +841,13 @@ def first_divergence(before: list[str], after: list[str]) -> int:
 
 
 def explain_break(a: Mapping[str, Any], b: Mapping[str, Any], provider: str,
-                  model: str | None) -> str:
-    """One paragraph: the diff's cause code, where, and the fix, for request ``b`` after ``a``."""
+                  model: str | None, usage_a: Any = None) -> str:
+    """One paragraph: the diff's cause code, where, and the fix, for request ``b`` after ``a``
+    (``usage_a``: ``a``'s reported usage, a :class:`~promptcache.usage.UsageRecord`, to which
+    the token counts are calibrated; None: estimates)."""
     from promptcache.diff import diff
 
-    result = diff(a, b, provider=provider, model=model)
+    result = diff(a, b, provider=provider, model=model, usage_a=usage_a)
     parts = [f"cause {result.cause}"]
     primary = result.primary
     if primary is not None:

@@ -132,7 +132,7 @@ class _Tap:
                 update: dict[str, Any] = {"end": end}
                 if self.first_token is not None:
                     update["first_token"] = self.first_token
-                obs.add(rec.model_copy(update=update))
+                obs.add(rec.model_copy(update=update), call)
                 return
             if how == "end" and call.shape == "openai-chat":
                 why = ("an OpenAI chat stream carries usage only with stream_options="
