@@ -17,24 +17,9 @@ still being written (or whose writer stopped mid-line), so it is skipped with a 
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from promptcache._errors import InputError
 from promptcache.lint.sources.base import Document, LoadOptions, parse_suppressions
-from promptcache.lint.sources.request_json import exchanges_to_log
-
-
-def _parse_line(file: str, lineno: int, line: str) -> Any:
-    """One line's JSON, or :class:`InputError` naming the file's line and the column."""
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as exc:
-        # the decoder sees one line (its "line 1"): report the file's line and the column
-        raise InputError(file, f"line {lineno}, column {exc.colno}: "
-                               f"invalid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise InputError(file, f"line {lineno}: JSON nested too deeply") from None
+from promptcache.lint.sources.request_json import exchanges_to_log, load_json
 
 __all__ = ["SOURCE", "JsonlSource"]
 
@@ -60,7 +45,7 @@ class JsonlSource:
             if not line.strip():
                 continue
             try:
-                records.append(_parse_line(file, lineno, line))
+                records.append(load_json(file, line, lineno))
             except InputError:
                 if lineno == len(lines) and records:
                     # no newline after it: a log being appended to, or cut mid-line

@@ -108,15 +108,23 @@ def make_context(payload: Mapping[str, Any], *, file: str, locator: JsonLocator 
     return ctx
 
 
-def load_json(file: str, text: str) -> Any:
-    """``json.loads`` with bad input turned into :class:`InputError` (names line and column)."""
+def load_json(file: str, text: str, line: int | None = None) -> Any:
+    """``json.loads`` with bad input turned into :class:`InputError` (names line and column).
+
+    ``line``: the file's line ``text`` is (one line of a JSONL log), whose number the error
+    names instead of the decoder's "line 1".
+    """
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
+        if line is not None:
+            raise InputError(file, f"line {line}, column {exc.colno}: "
+                                   f"invalid JSON ({exc.msg})") from None
         raise InputError(file, f"invalid JSON at line {exc.lineno} column {exc.colno}: "
                                f"{exc.msg}") from None
     except RecursionError:
-        raise InputError(file, "JSON nested too deeply") from None
+        where = f"line {line}: " if line is not None else ""
+        raise InputError(file, f"{where}JSON nested too deeply") from None
 
 
 def exchanges_to_log(file: str, text: str, items: Sequence[Any], options: LoadOptions,
