@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from promptcache.cli import main
@@ -147,3 +148,31 @@ def test_diff_cli_shows_a_reported_write_for_a_same_shaped_b(tmp_path: Path) -> 
     assert out.exit_code in (0, 1), out.output
     line = next(x for x in out.output.splitlines() if x.startswith("tokens"))
     assert f"writes {top + 11:,} (predicted, estimated counts calibrated to A's usage)" in line
+
+
+@pytest.mark.parametrize("error", [1.15, 0.85])
+def test_a_long_tails_estimate_error_scales_b_tail_not_added_whole(error: float) -> None:
+    """Review 11: A's long uncached tail estimated 15 % off was added to B as a fixed offset (a
+    B tail of "hi" predicted 1,021 uncached tokens, or clamped to 0 the other way). A long tail's
+    error is proportional: B's tail is scaled by A's tail ratio."""
+    from promptcache.diff import diff
+    from promptcache.prefix import render
+
+    system = [{"type": "text", "text": "You are a careful assistant. " * 300,
+               "cache_control": {"type": "ephemeral"}}]
+    a = {"model": "claude-sonnet-4-5", "max_tokens": 10, "system": system,
+         "messages": [{"role": "user", "content": "def f(x): return x * 2  # twice\n" * 400}]}
+    view = render(a)
+    top = sum(s.tokens for s in view.segments if s.tier == "system")
+    tail = view.total_tokens - top
+    usage_a = {"input_tokens": round(tail * error), "cache_creation_input_tokens": top,
+               "cache_read_input_tokens": 0, "output_tokens": 5}
+    short = dict(a, messages=[{"role": "user", "content": "hi"}])
+    b_tail = render(short).total_tokens - top
+    r = diff(a, short, usage_a=usage_a)
+    assert r.predicted is not None
+    assert r.predicted.uncached_input == round(b_tail * error)
+    longer = dict(a, messages=[{"role": "user", "content": "def g(y): return y + 1\n" * 900}])
+    r = diff(a, longer, usage_a=usage_a)
+    assert r.predicted is not None
+    assert r.predicted.uncached_input == round((render(longer).total_tokens - top) * error)

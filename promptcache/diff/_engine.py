@@ -35,9 +35,10 @@ Deviations: token counts of Anthropic requests are estimates (cl100k-based); whe
 previous request's usage is known (``usage_a``), predicted numbers are calibrated to it, so
 observed and predicted numbers compare on the same scale: cached positions are scaled by the
 ratio of A's reported cache read + write to our estimate of its prefix up to its last written
-breakpoint, and B's uncached input gains what A's reported uncached input holds beyond the
-scaled estimate of A's tail (a fixed framing the estimate does not see), so a B of A's shape
-gets A's own reported split (:func:`calibration`). Without A's cache numbers, every count is
+breakpoint, and B's uncached tail by A's reported / estimated tail when A's tail is long (the
+estimate's error is proportional), else by the prefix's ratio plus the fixed framing A's short
+tail shows beyond its estimate; so a B of A's shape gets A's own reported split
+(:func:`calibration`, :func:`_tail_correction`). Without A's cache numbers, every count is
 scaled by A's reported total input over our estimate. OpenAI counts are scaled *before* the 128-token grid is applied, so a
 predicted OpenAI read stays 0 or ``1,024 + n * 128``. With A's Anthropic usage known, the
 prediction (and the ideal read) never exceeds what A read plus wrote.
@@ -955,13 +956,14 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             if p_nottl.read > p.read:
                 raw.append(_RawCause("ttl_expired", 0, 4, "tools", None,
                                      {"gap_seconds": gap, "ttl_seconds": _openai_ttl(pa)}))
-        tail = _tail_offset(pa, usage_a, scale) if pb.family == "anthropic" else 0.0
-        if scale != 1.0 or round(tail):
-            notes.append(_calibration_note(pa, usage_a, scale, tail))
+        tail_scale, tail = (_tail_correction(pa, usage_a, scale) if pb.family == "anthropic"
+                            else (scale, 0.0))
+        if scale != 1.0 or tail_scale != scale or round(tail):
+            notes.append(_calibration_note(pa, usage_a, scale, tail_scale, tail))
         if pb.family == "anthropic":
             pred_read = round(p.read * scale)
             pred_write = round((p.read + p.write) * scale) - pred_read
-            pred_plain = max(0, round(p.uncached * scale + tail))
+            pred_plain = max(0, round(p.uncached * tail_scale + tail))
             ideal = round(ideal * scale)
         else:  # already in reported tokens, on the grid
             pred_read, pred_write, pred_plain = p.read, p.write, p.uncached
@@ -1247,8 +1249,8 @@ def calibration(pa: Prepared, usage_a: Usage | None) -> float:
     Anthropic, when A's usage reports a cache read or write and A has a breakpoint that
     writes: the ratio of the cached prefix (A's reported read + write over our estimate of
     the tokens up to its last written breakpoint), the scale of every cached position. The
-    uncached tail gets its own correction (:func:`_tail_offset`), so a fixed overhead the
-    estimate does not see after the last breakpoint is not spread over the cached prefix.
+    uncached tail gets its own correction (:func:`_tail_correction`), so the tail's error is
+    not spread over the cached prefix.
     Otherwise (OpenAI, or no cache numbers): A's reported total input over our estimate."""
     if usage_a is None:
         return 1.0
@@ -1263,7 +1265,7 @@ def calibration(pa: Prepared, usage_a: Usage | None) -> float:
 
 
 def _calibration_note(pa: Prepared, usage_a: Usage | None, scale: float,
-                      tail: float) -> str:
+                      tail_scale: float, tail: float) -> str:
     """The note saying how estimated token counts were calibrated to A's usage."""
     if pa.family != "anthropic" or usage_a is None or not _top_entry(pa) or not (
             (usage_a.cache_read or 0) + (usage_a.cache_write or 0)):
@@ -1273,23 +1275,38 @@ def _calibration_note(pa: Prepared, usage_a: Usage | None, scale: float,
     note = (f"token counts scaled by {scale:.4f} to match request A's reported usage: its "
             f"cached prefix is {cached:,} tokens reported, {top:,} estimated")
     if usage_a.uncached_input is not None:
+        how = (f"{round(tail):+,} tokens added to B's uncached input" if round(tail)
+               else f"B's uncached tail scaled by {tail_scale:.4f}")
         note += (f"; its uncached tail {usage_a.uncached_input:,} reported, "
-                 f"{pa.total - top:,} estimated ({round(tail):+,} tokens added to B's "
-                 "uncached input)")
+                 f"{pa.total - top:,} estimated ({how})")
     return note
 
 
-def _tail_offset(pa: Prepared, usage_a: Usage | None, scale: float) -> float:
-    """Reported tokens of A's uncached tail (after its last written breakpoint) beyond the
-    scaled estimate of that tail: what B's uncached input gains over its own scaled estimate.
-    0.0 unless :func:`calibration` calibrated A's cached prefix (Anthropic, see there)."""
+#: Estimated tokens of A's uncached tail from which its reported / estimated ratio scales B's
+#: tail; below it the difference is taken as a fixed framing the estimate does not see.
+TAIL_RATIO_MIN_TOKENS = 256
+
+
+def _tail_correction(pa: Prepared, usage_a: Usage | None, scale: float
+                     ) -> tuple[float, float]:
+    """(scale, offset) of B's uncached tail estimate from A's reported uncached input.
+
+    A's tail (after its last written breakpoint) of at least :data:`TAIL_RATIO_MIN_TOKENS`
+    estimated tokens: its reported / estimated ratio scales B's tail (the estimate's error is
+    proportional to the text), no offset. A shorter tail: B's tail takes the prefix's scale
+    plus what A's reported tail holds beyond its scaled estimate (a fixed framing), never
+    less than minus that scaled estimate (so B's tail is not shrunk below zero by it).
+    ``(scale, 0.0)`` unless :func:`calibration` calibrated A's cached prefix (Anthropic)."""
     if usage_a is None or pa.family != "anthropic" or usage_a.uncached_input is None:
-        return 0.0
+        return scale, 0.0
     cached = (usage_a.cache_read or 0) + (usage_a.cache_write or 0)
     top = _top_entry(pa) if cached else 0
     if not top:
-        return 0.0
-    return usage_a.uncached_input - (pa.total - top) * scale
+        return scale, 0.0
+    est_tail = pa.total - top
+    if est_tail >= TAIL_RATIO_MIN_TOKENS:
+        return usage_a.uncached_input / est_tail, 0.0
+    return scale, max(usage_a.uncached_input - est_tail * scale, -est_tail * scale)
 
 
 def _written_by_a(pa: Prepared, usage_a: Usage | None) -> int | None:
