@@ -331,7 +331,6 @@ class _Session:
     ttl: float
 
 
-@lru_cache(maxsize=512)
 def _zero_hit_advice(rec: UsageRecord) -> str:
     """What to check when a (model, label) never reads the cache, for the record's provider:
     Anthropic caches at breakpoints the request places; OpenAI caches the longest identical
@@ -353,6 +352,7 @@ def _zero_hit_advice(rec: UsageRecord) -> str:
             "parallel cold writes")
 
 
+@lru_cache(maxsize=512)  # an unknown model's lookup (closest-id search) costs milliseconds
 def _policy(model: str | None) -> Any:
     if model is None:
         return None
