@@ -665,6 +665,8 @@ _NO_KEY = object()
 #: A conversation re-sends its whole history on every turn; with the memo, a request costs
 #: JSON encoding and token counting only for the blocks that are new since the last one.
 _SEGMENT_MEMO: dict[tuple[Any, ...], Segment] = {}
+#: the size each memo entry was counted with (:func:`_memo_size`), subtracted at eviction
+_MEMO_SIZES: dict[tuple[Any, ...], int] = {}
 #: Bounds of the memo: entries, and bytes it holds (each segment's JSON plus the marshal key of
 #: a non-string node; texts share the caller's strings). Beyond either, the oldest quarter of
 #: the entries is dropped.
@@ -703,16 +705,21 @@ def render_cache_clear() -> None:
     global _memo_bytes
     with _memo_lock:
         _SEGMENT_MEMO.clear()
+        _MEMO_SIZES.clear()
         _memo_bytes = 0
 
 
 def _memo_size(key: tuple[Any, ...], seg: Segment) -> int:
-    """Bytes a memo entry holds beyond the caller's objects: the segment's JSON, plus the key's
-    marshal copy of a non-string node (a string node keys as the caller's own string, which the
-    segment's text shares)."""
+    """Bytes a memo entry may hold, counted once, when it is memoised: the segment's JSON, plus
+    the key's marshal copy of a non-string node. A string node keys as the caller's own string
+    (the segment's text), which the memo keeps alive, and its JSON is made on first use: it
+    counts twice its length in characters (the string, and the JSON it may get; an estimate:
+    non-ASCII text and escapes make the JSON longer)."""
     node_key = key[4]
-    # a string node's bytes are made on first use: its length stands for them
-    return len(seg._data) + (len(node_key) if type(node_key) is bytes else 0)
+    data = seg._data
+    if type(data) is str:
+        return 2 * len(data)
+    return len(data) + (len(node_key) if type(node_key) is bytes else 0)
 
 
 def _memo_put(entries: list[tuple[tuple[Any, ...], Segment]]) -> None:
@@ -727,11 +734,12 @@ def _memo_put(entries: list[tuple[tuple[Any, ...], Segment]]) -> None:
                     or _memo_bytes + size > SEGMENT_MEMO_MAX_BYTES):
                 drop = max(1, len(_SEGMENT_MEMO) // 4)
                 for old in list(itertools.islice(_SEGMENT_MEMO, drop)):
-                    gone = _SEGMENT_MEMO.pop(old, None)
-                    if gone is not None:
-                        _memo_bytes -= _memo_size(old, gone)
+                    if _SEGMENT_MEMO.pop(old, None) is not None:
+                        # the size it was counted with: its JSON may have been made since
+                        _memo_bytes -= _MEMO_SIZES.pop(old, 0)
             if key not in _SEGMENT_MEMO:
                 _SEGMENT_MEMO[key] = seg
+                _MEMO_SIZES[key] = size
                 _memo_bytes += size
 
 

@@ -233,3 +233,12 @@ def test_jsonl_invalid_json_message_names_the_file_line_and_column(tmp_path: Pat
     assert code == 2
     assert err.strip() == (f"{path}: error: line 2, column 10: invalid JSON (Expecting property "
                            "name enclosed in double quotes)")
+
+
+def test_a_last_line_nested_too_deeply_is_an_error_not_incomplete(tmp_path: Path) -> None:
+    """Review 11: a complete last line that is only nested too deeply to read was skipped as
+    "incomplete"; only a last line that is not JSON is."""
+    log = tmp_path / "deep.jsonl"
+    log.write_text(_line(0) + "\n" + "[" * 100_000 + "]" * 100_000)
+    code, out, err = run([str(log)])
+    assert code == 2 and "nested too deeply" in err and "incomplete" not in err

@@ -690,3 +690,23 @@ def test_string_nodes_make_their_json_bytes_on_first_use() -> None:
     assert [_compute_segment_digest(s) for s in fresh.segments] == [
         _compute_segment_digest(s) for s in view.segments]
     assert prefix_digests(fresh) == lazy_digests
+
+
+def test_render_memo_counts_each_entry_once_whatever_happens_to_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 11: an entry was counted by its string's length when memoised and by its JSON's
+    once made (CJK, newlines, quotes: longer), so evictions drove the byte count negative and
+    the memo's byte cap stopped applying."""
+    import promptcache.prefix as prefix
+
+    prefix.render_cache_clear()
+    monkeypatch.setattr(prefix, "SEGMENT_MEMO_MAX", 40)
+    for i in range(200):
+        view = render({"model": "gpt-4o", "messages": [
+            {"role": "user", "content": "\u4e2d\u6587\u6d4b\u8bd5\n\"" * 500 + str(i)}]})
+        for seg in view.segments:
+            assert seg.data  # lint, the diff and fingerprints make the JSON
+        assert prefix._memo_bytes == sum(prefix._MEMO_SIZES.values()) >= 0
+        assert set(prefix._MEMO_SIZES) == set(prefix._SEGMENT_MEMO)
+    prefix.render_cache_clear()
+    assert prefix._memo_bytes == 0 and not prefix._MEMO_SIZES

@@ -1334,3 +1334,18 @@ def test_unmarkable_instructions_reported_once_with_lint_on(raw_openai: openai.O
     with pytest.raises(PromptCacheLintError) as err:
         strict.responses.create(model="gpt-5.6-sol", input="one", instructions=SYSTEM)
     assert [f.code for f in err.value.findings] == ["PC308"]
+
+
+def test_a_none_auto_cache_or_lint_override_means_not_given(
+        api: Api, raw_anthropic: anthropic.Anthropic) -> None:
+    """Review 11: promptcache_auto_cache=None became a TypeError (it meant False before), while
+    call_options(auto_cache=None) means "not given": None is "not given" for both now."""
+    from promptcache.sdk import call_options
+
+    client = wrap(raw_anthropic, auto_cache=True, lint="off")
+    client.messages.create(**a_request(), promptcache_auto_cache=None, promptcache_lint=None)
+    with call_options(auto_cache=False):
+        client.messages.create(**a_request(), promptcache_auto_cache=None)
+    planned, plain = api.bodies
+    assert "cache_control" in json.dumps(planned["messages"]) and planned != plain
+    assert plain == json.loads(json.dumps(a_request()))

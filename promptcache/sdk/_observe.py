@@ -463,7 +463,7 @@ class Observer:
             PromptCacheLintError: ``lint="error"`` and the request has error- or
                 warning-severity findings.
             TypeError: ``promptcache_label=`` / ``promptcache_session=`` is not a str (or
-                None), or ``promptcache_auto_cache=`` not a bool.
+                None), or ``promptcache_auto_cache=`` not a bool (None: not given).
             ValueError: ``promptcache_lint=`` is not one of the three modes.
 
             All before anything is sent (caller mistakes). Nothing else: internal faults are
@@ -475,9 +475,15 @@ class Observer:
         check_name("promptcache_label", label)
         session = kwargs.pop("promptcache_session", scoped.get("session", self.session))
         check_name("promptcache_session", session)
-        auto = kwargs.pop("promptcache_auto_cache", scoped.get("auto_cache", self.auto_cache))
+        # None: not given (the scoped call_options, else the wrapper's setting), as in
+        # call_options(auto_cache=None, lint=None)
+        auto = kwargs.pop("promptcache_auto_cache", None)
+        if auto is None:
+            auto = scoped.get("auto_cache", self.auto_cache)
         check_flag("promptcache_auto_cache", auto)
-        lint: LintMode = kwargs.pop("promptcache_lint", scoped.get("lint", self.lint))
+        lint: LintMode | None = kwargs.pop("promptcache_lint", None)
+        if lint is None:
+            lint = scoped.get("lint", self.lint)
         check_lint("promptcache_lint", lint)
         call = Call(shape, kwargs, label, session, stream=kwargs.get("stream") is True)
         blocking: list[Any] = []

@@ -38,6 +38,9 @@ Per-call overrides (keyword arguments the wrapper reads and removes before sendi
 - ``promptcache_auto_cache=`` (bool): turn auto-cache on or off for this request;
 - ``promptcache_lint=`` (``"warn"`` / ``"error"`` / ``"off"``): lint mode for this request.
 
+A ``None`` for either of the last two means "not given" (``call_options``, else the wrapper's
+setting), as in :func:`promptcache.sdk.call_options`; a label or session of None means none.
+
 A value of another type (an int session id, ``"yes"`` for a bool) raises ``TypeError`` (a bad
 lint mode ``ValueError``) before the request is sent.
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from promptcache._errors import InputError
 from promptcache.lint.sources.base import Document, LoadOptions, parse_suppressions
-from promptcache.lint.sources.request_json import exchanges_to_log, load_json
+from promptcache.lint.sources.request_json import InvalidJsonError, exchanges_to_log, load_json
 
 __all__ = ["SOURCE", "JsonlSource"]
 
@@ -46,7 +46,7 @@ class JsonlSource:
                 continue
             try:
                 records.append(load_json(file, line, lineno))
-            except InputError:
+            except InvalidJsonError:  # not one nested too deeply: that line is complete
                 if lineno == len(lines) and records:
                     # no newline after it: a log being appended to, or cut mid-line
                     warnings.append(f"line {lineno}: incomplete last line (no newline at "

@@ -108,6 +108,10 @@ def make_context(payload: Mapping[str, Any], *, file: str, locator: JsonLocator 
     return ctx
 
 
+class InvalidJsonError(InputError):
+    """Text that is not JSON (not raised for JSON nested too deeply to read)."""
+
+
 def load_json(file: str, text: str, line: int | None = None) -> Any:
     """``json.loads`` with bad input turned into :class:`InputError` (names line and column).
 
@@ -118,10 +122,10 @@ def load_json(file: str, text: str, line: int | None = None) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         if line is not None:
-            raise InputError(file, f"line {line}, column {exc.colno}: "
-                                   f"invalid JSON ({exc.msg})") from None
-        raise InputError(file, f"invalid JSON at line {exc.lineno} column {exc.colno}: "
-                               f"{exc.msg}") from None
+            raise InvalidJsonError(file, f"line {line}, column {exc.colno}: "
+                                         f"invalid JSON ({exc.msg})") from None
+        raise InvalidJsonError(file, f"invalid JSON at line {exc.lineno} column {exc.colno}: "
+                                     f"{exc.msg}") from None
     except RecursionError:
         where = f"line {line}: " if line is not None else ""
         raise InputError(file, f"{where}JSON nested too deeply") from None
