@@ -881,3 +881,33 @@ def test_a_named_diagnostics_baseline_is_found_in_every_form_of_log(
     assert third.detail["diagnostics_baseline"] == "msg_1"
     assert third.detail["cause_vs_baseline"] == "system_changed"
     assert third.diagnostics is not None and third.diagnostics.agrees is True
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="needs os.mkfifo")
+def test_a_pipe_is_read_once(tmp_path: Path) -> None:
+    """Review 11: explain read a path twice (a light scan, then the explaining pass), so a pipe,
+    /dev/stdin or a process substitution was drained by the scan: "empty file", exit 2."""
+    import os
+    import threading
+
+    reqs = conversation("pipe", 3)
+    reqs[2]["system"][0]["text"] += " v2"
+    text = "".join(json.dumps(r) + "\n" for r in reqs)
+    regular = tmp_path / "log.jsonl"
+    regular.write_text(text)
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "w", encoding="utf-8") as out:
+            out.write(text)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        piped = explain(fifo, progress=False)
+    finally:
+        writer.join(timeout=10)
+    assert [r.cause for r in piped.requests] == [r.cause for r in explain(
+        regular, progress=False).requests]
+    assert piped.misses == 1

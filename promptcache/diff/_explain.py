@@ -75,6 +75,8 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import stat
 import sys
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
@@ -393,7 +395,7 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
     and its latest line with usage per provider and model (usage only); plus the prepared
     views of responses that later requests still name as the diagnostics baseline.
     """
-    source = _replayable(log)
+    source = _replayable(log, label)
     # named: the response ids that requests name as the provider's diagnostics baseline, and
     # how many of the requests naming each are still to come (its view goes after the last)
     n_lines, named = _scan(source, label)
@@ -599,10 +601,30 @@ class _Replay:
         return iter(self.items)
 
 
-def _replayable(log: str | Path | Iterable[Any]) -> str | Path | Iterable[Any]:
-    """``log`` in a form that can be read twice: a path (opened again), a list or tuple, or
-    the items of any other iterable (which may be one-shot) kept in a :class:`_Replay`."""
-    if isinstance(log, (str, Path, list, tuple, _Replay)):
+def _replayable(log: str | Path | Iterable[Any], label: str) -> str | Path | Iterable[Any]:
+    """``log`` in a form that can be read twice: the path of a regular file (opened again), a
+    list or tuple, the lines of any other path (a pipe, ``/dev/stdin``, a process
+    substitution: it can be read only once) as ``readlines()`` gives them, or the items of any
+    other iterable (which may be one-shot) kept in a :class:`_Replay`.
+
+    Raises:
+        InputError: a path that is not a regular file cannot be read, or is not UTF-8 text.
+    """
+    if isinstance(log, (str, Path)):
+        try:
+            regular = stat.S_ISREG(os.stat(log).st_mode)
+        except OSError:
+            return log  # iter_log reports it
+        if regular:
+            return log
+        try:
+            with Path(log).open(encoding="utf-8") as handle:
+                return handle.readlines()
+        except OSError as exc:
+            raise InputError(label, exc.strerror or str(exc)) from None
+        except UnicodeDecodeError as exc:
+            raise InputError(label, f"not UTF-8 text ({exc.reason})") from None
+    if isinstance(log, (list, tuple, _Replay)):
         return log
     return _Replay(list(log))
 
