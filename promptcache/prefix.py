@@ -519,6 +519,24 @@ def detect_provider(payload: Mapping[str, Any]) -> Provider:
 
 
 # ---------------------------------------------------------------------- render
+#: Prompt fields of the other request shapes, which a shape's renderer would not read.
+_FOREIGN_KEYS: dict[str, tuple[str, ...]] = {
+    "anthropic": ("input", "instructions"),
+    "openai-chat": ("system", "input", "instructions"),
+    "openai-responses": ("messages", "system"),
+}
+_SHAPE_NAMES = {"anthropic": "Anthropic Messages", "openai-chat": "OpenAI Chat Completions",
+                "openai-responses": "OpenAI Responses"}
+_FOREIGN_HINTS = {
+    "system": "a top-level system prompt is Anthropic's (OpenAI takes a system or developer "
+              "message)",
+    "input": "input is the OpenAI Responses prompt",
+    "instructions": "instructions is the OpenAI Responses system prompt",
+    "messages": "messages is the prompt of Anthropic Messages and OpenAI Chat Completions "
+                "(Responses takes input)",
+}
+
+
 def render(payload: Mapping[str, Any], provider: str | None = None, *,
            model: str | None = None) -> PrefixView:
     """Render a request into the segments its provider caches, in render order.
@@ -539,7 +557,9 @@ def render(payload: Mapping[str, Any], provider: str | None = None, *,
 
     Raises:
         InvalidRequestError: the payload is malformed (the error names the path and the
-            reason). No other exception escapes for JSON-like input.
+            reason), or holds another shape's prompt field (``system`` in an OpenAI Chat
+            Completions request, ``messages`` in a Responses one, ...), which would be left
+            out. No other exception escapes for JSON-like input.
     """
     if not isinstance(payload, Mapping):
         raise InvalidRequestError("", f"a request must be a JSON object, not {type(payload).__name__}")
@@ -553,6 +573,11 @@ def render(payload: Mapping[str, Any], provider: str | None = None, *,
         prov = "openai-responses"
     else:
         raise InvalidRequestError("", f"unknown provider {provider!r}")
+    for key in _FOREIGN_KEYS[prov]:
+        if key in payload:  # another API's prompt field: rendering would drop it silently
+            raise InvalidRequestError(key, f"is not a field of an {_SHAPE_NAMES[prov]} request "
+                                           f"(its content would be left out); "
+                                           f"{_FOREIGN_HINTS[key]}")
     raw_model = payload.get("model")
     if raw_model is not None and not isinstance(raw_model, str):
         raise InvalidRequestError("model", "must be a string")

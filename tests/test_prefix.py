@@ -710,3 +710,21 @@ def test_render_memo_counts_each_entry_once_whatever_happens_to_it(
         assert set(prefix._MEMO_SIZES) == set(prefix._SEGMENT_MEMO)
     prefix.render_cache_clear()
     assert prefix._memo_bytes == 0 and not prefix._MEMO_SIZES
+
+
+@pytest.mark.parametrize(("provider", "extra", "field"), [
+    ("openai-chat", {"system": "Be brief."}, "system"),
+    ("openai-chat", {"instructions": "Be brief."}, "instructions"),
+    ("openai-responses", {"system": "Be brief.", "input": "hi"}, "system"),
+    ("anthropic", {"instructions": "Be brief."}, "instructions"),
+])
+def test_another_shapes_prompt_field_is_an_error_not_dropped(
+        provider: str, extra: dict[str, Any], field: str) -> None:
+    """New-user trial 11: `render --provider openai-chat` on an Anthropic request left its whole
+    top-level system prompt (and its markers) out, with exit 0 and a wrong token count."""
+    body: dict[str, Any] = {"model": "claude-sonnet-4-6", "max_tokens": 5, **extra}
+    if provider != "openai-responses":
+        body["messages"] = [{"role": "user", "content": "hi"}]
+    with pytest.raises(InvalidRequestError) as err:
+        render(body, provider)
+    assert err.value.path == field and "left out" in str(err.value)
