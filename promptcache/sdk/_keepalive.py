@@ -25,14 +25,25 @@ Spend cap rule: before each ping the handle checks ``spent + estimate <= max_usd
 estimate is the most expensive ping so far (before the first ping: the cost of writing the
 whole prompt at the highest write rate, an upper bound). A ping whose cost is unknown (no
 prices) stops the loop when a cap is set.
+
+Interval rule: ``every`` must be below the shortest TTL of the entries the request keeps (the
+TTLs of its cache markers as :func:`promptcache.prefix.render` reads them: Anthropic
+``cache_control`` with its ``ttl``, default 5m, block-level or top-level; OpenAI
+``prompt_cache_breakpoint`` with ``prompt_cache_options.ttl``, default 30m; a GPT-5.6+ request
+without markers: its implicit breakpoint's ``prompt_cache_options.ttl`` or the catalog's
+``default_ttl``; a wrapped ``auto_cache`` client adds the catalog's ``default_ttl`` of the
+markers it places). A slower ping arrives after the entry expired and writes the prefix again
+(1.25x on Anthropic) instead of reading it, so :func:`keepalive` refuses it. An OpenAI model
+without a TTL (in-memory retention, cleared after some minutes idle) is not checked.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from promptcache.sdk._observe import body_of, logger
@@ -80,6 +91,131 @@ def _ping_output_limit(ping: Mapping[str, Any]) -> int:
         if isinstance(value, int):
             return value
     return 0
+
+
+def _check_bounds(every: Any, max_pings: Any, max_usd: Any) -> tuple[float, int, Decimal | None]:
+    """``every`` (seconds), ``max_pings`` and the spend cap, checked.
+
+    Raises:
+        ValueError: ``every`` is not a finite number > 0, ``max_pings`` not a whole number
+            >= 0, or ``max_usd`` not None and not a finite amount >= 0.
+    """
+    try:
+        if isinstance(every, (bool, str, bytes)):
+            raise TypeError
+        seconds = float(every)
+    except (TypeError, ValueError):
+        raise ValueError(f"every must be a number of seconds > 0, not {every!r}") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"every must be a finite number of seconds > 0, not {every!r}")
+    if isinstance(max_pings, bool) or not isinstance(max_pings, int) or max_pings < 0:
+        raise ValueError(f"max_pings must be a whole number >= 0, not {max_pings!r}")
+    if max_usd is None:
+        return seconds, max_pings, None
+    try:
+        if isinstance(max_usd, bool):
+            raise TypeError
+        cap = Decimal(str(max_usd))
+    except (TypeError, ValueError, InvalidOperation):
+        raise ValueError(f"max_usd must be an amount in USD (e.g. \"0.50\") or None, not "
+                         f"{max_usd!r}") from None
+    if not cap.is_finite():
+        raise ValueError(f"max_usd must be a finite amount in USD (None: no cap), not "
+                         f"{max_usd!r}")
+    if cap < 0:
+        raise ValueError(f"max_usd must be >= 0, not {max_usd!r}")
+    return seconds, max_pings, cap
+
+
+def _policy_or_none(model: str | None) -> Any:
+    from promptcache._errors import CatalogError, UnknownModelError
+    from promptcache.catalog import get_policy
+
+    if model is None:
+        return None
+    try:
+        return get_policy(model)
+    except (UnknownModelError, CatalogError):
+        return None
+
+
+def _auto_cache(client: Any, ping: Mapping[str, Any]) -> bool:
+    """Whether a wrapped client places its own cache markers on the ping (``auto_cache``)."""
+    if not _is_wrapped(client):
+        return False
+    from promptcache.sdk._wrap import observer_of
+
+    override = ping.get("promptcache_auto_cache")
+    return bool(observer_of(client).auto_cache if override is None else override)
+
+
+def _entry_ttls(kind: str, body: Mapping[str, Any], auto_cache: bool) -> list[str] | None:
+    """TTLs of the cache entries a ping of ``body`` refreshes (see the module docstring);
+    None when they cannot be known (a request the renderer cannot read, an OpenAI model
+    without a TTL or unknown to the catalog).
+
+    Raises:
+        ValueError: the request caches nothing (an Anthropic request without a cache marker,
+            an OpenAI request in ``prompt_cache_options`` explicit mode without a breakpoint),
+            so a ping has nothing to keep alive.
+    """
+    from promptcache._errors import InvalidRequestError
+    from promptcache.prefix import render
+
+    model = body.get("model")
+    model = model if isinstance(model, str) else None
+    try:
+        view = render(body, kind, model=model)
+    except InvalidRequestError as exc:
+        logger.warning("promptcache: keepalive cannot read the request's cache markers (%s); "
+                       "every is not checked against their TTL", exc)
+        return None
+    ttls = [bp.ttl for bp in (s.breakpoint for s in view.segments)
+            if bp is not None and bp.ttl is not None]
+    if view.automatic is not None and view.automatic.ttl is not None:
+        ttls.append(view.automatic.ttl)
+    policy = _policy_or_none(model)
+    if auto_cache and policy is not None and policy.default_ttl is not None:
+        ttls.append(policy.default_ttl)  # the markers the wrapper's planner places
+    if ttls:
+        return ttls
+    if kind == "anthropic":
+        raise ValueError(
+            "the request has no cache marker (cache_control on a block or at the top level): "
+            "Anthropic caches nothing without one, so a ping would keep nothing alive")
+    opts = body.get("prompt_cache_options")
+    opts = opts if isinstance(opts, Mapping) else {}
+    if opts.get("mode") == "explicit":
+        raise ValueError(
+            "the request is in prompt_cache_options explicit mode without a "
+            "prompt_cache_breakpoint: it caches nothing, so a ping would keep nothing alive")
+    if policy is None or not policy.automatic_caching or policy.default_ttl is None:
+        return None  # no TTL (in-memory retention) or a model the catalog does not know
+    ttl = opts.get("ttl")
+    return [ttl if isinstance(ttl, str) else policy.default_ttl]  # the implicit breakpoint's
+
+
+def _check_every(every: float, ttls: list[str] | None) -> None:
+    """Refuse an interval that is not below the shortest of ``ttls``.
+
+    Raises:
+        ValueError: ``every`` >= the shortest TTL (in seconds).
+    """
+    from promptcache.usage.classify import ttl_seconds
+
+    known: list[tuple[float, str]] = []
+    for ttl in ttls or ():
+        try:
+            known.append((ttl_seconds(ttl), ttl))
+        except ValueError:
+            continue
+    if not known:
+        return
+    seconds, ttl = min(known)
+    if every >= seconds:
+        raise ValueError(
+            f"every={every:g} s is not below the request's {ttl} TTL ({seconds:g} s): each ping "
+            f"would write the prefix again instead of reading it; use every < {seconds:g}")
 
 
 def _kind(client: Any) -> str:
@@ -264,9 +400,11 @@ def keepalive(client: Any, request: Mapping[str, Any], *, every: float = 240.0,
         request: keyword arguments of the request whose prefix to keep warm
             (``messages.create`` for Anthropic; ``chat.completions.create``, or
             ``responses.create`` when it has ``input``, for OpenAI).
-        every: seconds between pings (below the TTL: 5m entries need < 300 s).
-        max_pings: most pings ever sent.
-        max_usd: spend cap in USD (None: no cap); see the module docstring for the rule.
+        every: seconds between pings; must be below the shortest TTL of the request's cache
+            entries (5m entries need < 300 s; see the module docstring's interval rule).
+        max_pings: most pings ever sent (0: none).
+        max_usd: spend cap in USD, a Decimal, number or decimal string (None: no cap); see
+            the module docstring for the rule.
         tracker: prices the pings (default: a private tracker with catalog prices).
         label: label of the pings' usage records.
         sleep: injectable sleeper ``sleep(seconds)`` (tests: advance a manual clock); default
@@ -282,13 +420,17 @@ def keepalive(client: Any, request: Mapping[str, Any], *, every: float = 240.0,
             pre-warm is rejected with (catalog ``prewarm_rejects``: thinking enabled, a forced
             ``tool_choice``, ``output_config.format``; ``stream`` is dropped from the ping).
         TypeError: not a sync anthropic / openai client.
-        ValueError: ``every`` <= 0, ``max_pings`` < 0 or a negative ``max_usd``.
+        ValueError: ``every`` is not a finite number > 0, or is not below the shortest TTL of
+            the request's cache entries (each ping would write the prefix again instead of
+            reading it); the request caches nothing (an Anthropic request without a
+            ``cache_control`` marker, unless a wrapped ``auto_cache`` client places one; an
+            OpenAI request in ``prompt_cache_options`` explicit mode without a breakpoint);
+            ``max_pings`` is not a whole number >= 0; ``max_usd`` is not None and not a finite
+            amount >= 0 (e.g. ``"abc"``, ``-1``).
+
+        All before any ping is sent.
     """
-    if every <= 0 or max_pings < 0:
-        raise ValueError("every must be > 0 and max_pings >= 0")
-    cap = None if max_usd is None else Decimal(str(max_usd))
-    if cap is not None and cap < 0:
-        raise ValueError("max_usd must be >= 0")
+    every, max_pings, cap = _check_bounds(every, max_pings, max_usd)
     family = _kind(client)
     if family == "anthropic":
         kind, fmt = "anthropic", "anthropic"
@@ -300,6 +442,7 @@ def keepalive(client: Any, request: Mapping[str, Any], *, every: float = 240.0,
         kind, fmt = "openai-chat", "openai"
         method = client.chat.completions.create
     ping = _ping_request(kind, request)
+    _check_every(every, _entry_ttls(kind, body_of(ping), _auto_cache(client, ping)))
     if tracker is None:
         from promptcache.usage import UsageTracker
 
