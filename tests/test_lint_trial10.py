@@ -240,5 +240,5 @@ def test_a_last_line_nested_too_deeply_is_an_error_not_incomplete(tmp_path: Path
     "incomplete"; only a last line that is not JSON is."""
     log = tmp_path / "deep.jsonl"
     log.write_text(_line(0) + "\n" + "[" * 100_000 + "]" * 100_000)
-    code, out, err = run([str(log)])
+    code, _, err = run([str(log)])
     assert code == 2 and "nested too deeply" in err and "incomplete" not in err
