@@ -17,10 +17,14 @@ under each policy the model offers and returns the cheapest:
 * one option per TTL in the catalog (``5m``, ``1h``; OpenAI GPT-5.6+ ``30m``): the first request
   writes, the following ones read while the gap is within the TTL (a read refreshes the entry;
   the TTL runs from request start), otherwise every request writes again;
-* ``<shortest TTL>+keepalive`` (Aider's approach): when the gap exceeds the TTL, ping every
-  ``keepalive_interval`` seconds; each ping is priced as one request that reads the prefix, sends
-  ``ping_input_tokens`` uncached tokens and gets ``ping_output_tokens`` back. ``keepalive_cap_usd``
-  / ``keepalive_max_pings`` cap the ping spend: gaps the budget cannot cover pay a write again;
+* ``<TTL>+keepalive`` (Aider's approach), one per TTL: when the gap exceeds the TTL, ping every
+  ``keepalive_interval`` seconds (default 90 % of that TTL); each ping is priced as one request
+  that reads the prefix, sends ``ping_input_tokens`` uncached tokens and gets
+  ``ping_output_tokens`` back. ``keepalive_cap_usd`` / ``keepalive_max_pings`` cap the ping
+  spend of each option: gaps the budget cannot cover pay a write again. The shortest TTL's
+  option is always listed (``5m+keepalive``); a longer TTL's (``1h+keepalive``) when the gap
+  exceeds it (within it the option is the plain TTL option, no pings). A gap longer than every
+  TTL is cheapest kept alive on the longest TTL: fewer pings per gap;
 * OpenAI before GPT-5.6 (automatic caching, no write fee): ``in_memory`` (entries usually cleared
   after 5-10 minutes idle: ``in_memory_seconds``, default the 300 s lower bound, source O2
   https://developers.openai.com/api/docs/guides/prompt-caching) and ``24h`` where the catalog
@@ -34,6 +38,7 @@ A prefix below the model's minimum cacheable length makes every caching option u
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -54,6 +59,51 @@ def _catalog() -> tuple[Any, Any]:
 
 def _frac(x: float | Decimal) -> Fraction:
     return Fraction(Decimal(str(x)))
+
+
+def _count(name: str, value: Any, minimum: int = 0) -> int:
+    """``value`` as an int count >= ``minimum`` (an integral float such as ``5000.0`` is
+    accepted); TypeError naming ``name`` for a non-number (``"5000"``, None, bool), ValueError
+    for a fractional, non-finite or too small one."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if isinstance(value, numbers.Integral):
+        n = int(value)
+    else:
+        try:
+            exact = Fraction(value if isinstance(value, Decimal) else float(value))
+        except (ValueError, OverflowError, TypeError):
+            raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+        if exact.denominator != 1:
+            raise ValueError(f"{name} must be a whole number, got {value!r}")
+        n = int(exact)
+    if n < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return n
+
+
+def _seconds(name: str, value: Any) -> float:
+    """``value`` as a finite number of seconds > 0 (TypeError / ValueError naming ``name``)."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)):
+        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__} "
+                        f"{value!r}")
+    x = float(value)
+    if not math.isfinite(x) or x <= 0:
+        raise ValueError(f"{name} must be a finite number of seconds > 0, got {value!r}")
+    return x
+
+
+def _usd(name: str, value: Any) -> Decimal:
+    """``value`` as a finite USD amount >= 0 (TypeError / ValueError naming ``name``)."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal, str)):
+        raise TypeError(f"{name} must be a USD amount, got {type(value).__name__} {value!r}")
+    try:
+        d = Decimal(str(value).strip())
+    except ArithmeticError:
+        raise ValueError(f"{name} must be a USD amount, got {value!r}") from None
+    if not d.is_finite() or d < 0:
+        raise ValueError(f"{name} must be a finite USD amount >= 0, got {value!r}")
+    return d
 
 
 @dataclass(frozen=True)
@@ -143,10 +193,11 @@ def breakeven(
 
     Raises:
         UnknownModelError: model unknown to the catalog (and no ``policy``/``prices``).
-        ValueError: ``prefix_tokens < 0`` or a TTL the model does not offer.
+        TypeError: ``prefix_tokens`` not a number (e.g. the string ``"5000"``).
+        ValueError: ``prefix_tokens`` negative or fractional, or a TTL the model does not
+            offer.
     """
-    if prefix_tokens < 0:
-        raise ValueError(f"prefix_tokens must be >= 0, got {prefix_tokens}")
+    prefix_tokens = _count("prefix_tokens", prefix_tokens)
     get_policy, get_prices = _catalog()
     pol = get_policy(model, policy=policy)
     table = prices if prices is not None else get_prices(model, at=at)
@@ -206,7 +257,8 @@ class PolicyOption:
     """One priced policy in :func:`ttl_policy` (USD over the whole horizon).
 
     Attributes:
-        name: ``none``, ``5m``, ``1h``, ``30m``, ``5m+keepalive``, ``in_memory``, ``24h``.
+        name: ``none``, ``5m``, ``1h``, ``30m``, ``5m+keepalive``, ``1h+keepalive``,
+            ``in_memory``, ``24h``.
         cost: total cost of the ``requests`` requests plus pings (USD).
         writes, reads: requests that wrote / read the prefix.
         pings: keepalive pings sent; ``ping_cost``: their total (USD).
@@ -277,7 +329,8 @@ def ttl_policy(
         inter_arrival_seconds: time between request starts (seconds, > 0).
         requests: requests in the horizon (>= 1).
         suffix_tokens, output_tokens: per-request uncached suffix and output (tokens).
-        keepalive_interval: seconds between pings (default 90 % of the TTL).
+        keepalive_interval: seconds between pings (default 90 % of each option's TTL); one
+            longer than a TTL makes that TTL's keepalive option unavailable.
         ping_input_tokens, ping_output_tokens: uncached input and output of one ping (tokens).
         keepalive_cap_usd, keepalive_max_pings: spend cap on pings over the horizon.
         in_memory_seconds: assumed OpenAI in-memory retention (seconds).
@@ -289,18 +342,31 @@ def ttl_policy(
 
     Raises:
         UnknownModelError: model unknown (and no ``policy``).
-        ValueError: a non-positive interval or request count, or negative token counts.
+        TypeError: an argument of the wrong type (e.g. a token count given as a string); the
+            message names it.
+        ValueError: an interval that is not a finite number of seconds > 0 (NaN, infinite,
+            zero, negative), a request count < 1, a negative or fractional token count, a
+            negative or non-finite ``keepalive_cap_usd``, a negative ``keepalive_max_pings``,
+            or a ``keepalive_interval`` longer than every TTL; the message names the argument.
     """
-    if inter_arrival_seconds <= 0 or requests < 1:
-        raise ValueError("inter_arrival_seconds must be > 0 and requests >= 1")
-    if min(prefix_tokens, suffix_tokens, output_tokens, ping_input_tokens, ping_output_tokens) < 0:
-        raise ValueError("token counts must be >= 0")
+    inter_arrival_seconds = _seconds("inter_arrival_seconds", inter_arrival_seconds)
+    requests = _count("requests", requests, 1)
+    prefix_tokens = _count("prefix_tokens", prefix_tokens)
+    suffix_tokens = _count("suffix_tokens", suffix_tokens)
+    output_tokens = _count("output_tokens", output_tokens)
+    ping_input_tokens = _count("ping_input_tokens", ping_input_tokens)
+    ping_output_tokens = _count("ping_output_tokens", ping_output_tokens)
+    if keepalive_interval is not None:
+        keepalive_interval = _seconds("keepalive_interval", keepalive_interval)
+    if keepalive_max_pings is not None:
+        keepalive_max_pings = _count("keepalive_max_pings", keepalive_max_pings)
+    in_memory_seconds = _seconds("in_memory_seconds", in_memory_seconds)
+    cap = None if keepalive_cap_usd is None else _usd("keepalive_cap_usd", keepalive_cap_usd)
     get_policy, get_prices = _catalog()
     pol = get_policy(model, policy=policy)
     table = prices if prices is not None else get_prices(model, at=at)
     provider = pol.provider
     gap = inter_arrival_seconds
-    cap = None if keepalive_cap_usd is None else Decimal(str(keepalive_cap_usd))
 
     def cost(rec: UsageRecord) -> Decimal:
         c = price_record(rec, table, batch=batch, batch_multiplier=pol.batch_multiplier)
@@ -344,8 +410,10 @@ def ttl_policy(
                                 available=base.available,
                                 note=base.note if not base.available else "no pings needed")
         interval = keepalive_interval if keepalive_interval is not None else 0.9 * lifetime
-        if not 0 < interval <= lifetime:
-            raise ValueError(f"keepalive_interval must be in (0, {lifetime:g}] seconds")
+        if interval > lifetime:
+            return PolicyOption(name, none_cost, 0, 0, available=False,
+                                note=f"keepalive_interval {interval:g}s > TTL {lifetime:g}s: "
+                                     "each ping would write again")
         per_gap = math.ceil(gap / interval) - 1
         ping = cost(req(ping_input_tokens, prefix_tokens, 0, None, ping_output_tokens))
         gaps = requests - 1
@@ -369,8 +437,16 @@ def ttl_policy(
     if pol.ttls:
         for ttl in sorted(pol.ttls, key=ttl_seconds):
             options.append(cached(ttl, ttl, ttl_seconds(ttl), fee=True))
-        shortest = min(pol.ttls, key=ttl_seconds)
-        options.append(keepalive(f"{shortest}+keepalive", shortest, ttl_seconds(shortest)))
+        by_length = sorted(pol.ttls, key=ttl_seconds)
+        longest = ttl_seconds(by_length[-1])
+        if keepalive_interval is not None and keepalive_interval > longest:
+            raise ValueError(f"keepalive_interval must be in (0, {longest:g}] seconds (the "
+                             f"longest TTL), got {keepalive_interval:g}")
+        for i, ttl in enumerate(by_length):
+            # the shortest TTL's option is always listed; a longer TTL's only when the gap
+            # exceeds it (within it, it is the plain TTL option)
+            if i == 0 or gap > ttl_seconds(ttl):
+                options.append(keepalive(f"{ttl}+keepalive", ttl, ttl_seconds(ttl)))
     elif pol.automatic_caching:
         fee = bool(pol.write_multipliers)
         options.append(cached("in_memory", None, in_memory_seconds, fee=fee))

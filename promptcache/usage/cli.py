@@ -471,6 +471,21 @@ def _retention_note(model: str) -> str | None:
     return f"{src.note}; {src.url}"
 
 
+_BREAKEVEN_ARGS = {"inter_arrival_seconds": "--interval", "keepalive_cap_usd": "--keepalive-cap",
+                   "prefix_tokens": "--prefix-tokens", "requests": "--requests",
+                   "suffix_tokens": "--suffix-tokens", "output_tokens": "--output-tokens"}
+
+
+def _breakeven_option(message: str) -> str:
+    """The command-line option a :func:`breakeven` / :func:`ttl_policy` ValueError is about
+    (its message starts with the argument's name), ``--ttl`` for a TTL the model does not
+    offer, else ``breakeven``."""
+    head = message.split(" ", 1)[0]
+    if head in _BREAKEVEN_ARGS:
+        return _BREAKEVEN_ARGS[head]
+    return "--ttl" if "TTL" in message else "breakeven"
+
+
 @click.command("breakeven")
 @click.option("--model", required=True, help="Model id (catalog).")
 @click.option("--prefix-tokens", type=click.IntRange(min=0), required=True,
@@ -512,7 +527,7 @@ def breakeven_command(model: str, prefix_tokens: int, ttl: str | None, interval:
     except CatalogError as exc:
         _fail("--model", str(exc))
     except ValueError as exc:
-        _fail("--ttl" if "TTL" in str(exc) else "breakeven", str(exc))
+        _fail(_breakeven_option(str(exc)), str(exc))
     if fmt == "json":
         out: dict[str, Any] = {
             "model": be.model, "ttl": be.ttl, "prefix_tokens": be.prefix_tokens,
@@ -553,5 +568,8 @@ def breakeven_command(model: str, prefix_tokens: int, ttl: str | None, interval:
             extra = f", {o.pings} pings ({_money(o.ping_cost)})" if o.pings else ""
             click.echo(f" {mark} {o.name:<14} {_money(o.cost, '0.0001'):>12}  "
                        f"{o.writes} writes, {o.reads} reads{extra}; {o.note}")
-        click.echo(f"cheapest: {pol.best.name} (saves {_money(pol.savings_vs_none, '0.0001')} "
-                   "vs no caching)")
+        if pol.best.name == "none":
+            click.echo("cheapest: none (no caching is cheapest at this interval)")
+        else:
+            click.echo(f"cheapest: {pol.best.name} (saves "
+                       f"{_money(pol.savings_vs_none, '0.0001')} vs no caching)")
