@@ -48,6 +48,7 @@ inside; :meth:`UsageTracker.aadd` runs sink I/O in a worker thread.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import warnings
 from collections import defaultdict, deque
@@ -364,6 +365,39 @@ def _policy(model: str | None) -> Any:
         return None
 
 
+def _check_record(record: Any, method: str) -> None:
+    """TypeError unless ``record`` is a :class:`UsageRecord` (the commonest mistake is the SDK
+    response itself, which :meth:`UsageTracker.add_response` parses)."""
+    if not isinstance(record, UsageRecord):
+        raise TypeError(f"{method}() takes a UsageRecord, got {type(record).__name__}; use "
+                        "add_response(obj) or parse_usage(obj)")
+
+
+def _check_sinks(sinks: Any) -> list[Sink]:
+    """``sinks`` as a list, each with a callable ``write``; TypeError naming the mistake
+    otherwise (at construction, not on the first record)."""
+    wrap = "wrap it in JsonlSink(...): sinks=[JsonlSink(path)]"
+    if sinks is None:
+        return []
+    if isinstance(sinks, (str, bytes, os.PathLike)):
+        raise TypeError(f"sinks takes sink objects, not a path ({sinks!r}); {wrap}")
+    if callable(getattr(sinks, "write", None)):
+        raise TypeError(f"sinks takes a list of sinks, got one {type(sinks).__name__}; pass "
+                        "sinks=[sink]")
+    try:
+        items = list(sinks)
+    except TypeError:
+        raise TypeError(f"sinks takes a list of sinks (objects with a write(record) method), "
+                        f"got {type(sinks).__name__}") from None
+    for item in items:
+        if isinstance(item, (str, bytes, os.PathLike)):
+            raise TypeError(f"sinks: {item!r} is a path, not a sink; {wrap}")
+        if not callable(getattr(item, "write", None)):
+            raise TypeError(f"sinks: {type(item).__name__} has no write(record) method (use "
+                            "JsonlSink, MemorySink or an object with write)")
+    return items
+
+
 class UsageTracker:
     """Aggregates usage records by label, model and session; prices them; raises alarms.
 
@@ -385,6 +419,11 @@ class UsageTracker:
         default_write_ttl: TTL assumed when writes are not split by TTL ("5m").
         warn: issue ``warnings.warn(ZeroHitWarning)`` with the zero-hit alarm (the event and
             ``on_alarm`` happen either way).
+
+    Raises:
+        TypeError: ``sinks`` is not a sequence of sinks (objects with a ``write(record)``
+            method): a path (``sinks="u.jsonl"``: wrap it, ``sinks=[JsonlSink("u.jsonl")]``),
+            a single sink not in a list, or an element without ``write``.
     """
 
     def __init__(
@@ -408,7 +447,7 @@ class UsageTracker:
         self._overrides = dict(prices or {})
         self._default_prices = default_prices
         self._batch = batch
-        self._sinks = list(sinks)
+        self._sinks = _check_sinks(sinks)
         self._keep = keep_records
         self._warmup = warmup
         self._on_alarm = on_alarm
@@ -479,7 +518,13 @@ class UsageTracker:
 
         Returns:
             the events this record raised (also kept in :attr:`events`).
+
+        Raises:
+            TypeError: ``record`` is not a :class:`UsageRecord` (an SDK response, a dict,
+                None): :meth:`add_response` parses a response, or pass
+                ``parse_usage(obj)``.
         """
+        _check_record(record, "add")
         events = self._ingest(record)
         for sink in self._sinks:
             sink.write(record)
@@ -488,6 +533,7 @@ class UsageTracker:
 
     async def aadd(self, record: UsageRecord) -> tuple[UsageEvent, ...]:
         """:meth:`add` for asyncio code: sink writes run in a worker thread."""
+        _check_record(record, "aadd")
         events = self._ingest(record)
         for sink in self._sinks:
             await asyncio.to_thread(sink.write, record)
