@@ -360,3 +360,48 @@ def test_live_diff_is_calibrated_to_the_previous_requests_usage(
         client.messages.create(**second)
     [log] = [r.getMessage() for r in caplog.records if "diverges" in r.getMessage()]
     assert f"{wrote} cached tokens lost" in log, (wrote, log)
+
+
+def test_assert_cache_stable_passes_a_stable_wrapped_chat_and_fails_a_broken_one(
+        promptcache_anthropic: anthropic.Anthropic) -> None:
+    """New-user trial 11: with auto_cache the first request's system prompt went out as a marked
+    block and the next ones as the caller's string; the helper called that a system change
+    (1,803 tokens lost) while the backend read the whole prefix. A string and one text block
+    with the same text are the same cached content, and the observed reads settle the rest."""
+    from promptcache.sdk import assert_cache_stable, sent_requests
+
+    client = wrap(promptcache_anthropic, tracker=UsageTracker(), auto_cache=True, lint="off",
+                  session="stable")
+    for q in ("q0", "q1", "q2"):
+        client.messages.create(**_a(q))
+    shapes = [type(r.payload["system"]).__name__ for r in sent_requests(client)]
+    assert shapes[0] == "list" and "str" in shapes  # the representations do alternate
+    assert all(r.usage is not None for r in sent_requests(client))
+    assert_cache_stable(client)
+    broken = wrap(promptcache_anthropic, tracker=UsageTracker(), auto_cache=True, lint="off",
+                  session="broken")
+    broken.messages.create(**_a("q0"))
+    broken.messages.create(**dict(_a("q1"), system="Today is 2026-11-30. " + SYSTEM))
+    with pytest.raises(AssertionError, match="system"):
+        assert_cache_stable(broken)
+
+
+def test_assert_cache_stable_reads_log_records_and_refuses_what_it_cannot_read() -> None:
+    """New-user trial 11: records shaped {"request": body} passed without any check."""
+    from promptcache import InvalidRequestError
+    from promptcache.sdk import assert_cache_stable
+
+    a = {"model": A_MODEL, "max_tokens": 4,
+         "system": [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}],
+         "messages": [{"role": "user", "content": "q0"}]}
+    b = dict(a, system=[{"type": "text", "text": "CHANGED " + SYSTEM,
+                         "cache_control": {"type": "ephemeral"}}])
+    for wrap_as in ("request", "body"):
+        with pytest.raises(AssertionError, match="system"):
+            assert_cache_stable([{wrap_as: a, "usage": {}}, {wrap_as: b, "usage": {}}])
+    with pytest.raises(InvalidRequestError, match="no request"):
+        assert_cache_stable([{"nonsense": 1}, {"nonsense": 2}])
+    # a string system and one text block with the same text are the same cached content
+    same = dict(a, system=SYSTEM, messages=a["messages"] + [
+        {"role": "assistant", "content": "ok"}, {"role": "user", "content": "q1"}])
+    assert_cache_stable([a, same])

@@ -1349,3 +1349,21 @@ def test_a_none_auto_cache_or_lint_override_means_not_given(
     planned, plain = api.bodies
     assert "cache_control" in json.dumps(planned["messages"]) and planned != plain
     assert plain == json.loads(json.dumps(a_request()))
+
+
+def test_warm_then_fanout_refuses_a_wrapped_stream_manager_and_bad_calls(
+        api: Api, raw_anthropic: anthropic.Anthropic) -> None:
+    """New-user trial 11: a wrapped client's messages.stream manager (a proxy) slipped past the
+    check, so nothing was sent and the caller got unsent managers back; a callable or a list of
+    responses instead of calls failed with a raw TypeError after sending."""
+    import functools
+
+    client = wrap(raw_anthropic)
+    managers = [functools.partial(client.messages.stream, **a_request()) for _ in range(3)]
+    with pytest.raises(TypeError, match="MessageStreamManager, which sends its request only"):
+        warm_then_fanout(managers)
+    with pytest.raises(TypeError, match="calls must be a sequence"):
+        warm_then_fanout(client.messages.create)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"calls\[1\] is a dict"):
+        warm_then_fanout([lambda: None, a_request()])  # type: ignore[list-item]
+    assert api.bodies == []  # nothing was sent by any of them

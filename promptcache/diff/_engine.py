@@ -81,6 +81,7 @@ from promptcache.diff._model import (
     ObservedUsage,
     PredictedUsage,
 )
+from promptcache.planner import segment_digest
 from promptcache.prefix import PrefixView, Segment, render
 from promptcache.tokens import count_text
 
@@ -157,15 +158,11 @@ def _strip_marker_bytes(data: bytes) -> bytes:
 
 
 def _content_key(seg: Segment) -> str:
-    data = seg.data
-    if seg.breakpoint is None and b"cache_control" not in data \
-            and b"prompt_cache_breakpoint" not in data:
-        return seg.fingerprint
-    stripped = _strip_marker_bytes(data)
-    if stripped == data:
-        return seg.fingerprint
-    return hashlib.sha256(b"\x00".join((seg.tier.encode(), (seg.role or "").encode(),
-                                        seg.kind.encode(), stripped))).hexdigest()
+    """The segment's cached content, as the planner digests it: cache markers ignored, and a
+    string ``system`` / ``content`` equal to one text block with the same text (the API reads
+    one as the other: new-user trial 11, the wrapper's auto_cache sends the first request's
+    system prompt as a marked block and the next ones as the caller's string)."""
+    return segment_digest(seg).hex()
 
 
 @dataclass(slots=True)

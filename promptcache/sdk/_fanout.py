@@ -29,12 +29,33 @@ __all__ = ["awarm_then_fanout", "warm_then_fanout"]
 
 
 def _is_manager(result: Any) -> bool:
-    return type(result).__name__.endswith("StreamManager")
+    # the SDK's managers, and the wrapper's proxies of them (new-user trial 11: a wrapped
+    # client's messages.stream slipped through and nothing was sent)
+    return type(result).__name__.endswith(("StreamManager", "StreamManagerProxy"))
+
+
+def _check_calls(calls: Any, name: str) -> list[Any]:
+    """``calls`` as a list, checked before anything is sent.
+
+    Raises:
+        TypeError: ``calls`` is not a sequence of callables (e.g. the method itself, or
+            responses already received).
+    """
+    if not isinstance(calls, Sequence) or isinstance(calls, (str, bytes)):
+        raise TypeError(f"{name}: calls must be a sequence of zero-argument callables (e.g. "
+                        f"functools.partial(client.messages.create, ...)), not "
+                        f"{type(calls).__name__}")
+    for i, call in enumerate(calls):
+        if not callable(call):
+            raise TypeError(f"{name}: calls[{i}] is a {type(call).__name__}, not a "
+                            "zero-argument callable that sends the request")
+    return list(calls)
 
 
 def _manager_error(result: Any) -> TypeError:
     return TypeError(
-        f"warm_then_fanout: call 0 returned a {type(result).__name__}, which sends its request "
+        f"warm_then_fanout: call 0 returned a {type(result).__name__.removesuffix('Proxy')}, "
+        "which sends its request "
         "only when entered; use messages.create(..., stream=True) in fan-out calls")
 
 
@@ -76,11 +97,13 @@ def warm_then_fanout(calls: Sequence[Callable[[], Any]], *, max_workers: int | N
         sees every event.
 
     Raises:
-        TypeError: a call returned an ``messages.stream()`` manager (it has not sent anything
-            yet); use ``messages.create(stream=True)``.
+        TypeError: ``calls`` is not a sequence of callables (checked before anything is
+            sent), or a call returned a ``messages.stream()`` manager, the SDK's or a wrapped
+            client's (it has not sent anything yet); use ``messages.create(stream=True)``.
         Exception: the first call's exception (nothing else is sent), or, unless
             ``return_exceptions``, the first exception of the fan-out (after all calls ended).
     """
+    calls = _check_calls(calls, "warm_then_fanout")
     if not calls:
         return []
     first = _wait_first_token_sync(calls[0]())
@@ -137,6 +160,7 @@ async def awarm_then_fanout(calls: Sequence[Callable[[], Awaitable[Any]]], *,
         Exception: the first call's exception, or the fan-out's first exception unless
             ``return_exceptions``.
     """
+    calls = _check_calls(calls, "awarm_then_fanout")
     if not calls:
         return []
     first = await _wait_first_token_async(await calls[0]())

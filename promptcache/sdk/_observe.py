@@ -179,6 +179,9 @@ class SentRequest:
         session: the session it belongs to (None: none given).
         label: its label.
         start: when it was sent (seconds since the epoch).
+        usage: its usage record, set when its response (or its stream's usage) arrives; None
+            before that or when unknown (a dict of the response's usage is accepted too, when
+            you build one yourself).
     """
 
     provider: str
@@ -186,6 +189,7 @@ class SentRequest:
     session: str | None
     label: str | None
     start: float
+    usage: Any = field(default=None, compare=False)
 
 
 @dataclass
@@ -227,6 +231,7 @@ class Call:
     prefix_hash: str | None = None
     stream: bool = False
     state: _SessionState | None = None
+    sent: SentRequest | None = None
 
 
 @dataclass
@@ -612,7 +617,7 @@ class Observer:
                   plan: BreakpointPlan | None, prev: _SessionState | None = None,
                   first: PrefixView | None = None) -> None:
         """Live diff against the session's previous request, then store this one."""
-        entry = SentRequest(call.shape, body, call.session, call.label, time.time())
+        entry = call.sent = SentRequest(call.shape, body, call.session, call.label, time.time())
         if view is None:
             with self.shared.lock:
                 self.shared.history.append(entry)
@@ -739,9 +744,13 @@ class Observer:
         self._check_prices(rec)
 
     def _keep_usage(self, call: Call, rec: UsageRecord) -> None:
-        if call.state is not None and not set(rec.flags) & _OWN_FLAGS:
-            with self.shared.lock:
+        if set(rec.flags) & _OWN_FLAGS:
+            return
+        with self.shared.lock:
+            if call.state is not None:
                 call.state.usage = rec
+            if call.sent is not None:  # frozen for users; filled once, when the usage arrives
+                object.__setattr__(call.sent, "usage", rec)
 
     def _check_prices(self, rec: UsageRecord) -> None:
         """Once per model: log why its cost will be unknown (even when a sink failed first)."""

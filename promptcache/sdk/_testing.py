@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from promptcache._errors import InvalidRequestError
 from promptcache.sdk._observe import SentRequest, explain_break, first_divergence, last_breakpoint
 
 __all__ = ["assert_cache_stable", "sent_requests"]
@@ -33,13 +34,32 @@ def sent_requests(client: Any) -> list[SentRequest]:
         return list(obs.shared.history)
 
 
+def _loses_reads(a: SentRequest, b: SentRequest, provider: str, model: str | None) -> bool:
+    """Whether the diff of ``b`` after ``a`` finds a miss (lost reads beyond its tolerance),
+    with their reported usage where known: ``b``'s observed read settles it (an entry an
+    earlier request wrote and ``a`` only read is read by ``b`` too)."""
+    from promptcache.diff import diff
+
+    return diff(a.payload, b.payload, provider=provider, model=model, usage_a=a.usage,
+                usage_b=b.usage).verdict != "no_miss"
+
+
 def _as_sent(item: Any, provider: str | None) -> SentRequest:
     if isinstance(item, SentRequest):
         return item
     if isinstance(item, Mapping):
+        from promptcache.lint.sources.request_json import find_request, usage_of
         from promptcache.prefix import detect_provider
 
-        return SentRequest(provider or detect_provider(item), item, None, None, 0.0)
+        found = find_request(item)  # a bare body, or a log record with it under "request"...
+        if found is None:
+            raise InvalidRequestError("", "no request in this mapping: expected a request "
+                                          "body (with messages, input or system) or a log "
+                                          "record holding one under request / body / payload")
+        body = found[0]
+        usage = usage_of(item) if found[1] else None  # the response's usage beside it
+        return SentRequest(provider or detect_provider(body), body, None, None, 0.0,
+                           usage or None)  # an empty usage object: unknown
     raise TypeError(f"assert_cache_stable takes request payloads (mappings) or SentRequest "
                     f"records, not {type(item).__name__}")
 
@@ -51,19 +71,27 @@ def assert_cache_stable(requests: Iterable[SentRequest | Mapping[str, Any]] | An
     For each session (payloads given as plain mappings form one session), every request is
     compared with the one before it: when their rendered prefixes diverge at or before the
     earlier request's last breakpoint (Anthropic markers and the automatic breakpoint; OpenAI:
-    the whole earlier prompt), what that request cached cannot be read, and the assertion fails
-    with :func:`promptcache.diff.diff`'s cause, first divergence and fix.
+    the whole earlier prompt), what that request cached cannot all be read, and the assertion
+    fails with :func:`promptcache.diff.diff`'s cause, first divergence and fix, unless the diff
+    finds no miss: the tokens that cannot be read are within its estimate noise (32 tokens or
+    2 % of the readable prefix, e.g. a new two-token question after a turn-end breakpoint).
+    Cached content is compared as the API reads it: markers ignored, a string ``system`` /
+    ``content`` equal to one text block with the same text. Where a request's reported usage is
+    known, its observed cache read settles the question (an entry an earlier request wrote and
+    the previous one only read is read again).
 
     Args:
-        requests: payloads in send order, :class:`SentRequest` records, or a wrapped client
-            (its :func:`sent_requests`).
+        requests: payloads in send order, log records holding one under ``request`` /
+            ``body`` / ``payload`` (with the response's usage beside it, which is then used),
+            :class:`SentRequest` records, or a wrapped client (its :func:`sent_requests`,
+            with the usage each response reported).
         provider: request shape of plain payloads (detected when None).
         model: model id for the diff's token counts (default: the payloads' own).
 
     Raises:
         AssertionError: a request breaks its session's cached prefix (the message names the
             request indexes, the session and the diff's explanation).
-        InvalidRequestError: a payload is malformed.
+        InvalidRequestError: a payload is malformed, or a mapping holds no request.
     """
     from promptcache.planner import prefix_digests
     from promptcache.prefix import render
@@ -81,10 +109,12 @@ def assert_cache_stable(requests: Iterable[SentRequest | Mapping[str, Any]] | An
         if prev is not None and prev[1].provider == sent.provider:
             j, before, before_digests, before_bp, before_view = prev
             cut = first_divergence(before_digests, digests)
-            if before_bp is not None and cut <= before_bp:
+            if before_bp is not None and cut <= before_bp and _loses_reads(
+                    before, sent, sent.provider, m):
                 where = (before_view.segments[cut].path if cut < len(before_view.segments)
                          else "<end>")
-                why = explain_break(before.payload, sent.payload, sent.provider, m)
+                why = explain_break(before.payload, sent.payload, sent.provider, m,
+                                    usage_a=before.usage)
                 session = "" if sent.session is None else f" of session {sent.session!r}"
                 raise AssertionError(
                     f"request {i}{session} breaks the prefix request {j} cached (up to "
