@@ -23,6 +23,11 @@ Pre-warm (``max_tokens: 0``): prefill only, writes at the breakpoints, ``content
 ``stop_reason: "max_tokens"``; rejected with ``stream``, ``thinking.type: "enabled"``,
 ``output_config.format`` or a forced ``tool_choice`` (hosted-api-rules.md 1.5).
 
+Tool pairing (both routes): a client ``tool_use`` without a ``tool_result`` for its id in the
+next message, or a ``tool_result`` whose ``tool_use_id`` matches no ``tool_use`` of the previous
+message, is the API's 400 naming the id (:func:`_check_tool_pairing`); ``server_tool_use`` and a
+``tool_use`` in the final assistant message (prefill) are not checked.
+
 Deviation: the model is a local random/checkpoint model, so replies are text only (no
 ``tool_use`` output blocks) and ``model`` is echoed as requested.
 """
@@ -192,7 +197,83 @@ def template(body: dict[str, Any], policy: CachePolicy) -> TemplatedPrompt:
         where = _dotted(exc.path) if exc.path else "body"
         raise _bad(f"{where}: {exc.reason}") from None
     _check_text_blocks(prompt)
+    _check_tool_pairing(body["messages"])
     return prompt
+
+
+def _turns(messages: list[Any]) -> list[tuple[str, list[tuple[int, int, dict[str, Any]]]]]:
+    """Turns as the API sees them: consecutive messages of one role are one turn, and
+    mid-conversation ``role: "system"`` messages sit between turns. Each turn lists its
+    ``(message index, block index, block)`` for the block-list contents (a string content has
+    no tool blocks). Call after the renderer validated the shapes."""
+    turns: list[tuple[str, list[tuple[int, int, dict[str, Any]]]]] = []
+    for i, message in enumerate(messages):
+        role = message.get("role")
+        if role == "system":
+            continue
+        content = message.get("content")
+        blocks = (
+            [(i, j, block) for j, block in enumerate(content)]
+            if isinstance(content, list)
+            else []
+        )
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((str(role), blocks))
+    return turns
+
+
+def _check_tool_pairing(messages: list[Any]) -> None:
+    """The API's 400s for client tool calls and results that do not pair up.
+
+    * Every ``tool_use`` block of an assistant turn needs a ``tool_result`` block with its id in
+      the next (user) turn: "messages.N: tool_use ids were found without tool_result blocks
+      immediately after: ID. Each tool_use block must have a corresponding tool_result block
+      in the next message."
+    * Every ``tool_result`` of a user turn must answer a ``tool_use`` of the previous
+      (assistant) turn: "messages.N.content.K: unexpected tool_use_id found in tool_result
+      blocks: ID. Each tool_result block must have a corresponding tool_use block in the
+      previous message."
+
+    Only client ``tool_use`` blocks need results: ``server_tool_use`` (web search, code
+    execution, ...) and their ``*_tool_result`` blocks are paired by the server. Text after the
+    ``tool_result`` blocks of a turn is allowed. A ``tool_use`` in the final assistant message
+    (a prefill) is not checked: nothing follows it, and hosted-api-rules.md documents no rule
+    for it, so the backend does not guess one. Consecutive messages of one role are one turn,
+    as the API combines them."""
+    turns = _turns(messages)
+    for t, (role, blocks) in enumerate(turns):
+        if role == "assistant" and t + 1 < len(turns):
+            uses = [(i, b["id"]) for i, _, b in blocks
+                    if b.get("type") == "tool_use" and isinstance(b.get("id"), str)]
+            if not uses:
+                continue
+            next_role, next_blocks = turns[t + 1]
+            answered = {
+                b.get("tool_use_id") for _, _, b in next_blocks if b.get("type") == "tool_result"
+            } if next_role == "user" else set()
+            missing = [(i, tid) for i, tid in uses if tid not in answered]
+            if missing:
+                raise _bad(
+                    f"messages.{missing[0][0]}: tool_use ids were found without tool_result "
+                    f"blocks immediately after: {', '.join(tid for _, tid in missing)}. Each "
+                    f"tool_use block must have a corresponding tool_result block in the next "
+                    f"message."
+                )
+        elif role == "user":
+            previous = turns[t - 1] if t > 0 else None
+            called = {
+                b.get("id") for _, _, b in previous[1] if b.get("type") == "tool_use"
+            } if previous is not None and previous[0] == "assistant" else set()
+            for i, j, b in blocks:
+                tid = b.get("tool_use_id")
+                if b.get("type") == "tool_result" and tid not in called:
+                    raise _bad(
+                        f"messages.{i}.content.{j}: unexpected tool_use_id found in "
+                        f"tool_result blocks: {tid}. Each tool_result block must have a "
+                        f"corresponding tool_use block in the previous message."
+                    )
 
 
 def _check_text_blocks(prompt: TemplatedPrompt) -> None:
