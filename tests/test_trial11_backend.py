@@ -44,10 +44,14 @@ def _create(client: anthropic.Anthropic, messages: list[dict[str, Any]]) -> Any:
 
 
 def test_tool_use_without_tool_result_is_400(client: anthropic.Anthropic) -> None:
-    req = (PromptBuilder(MODEL).history(user("a"), assistant(ToolCall("toolu_t1", "x", {})))
-           .turn("q").to_anthropic(max_tokens=2))
+    # raw payloads: the builder itself refuses to emit these requests
+    messages = [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": [_use("toolu_t1")]},
+        {"role": "user", "content": "q"},
+    ]
     with pytest.raises(anthropic.BadRequestError) as info:
-        client.messages.create(**req)
+        _create(client, messages)
     message = str(info.value)
     assert info.value.status_code == 400
     assert "tool_use ids were found without tool_result blocks immediately after" in message
@@ -68,10 +72,9 @@ def test_partial_results_name_only_the_missing_id(client: anthropic.Anthropic) -
 
 
 def test_tool_result_without_tool_use_is_400(client: anthropic.Anthropic) -> None:
-    req = PromptBuilder(MODEL).history(user(ToolResult("nope", "x"))).turn("q").to_anthropic(
-        max_tokens=2)
+    messages = [{"role": "user", "content": [_result("nope"), {"type": "text", "text": "q"}]}]
     with pytest.raises(anthropic.BadRequestError) as info:
-        client.messages.create(**req)
+        _create(client, messages)
     message = str(info.value)
     assert "unexpected tool_use_id found in tool_result blocks" in message
     assert "nope" in message
