@@ -60,7 +60,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from promptcache._errors import InvalidRequestError, OrderingError, PlanError, VolatileValueError
 from promptcache.planner import (
@@ -68,6 +68,7 @@ from promptcache.planner import (
     BreakpointPlan,
     PreviousLike,
     ReuseModel,
+    WrittenEntry,
     apply_plan,
     plan_breakpoints,
 )
@@ -98,6 +99,7 @@ _ORDER: tuple[Section, ...] = ("tools", "system", "context", "dynamic system", "
 _RANK = {s: i for i, s in enumerate(_ORDER)}
 _CACHED_VOLATILE_OK = frozenset({"turn", "tail"})
 OutputFormat = Literal["anthropic", "openai-chat", "openai-responses"]
+_OUTPUT_FORMATS: tuple[OutputFormat, ...] = ("anthropic", "openai-chat", "openai-responses")
 
 # Article + display name, for messages ("an Anthropic model", "an OpenAI Chat Completions request").
 _PROVIDER_NAMES: dict[str, str] = {"anthropic": "an Anthropic", "openai": "an OpenAI"}
@@ -109,8 +111,24 @@ _SYSTEM_ROLES = ("system", "developer")
 # asks for no output, which is meaningless unless the provider documents it as a pre-warm
 # (catalog: ProviderRules.prewarm_max_tokens). Provider minima come from the catalog.
 _MIN_OUTPUT_LIMIT = 1
-# Responses parameters that give the model something to answer without any input item.
-_RESPONSES_INPUT_SOURCES = ("instructions", "prompt", "previous_response_id", "conversation")
+# Responses parameters that give the model something to answer without any input item
+# (``instructions`` is one too, but it is a prompt section: refused below, use system()).
+_RESPONSES_INPUT_SOURCES = ("prompt", "previous_response_id", "conversation")
+# Request parameters that are prompt sections, whichever format and whether or not this builder
+# filled them: passed through ``**params`` they would bypass canonicalisation (tool sorting),
+# the volatile checks and the planner. Value: the builder method that adds the section.
+_SECTION_PARAMS: dict[str, str] = {
+    "system": ".system() (or .document(), .system(dynamic=True))",
+    "instructions": ".system() (sent as the leading system/developer input item)",
+    "tools": ".tools() or .tool()",
+    "functions": ".tools() or .tool()",  # Chat Completions' legacy name for tools
+    "messages": ".turn(), .history() or .example()",
+    "input": ".turn(), .history() or .example()",
+}
+# Other parameters the builder (or its plan) sets itself.
+_BUILDER_PARAMS = ("model", "cache_control")
+# prompt_cache_options.mode values (GPT-5.6+; openai-python's prompt_cache_options type).
+_CACHE_OPTION_MODES = ("implicit", "explicit")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # Closing tags inside a titled document's text would end the <document> wrapper early.
 _DOC_CLOSE = re.compile(r"</(document)(?=[\s>]|\Z)", re.IGNORECASE)
@@ -219,6 +237,34 @@ class _Options:
     refuse_sets: bool
 
 
+def _set_error(where: str) -> TypeError:
+    return TypeError(f"{where}: a set's iteration order is not stable across processes and "
+                     "would leak into the prompt; pass a sorted list (or refuse_sets=False to "
+                     "have sets sorted)")
+
+
+def _check_previous(previous: Any, where: str = "previous") -> None:
+    """Refuse a ``previous`` the planner cannot read, naming the type given."""
+    if previous is None or isinstance(previous, (BreakpointPlan, PrefixView)):
+        return
+    what = ("must be a BreakpointPlan (a builder's last_plan), a PrefixView, or a list of "
+            "WrittenEntry items or int positions")
+    if not isinstance(previous, Sequence) or isinstance(previous, (str, bytes, bytearray)):
+        raise TypeError(f"{where} {what}, not {type(previous).__name__}")
+    for i, item in enumerate(previous):
+        if not (isinstance(item, WrittenEntry)
+                or (isinstance(item, int) and not isinstance(item, bool))):
+            raise TypeError(f"{where}[{i}]: {where} {what}; item {i} is a "
+                            f"{type(item).__name__}")
+
+
+def _check_format(fmt: Any) -> OutputFormat:
+    if fmt not in _OUTPUT_FORMATS:
+        raise InvalidRequestError("fmt", f"{fmt!r} is not an output format; use one of: "
+                                         f"{', '.join(_OUTPUT_FORMATS)}")
+    return cast("OutputFormat", fmt)
+
+
 def _jdump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -296,9 +342,7 @@ class _Canon:
             return dict(items)
         if isinstance(value, (set, frozenset)):
             if self.opts.refuse_sets:
-                raise TypeError(f"{where}: a set's iteration order is not stable across "
-                                "processes and would leak into the prompt; pass a sorted list "
-                                "(or refuse_sets=False to have sets sorted)")
+                raise _set_error(where)
             elems = [self.json(v, f"{where}[]") for v in value]
             return sorted(elems, key=_jdump)
         if isinstance(value, (list, tuple)):
@@ -417,6 +461,10 @@ class PromptBuilder:
     Raises:
         UnknownModelError: the catalog does not know ``model`` and no policy was given.
         InvalidRequestError: ``system_role`` is not ``"system"`` or ``"developer"``.
+        PlanError: ``ttl`` / ``stable_ttl`` is not a TTL the model supports (the message names
+            the id given and, for an alias, the catalog id: ``gpt-5.6 (gpt-5.6-sol)``).
+        TypeError: ``previous`` is not a plan, a view or a list of entries / positions (the
+            message names the type given).
     """
 
     def __init__(self, model: str, *, policy: CachePolicy | None = None,
@@ -435,6 +483,8 @@ class PromptBuilder:
             policy = get_policy(model)
         self.model = model
         self.policy = policy
+        self._check_ttls(ttl, stable_ttl)
+        _check_previous(previous)
         self.options = _Options(
             canonicalize if sort_tools is None else sort_tools,
             canonicalize if sort_json_keys is None else sort_json_keys,
@@ -458,6 +508,18 @@ class PromptBuilder:
         self._tail: list[Any] = []
         self._watch: dict[str, str] = {}
         self._early_texts: list[tuple[str, str]] = []  # (text, where) of cached sections
+
+    def _model_name(self) -> str:
+        """The model as the user typed it, with the catalog id when that differs (an alias)."""
+        model_id = str(getattr(self.policy, "model_id", self.model))
+        return self.model if model_id == self.model else f"{self.model} ({model_id})"
+
+    def _check_ttls(self, ttl: str | None, stable_ttl: str | None) -> None:
+        ttls = tuple(getattr(self.policy, "ttls", ()) or ())
+        for name, value in (("ttl", ttl), ("stable_ttl", stable_ttl)):
+            if value is not None and value not in ttls:
+                raise PlanError(f"{name}={value!r} is not a TTL {self._model_name()} supports "
+                                f"(supported: {', '.join(ttls) or 'none'})")
 
     # ------------------------------------------------------------------ ordering / volatile
     def _enter(self, section: Section) -> None:
@@ -513,8 +575,18 @@ class PromptBuilder:
 
         Raises:
             OrderingError: a later section was already added.
-            InvalidRequestError: a tool is malformed or a name repeats.
+            InvalidRequestError: a tool is malformed or a name repeats, or ``tools`` is a single
+                mapping or a string instead of a list of tools.
+            TypeError: ``tools`` is a set or frozenset (empty or not): its iteration order is
+                not stable across processes (with ``refuse_sets=False`` it is accepted; the
+                tools are sorted by name anyway unless ``sort_tools=False``).
         """
+        if isinstance(tools, (set, frozenset)) and self.options.refuse_sets:
+            raise _set_error("tools")
+        if isinstance(tools, (Mapping, str, bytes)):
+            raise InvalidRequestError("tools", f"takes a list of tool definitions, not a "
+                                               f"{type(tools).__name__}; use .tools([tool]) or "
+                                               ".tool(name, description, input_schema)")
         self._enter("tools")
         for tool in tools:
             self._add_tool(tool, f"tools[{len(self._tools)}]")
@@ -572,6 +644,12 @@ class PromptBuilder:
             dynamic_from: split ``text`` at the first occurrence of this marker: the part
                 before is stable, the part from the marker on is dynamic (BR-08). A blank
                 dynamic part is dropped, never sent as a whitespace-only block.
+
+        A blank ``text`` (``""``, ``"   "``) adds no block and is not an error: the Anthropic
+        API rejects whitespace-only text blocks (BR-10), and a blank system text is a
+        legitimate "no system prompt" (``system(config.get("system", ""))``); it still counts
+        as a system section for the ordering check. ``explain()`` then shows no system segment.
+        A non-str ``text`` raises :class:`TypeError`.
 
         Raises:
             OrderingError, VolatileValueError: see the class docstring.
@@ -881,9 +959,14 @@ class PromptBuilder:
         if (fmt == "anthropic") != (provider == "anthropic"):
             raise PlanError(f"{self.model} is {_PROVIDER_NAMES.get(provider, provider)} model; "
                             f"it cannot be sent as {_FORMAT_NAMES[fmt]} request")
+        self._check_ttls(self.ttl, self.stable_ttl)
         payload, sections, tail_paths = self._build(fmt)
         if params is not None:
             self._check_request(fmt, payload, params)
+            if fmt != "anthropic" and "prompt_cache_options" in params:
+                # the caller's options (validated in _output) decide the planner's mode
+                payload["prompt_cache_options"] = _Canon(self.options).json(
+                    params["prompt_cache_options"], "prompt_cache_options")
         try:
             view = render(payload, fmt, model=self.model)
         except InvalidRequestError as exc:
@@ -903,7 +986,8 @@ class PromptBuilder:
     def _check_request(self, fmt: OutputFormat, payload: Mapping[str, Any],
                        params: Mapping[str, Any]) -> None:
         """Refuse a request the API would answer with a 400: no message, an empty history or
-        example message (Anthropic), a bad token limit, an Anthropic pre-warm
+        example message (Anthropic), a ``tool_use`` without its ``tool_result`` or the reverse
+        (Anthropic, :func:`_check_tool_pairs`), a bad token limit, an Anthropic pre-warm
         (``max_tokens=0``) combined with what it excludes (catalog ``prewarm_rejects``)."""
         if self._stage in ("turn", "tail") and not self._turn and not self._tail:
             raise InvalidRequestError("turn", "the new turn is empty (no parts, or only blank "
@@ -912,7 +996,7 @@ class PromptBuilder:
         if not payload.get(field) and not (fmt == "openai-responses" and any(
                 params.get(k) is not None for k in _RESPONSES_INPUT_SOURCES)):
             what = ("a turn(), a history() message or system text" if fmt == "openai-chat"
-                    else "a turn(), a history() message or system text, or pass instructions="
+                    else "a turn(), a history() message or system text"
                     if fmt == "openai-responses"
                     else "a turn() or a history() message; system text alone is not a message")
             raise InvalidRequestError(field, f"{_FORMAT_NAMES[fmt]} request needs at least one "
@@ -924,6 +1008,7 @@ class PromptBuilder:
                                               "content, or only blank text); the Anthropic API "
                                               "rejects empty content (text content blocks must "
                                               "be non-empty)")
+            _check_tool_pairs(self._messages())
         from promptcache.catalog import provider_rules
 
         rules = provider_rules("anthropic" if fmt == "anthropic" else "openai")
@@ -939,8 +1024,45 @@ class PromptBuilder:
                 and params.get("max_tokens") == rules.prewarm_max_tokens):
             rules.check_prewarm(params)
 
+    def _check_params(self, fmt: OutputFormat, params: Mapping[str, Any]) -> None:
+        """Refuse ``**params`` that are prompt sections or set by the builder, and validate
+        ``prompt_cache_options`` against the model's catalog policy."""
+        for k in params:
+            if k in _SECTION_PARAMS:
+                raise InvalidRequestError(k, f"is a prompt section: add it with "
+                                             f"{_SECTION_PARAMS[k]}, so that it is "
+                                             "canonicalised, checked for volatile values and "
+                                             "planned (passed here it would bypass all three)")
+            if k in _BUILDER_PARAMS:
+                raise InvalidRequestError(k, "is set by the builder (markers and sections come "
+                                             "from the plan)")
+        if "prompt_cache_options" not in params:
+            return
+        opts = params["prompt_cache_options"]
+        if fmt == "anthropic" or not bool(getattr(self.policy, "prompt_cache_options", False)):
+            raise InvalidRequestError("prompt_cache_options", f"{self._model_name()} takes no "
+                                      "prompt_cache_options (catalog: only GPT-5.6 and later "
+                                      "models do; the API answers 400 to it)")
+        if not isinstance(opts, Mapping):
+            raise InvalidRequestError("prompt_cache_options", f"must be an object, not "
+                                                              f"{type(opts).__name__}")
+        mode = opts.get("mode")
+        if mode is not None and mode not in _CACHE_OPTION_MODES:
+            raise InvalidRequestError("prompt_cache_options.mode", f"must be one of "
+                                      f"{', '.join(map(repr, _CACHE_OPTION_MODES))}, not "
+                                      f"{mode!r}")
+        ttls = tuple(getattr(self.policy, "ttls", ()) or ())
+        ttl = opts.get("ttl")
+        if ttl is not None and ttl not in ttls:
+            raise InvalidRequestError("prompt_cache_options.ttl", f"{ttl!r} is not a TTL "
+                                      f"{self._model_name()} supports (supported: "
+                                      f"{', '.join(ttls) or 'none'})")
+
     def _output(self, fmt: OutputFormat, previous: PreviousLike, params: Mapping[str, Any]
                 ) -> dict[str, Any]:
+        self._check_params(fmt, params)
+        if previous is not _UNSET:
+            _check_previous(previous)
         payload, _view, plan, _ = self._plan(fmt, self.previous if previous is _UNSET
                                              else previous, params=params)
         out = apply_plan(payload, plan)
@@ -977,10 +1099,15 @@ class PromptBuilder:
             InvalidRequestError: the new turn is empty (``turn("")``), a history or example
                 message is empty (``history message N`` / ``example N``), the request has no
                 message (no turn and no history; system text is not a message),
-                ``max_tokens`` is not an int >= 0, a pre-warm is combined with what the API
-                refuses with it (the path names the setting, e.g. ``thinking.type``), a
-                parameter is one the builder sets, or a text holds a lone surrogate (the path
-                names it).
+                ``max_tokens`` is not an int >= 0, a ``tool_use`` has no ``tool_result`` at the
+                start of the next message or a ``tool_result`` no ``tool_use`` just before it
+                (the path names the message, the text the tool call id), a pre-warm is
+                combined with what the API refuses with it (the path names the setting, e.g.
+                ``thinking.type``), a parameter is a prompt section (``system``, ``tools``,
+                ``messages``...: the message names ``.system()``, ``.tools()``,
+                ``.turn()`` / ``.history()``) or one the builder sets, or
+                ``prompt_cache_options`` is given (an OpenAI parameter), or a text holds a lone
+                surrogate (the path names it).
         """
         return self._output("anthropic", previous if previous is not None else _UNSET,
                             {"max_tokens": max_tokens, **params})
@@ -999,8 +1126,13 @@ class PromptBuilder:
             PlanError: the model is not an OpenAI model.
             InvalidRequestError: the new turn is empty (``turn("")``), the request has no
                 message (no system text, turn or history), ``max_completion_tokens`` /
-                ``max_tokens`` is not None or an int >= 1 (not a bool), a parameter is one the
-                builder sets, or a text holds a lone surrogate (the path names it).
+                ``max_tokens`` is not None or an int >= 1 (not a bool), a parameter is a
+                prompt section (``system``, ``tools``, ``functions``, ``messages``,
+                ``instructions``, ``input``: the message names the method to use instead,
+                ``.system()``, ``.tools()``, ``.turn()`` / ``.history()``) or one the builder
+                sets, ``prompt_cache_options`` has a bad ``mode`` / ``ttl`` or the model's
+                catalog policy takes none (before GPT-5.6), or a text holds a lone surrogate
+                (the path names it).
         """
         return self._output("openai-chat", previous if previous is not None else _UNSET,
                             params)
@@ -1012,20 +1144,30 @@ class PromptBuilder:
         Raises:
             PlanError: the model is not an OpenAI model.
             InvalidRequestError: the new turn is empty (``turn("")``), ``input`` would be empty
-                (no system text, turn or history) and
-                no ``instructions`` / ``prompt`` / ``previous_response_id`` / ``conversation``
-                is given, ``max_output_tokens`` is not None or an int >= the catalog's
+                (no system text, turn or history) and no ``prompt`` /
+                ``previous_response_id`` / ``conversation`` is given, ``max_output_tokens`` is
+                not None or an int >= the catalog's
                 :attr:`~promptcache.catalog.ProviderRules.min_max_output_tokens` (16; not a
-                bool), a parameter is one the builder sets, or a text holds a lone surrogate
-                (the path names it). The 16 is UNCONFIRMED: no official source, only the API's
+                bool), a parameter is a prompt section or one the builder sets (as
+                :meth:`to_openai_chat`; ``instructions=`` included: use ``.system()``), or a
+                text holds a lone surrogate (the path names it). The 16 is UNCONFIRMED: no
+                official source, only the API's
                 error text quoted in https://github.com/vectorize-io/hindsight/issues/58.
         """
         return self._output("openai-responses", previous if previous is not None else _UNSET,
                             params)
 
     def plan(self, fmt: OutputFormat | None = None, *, previous: Any = None) -> BreakpointPlan:
-        """The breakpoint plan for ``fmt`` (default: the model's provider's main format)."""
-        fmt = fmt or self._default_format()
+        """The breakpoint plan for ``fmt`` (default: the model's provider's main format).
+
+        Raises:
+            InvalidRequestError: ``fmt`` is not ``"anthropic"``, ``"openai-chat"`` or
+                ``"openai-responses"`` (path ``fmt``).
+            PlanError: the model's provider does not match ``fmt``.
+            TypeError: ``previous`` is of a type the planner cannot read (named).
+        """
+        fmt = self._default_format() if fmt is None else _check_format(fmt)
+        _check_previous(previous)
         return self._plan(fmt, self.previous if previous is None else previous)[2]
 
     def _default_format(self) -> OutputFormat:
@@ -1038,8 +1180,12 @@ class PromptBuilder:
 
         Returns:
             An :class:`Explanation` (``.rows``; ``rich.print()`` it for a table).
+
+        Raises:
+            InvalidRequestError, PlanError, TypeError: as :meth:`plan`.
         """
-        fmt = fmt or self._default_format()
+        fmt = self._default_format() if fmt is None else _check_format(fmt)
+        _check_previous(previous)
         _payload, view, plan, sec_of = self._plan(fmt, self.previous if previous is None
                                                   else previous)
         placed = {b.segment_index: b for b in plan.breakpoints}
@@ -1099,6 +1245,75 @@ class _TailPart:
 
 
 # ============================================================================ helpers
+def _tool_use_id(part: Any) -> str | None:
+    if isinstance(part, ToolCall):
+        return part.id
+    if isinstance(part, Mapping) and part.get("type") == "tool_use":
+        return str(part.get("id"))
+    return None
+
+
+def _tool_result_id(part: Any) -> str | None:
+    if isinstance(part, ToolResult):
+        return part.tool_use_id
+    if isinstance(part, Mapping) and part.get("type") == "tool_result":
+        return str(part.get("tool_use_id"))
+    return None
+
+
+def _check_tool_pairs(msgs: Sequence[_Msg]) -> None:
+    """Refuse an Anthropic conversation whose tool calls and results do not pair up.
+
+    The API rule: each ``tool_use`` block of an assistant message must be answered by a
+    ``tool_result`` block with its id in the very next message, a user message whose content
+    starts with the ``tool_result`` blocks (text only after them); a ``tool_result`` must
+    answer a ``tool_use`` of the assistant message right before it. Anything else is a 400
+    ("``tool_use`` ids were found without ``tool_result`` blocks immediately after: ...",
+    "unexpected ``tool_use_id`` found in ``tool_result`` blocks"). Source: Anthropic's tool use
+    documentation, https://docs.anthropic.com/en/docs/build-with-claude/tool-use (handling
+    tool results: the results follow their tool use blocks in the next user message, and come
+    first in its content array); the 400 text above is the API's, as recorded by third-party
+    test fixtures. The project's reference notes (hosted-api-rules.md) do not state the rule.
+    An assistant ``tool_use`` in the last message (nothing after it) is not refused here.
+    """
+    pending: list[str] = []  # tool_use ids of the assistant message just before
+    pending_where = ""
+    for i, msg in enumerate(msgs):
+        parts = [p.part if isinstance(p, _TailPart) else p for p in msg.parts]
+        where = msg.where or ("turn" if msg.section == "turn" else f"message {i}")
+        results = [(j, rid) for j, p in enumerate(parts)
+                   if (rid := _tool_result_id(p)) is not None]
+        if msg.role == "user":
+            lead = 0
+            while lead < len(parts) and _tool_result_id(parts[lead]) is not None:
+                lead += 1
+            for j, rid in results:
+                if rid not in pending:
+                    raise InvalidRequestError(
+                        f"{where} part {j}", f"tool_result for tool call id {rid!r} has no "
+                        "matching tool_use in the assistant message right before it; the "
+                        "Anthropic API rejects it with a 400 (add the assistant's "
+                        f"ToolCall({rid!r}, ...) just before, or drop the result)")
+                if j >= lead:
+                    raise InvalidRequestError(
+                        f"{where} part {j}", f"tool_result for tool call id {rid!r} comes after "
+                        "other content; the Anthropic API needs the tool_result blocks first "
+                        "in the user message (text after them)")
+            answered = {rid for _, rid in results}
+            missing = [t for t in pending if t not in answered]
+        else:
+            missing = pending
+        if missing:
+            raise InvalidRequestError(
+                pending_where, f"tool call id {missing[0]!r} (tool_use) has no tool_result in "
+                f"the next message ({where}); the Anthropic API rejects it with a 400: start "
+                f"the next user message with ToolResult({missing[0]!r}, ...), in history() or "
+                "turn()")
+        pending = ([t for p in parts if (t := _tool_use_id(p)) is not None]
+                   if msg.role == "assistant" else [])
+        pending_where = where
+
+
 def _section_of(path: str, sections: Mapping[str, Section]) -> str:
     probe = path
     while True:
