@@ -479,10 +479,12 @@ def test_a_request_without_a_message_is_refused_per_format() -> None:
     with pytest.raises(InvalidRequestError) as e:
         PromptBuilder(GPT_IMPLICIT).to_openai_responses()
     assert e.value.path == "input"
-    # OpenAI takes a system-only request; Responses also takes instructions= instead of input
+    # OpenAI takes a system-only request; a prompt section through the keyword arguments is
+    # refused (it would skip sorting, the volatile checks and the planner: trial 11)
     assert PromptBuilder(GPT_IMPLICIT).system("x").to_openai_chat()["messages"]
     assert PromptBuilder(GPT_IMPLICIT).system("x").to_openai_responses()["input"]
-    assert PromptBuilder(GPT_IMPLICIT).to_openai_responses(instructions="hi")["input"] == []
+    with pytest.raises(InvalidRequestError, match=r"\.system\(\)"):
+        PromptBuilder(GPT_IMPLICIT).to_openai_responses(instructions="hi")
     # plan() / explain() stay available for inspection
     PromptBuilder(CLAUDE).system("x").plan()
 
