@@ -123,3 +123,17 @@ def test_the_catalog_lookup_of_a_model_is_cached_per_tracker_add(
         t.add(UsageRecord(provider="anthropic", model="my-private-model-7", uncached_input=10,
                           cache_read=0, cache_write_5m=0, output=1, label=f"l{i % 2}"))
     assert calls.count("my-private-model-7") == 1, calls
+
+
+def test_report_does_not_hold_gpt_5_6_reads_to_the_128_token_grid(tmp_path: Path) -> None:
+    """New-user trial 12: GPT-5.6+ reads end at a breakpoint, not on the 1,024 + 128k grid
+    (hosted-api-rules.md 2.3); report flagged every such read as anomalous. gpt-4o keeps it."""
+    def line(model: str, cached: int) -> dict[str, Any]:
+        return {"model": model, "usage": {"prompt_tokens": 2000, "completion_tokens": 1,
+                                          "prompt_tokens_details": {"cached_tokens": cached}}}
+
+    log = _write(tmp_path / "u.jsonl", [line("gpt-5.6", 1470), line("gpt-4o", 1470)])
+    res = _report(log)
+    assert res.exit_code == 0, res.output
+    odd = [a for a in json.loads(res.output)["anomalies"] if a["kind"] == "anomalous"]
+    assert [a["count"] for a in odd] == [1] and "1470" in odd[0]["message"]

@@ -106,7 +106,9 @@ def _anomalies(tracker: UsageTracker) -> list[dict[str, Any]]:
     (:func:`~promptcache.usage.classify.classify_openai` says ``anomalous``, case BR-15).
 
     OpenAI-format records of a model the catalog does not list as OpenAI's are not classified
-    (compatible servers use other granularities); records without a model use
+    (compatible servers use other granularities), nor are those of models that cache at
+    explicit breakpoints (GPT-5.6+: a read ends at a breakpoint, off the 128-token grid);
+    records without a model use
     :func:`classify_openai`'s defaults (OpenAI's 1,024 minimum and 128-token step).
     """
     from promptcache.catalog import get_policy
@@ -127,6 +129,11 @@ def _anomalies(tracker: UsageTracker) -> list[dict[str, Any]]:
             except (UnknownModelError, CatalogError):
                 continue
             if pol.provider != "openai" or pol.cache_step_tokens is None:
+                continue
+            if pol.explicit_breakpoints:
+                # GPT-5.6+ reads at breakpoint boundaries, which are not rounded to the
+                # 128-token grid (../shared/reference/hosted-api-rules.md 2.3; source:
+                # https://developers.openai.com/api/docs/guides/prompt-caching): no grid
                 continue
             grid = {"minimum": pol.min_cacheable_tokens, "step": pol.cache_step_tokens}
         hit = classify_openai(rec, **grid)
