@@ -573,6 +573,8 @@ def render(payload: Mapping[str, Any], provider: str | None = None, *,
         prov = "openai-responses"
     else:
         raise InvalidRequestError("", f"unknown provider {provider!r}")
+    if prov != "anthropic":
+        _check_openai_cache_params(payload)
     for key in _FOREIGN_KEYS[prov]:
         if key in payload:  # another API's prompt field: rendering would drop it silently
             raise InvalidRequestError(key, f"is not a field of an {_SHAPE_NAMES[prov]} request "
@@ -1263,6 +1265,34 @@ def _openai_image_tokens(part: Mapping[str, Any]) -> int:
     img = part.get("image_url")
     detail = img.get("detail") if isinstance(img, Mapping) else part.get("detail")
     return 85 if detail == "low" else 765
+
+
+def _check_openai_cache_params(payload: Mapping[str, Any]) -> None:
+    """The shape of OpenAI's caching fields, which the API checks (a 400 otherwise):
+    ``prompt_cache_key`` a string; ``prompt_cache_options`` an object whose ``mode`` is
+    ``"implicit"`` or ``"explicit"`` and whose ``ttl`` is a string (source:
+    ../shared/reference/hosted-api-rules.md 2.1 and 2.3,
+    https://developers.openai.com/api/docs/guides/prompt-caching). Whether the model takes
+    ``prompt_cache_options`` at all, and which TTLs, is the catalog's (lint, the builder).
+
+    Raises:
+        InvalidRequestError: one of them is malformed (the error names the field).
+    """
+    key = payload.get("prompt_cache_key")
+    if key is not None and not isinstance(key, str):
+        raise InvalidRequestError("prompt_cache_key", f"must be a string, not {_jtype(key)}")
+    opts = payload.get("prompt_cache_options")
+    if opts is None:
+        return
+    if not isinstance(opts, Mapping):
+        raise InvalidRequestError("prompt_cache_options", f"must be an object, not {_jtype(opts)}")
+    mode = opts.get("mode")
+    if mode is not None and mode not in ("implicit", "explicit"):
+        raise InvalidRequestError("prompt_cache_options.mode",
+                                  f"must be 'implicit' or 'explicit', not {mode!r}")
+    ttl = opts.get("ttl")
+    if ttl is not None and not isinstance(ttl, str):
+        raise InvalidRequestError("prompt_cache_options.ttl", f"must be a string, not {_jtype(ttl)}")
 
 
 def _openai_ttl(payload: Mapping[str, Any]) -> str | None:

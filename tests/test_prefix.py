@@ -728,3 +728,21 @@ def test_another_shapes_prompt_field_is_an_error_not_dropped(
     with pytest.raises(InvalidRequestError) as err:
         render(body, provider)
     assert err.value.path == field and "left out" in str(err.value)
+
+
+@pytest.mark.parametrize(("extra", "path"), [
+    ({"prompt_cache_key": 42}, "prompt_cache_key"),
+    ({"prompt_cache_options": "explicit"}, "prompt_cache_options"),
+    ({"prompt_cache_options": {"mode": "bogus"}}, "prompt_cache_options.mode"),
+    ({"prompt_cache_options": {"ttl": 30}}, "prompt_cache_options.ttl"),
+])
+def test_malformed_openai_cache_fields_are_named(extra: dict[str, Any], path: str) -> None:
+    """New-user trial 12: a non-string prompt_cache_key or a bogus prompt_cache_options mode got
+    through lint and the wrapper (the API answers 400; the local backend took them)."""
+    for provider, body in (("openai-chat", {"messages": [{"role": "user", "content": "hi"}]}),
+                           ("openai-responses", {"input": "hi"})):
+        with pytest.raises(InvalidRequestError) as err:
+            render({"model": "gpt-5.6", **body, **extra}, provider)
+        assert err.value.path == path
+    render({"model": "gpt-5.6", "input": "hi", "prompt_cache_key": "k",
+            "prompt_cache_options": {"mode": "explicit", "ttl": "30m"}})
