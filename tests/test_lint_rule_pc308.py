@@ -1,7 +1,7 @@
 """PC308 breakpoint.unmarkable-instructions: a GPT-5.6+ Responses request whose shared prompt
 sits in ``instructions`` (which cannot carry a breakpoint) and no input part carries one, so
-each call writes its prompt at the implicit breakpoint on its newest input and reads nothing
-back (hosted-api-rules.md 2.3; https://developers.openai.com/api/docs/guides/prompt-caching).
+each call writes its prompt at the implicit breakpoint on its newest input, which only the next
+turn of the same conversation reads (hosted-api-rules.md 2.3; https://developers.openai.com/api/docs/guides/prompt-caching).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_long_instructions_without_breakpoint_one_finding_at_instructions(tmp_pa
     assert f.line == 3 and line[f.col - 1:].startswith('"You are a support agent.')
     tokens = f.details["instructions_tokens"]
     assert tokens >= 1500 and f"the {tokens} tokens of instructions" in f.message
-    assert "written every call and never read" in f.message
+    assert "written again by every new conversation" in f.message
     assert f.details["prompt_tokens"] > tokens and f.details["model_minimum"] == 1024
     assert f.fix == get_rule("PC308").fix_title
 

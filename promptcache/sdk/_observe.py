@@ -388,8 +388,9 @@ def _unmarkable_instructions(call: Call, view: PrefixView, policy: Any,
     """The warning for a GPT-5.6+ Responses request whose shared prompt sits in
     ``instructions``, or None. Those models write and read only at breakpoints, and
     ``instructions`` cannot carry one: with no other place for a marker, each call writes its
-    whole prompt at the implicit breakpoint on its newest input and reads nothing back
-    (new-user trial 9; source: ../shared/reference/hosted-api-rules.md 2.3,
+    whole prompt at the implicit breakpoint on its newest input, which only the next turn of
+    the same conversation reads; every new conversation writes the instructions again
+    (new-user trial 9; trial 12 for the continuation; source: ../shared/reference/hosted-api-rules.md 2.3,
     https://developers.openai.com/api/docs/guides/prompt-caching)."""
     if call.shape != "openai-responses" or not getattr(policy, "explicit_breakpoints", False):
         return None
@@ -401,8 +402,9 @@ def _unmarkable_instructions(call: Call, view: PrefixView, policy: Any,
         return None
     return (f"promptcache: auto_cache: {policy.model_id} caches only at breakpoints, and "
             f"`instructions` ({instructions.tokens} tokens) cannot carry one: each call writes "
-            "its prompt at the implicit breakpoint on its newest input and nothing shared is "
-            "read back. Send the shared prompt as a leading developer message in `input` (as "
+            "its prompt at the implicit breakpoint on its newest input, which only the next "
+            "turn of the same conversation reads, so every new conversation writes the "
+            "instructions again. Send the shared prompt as a leading developer message in `input` (as "
             "PromptBuilder.to_openai_responses does) so a breakpoint can close it.")
 
 

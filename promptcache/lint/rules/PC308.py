@@ -59,9 +59,11 @@ class Rule_PC308(Rule):
     plus one implicit breakpoint on the newest input item. ``prompt_cache_breakpoint`` goes
     on input content parts; ``instructions`` is a plain string and cannot carry one. With no
     marker anywhere else, each call writes its whole prompt at the implicit breakpoint on its
-    newest input item (at 1.25x the input rate) and the next call, whose newest item differs,
-    reads nothing back: the instructions are paid as a cache write on every call and never
-    read.
+    newest input item (at 1.25x the input rate). Only a call that continues that same input
+    (the next turn of the conversation) reads it back; every new conversation and every
+    unrelated call sharing the instructions finds no entry that ends at them and writes them
+    again. With the instructions as a leading developer message carrying a breakpoint, they
+    are written once and read by every call that shares them.
 
     ## Example
     ```json
@@ -97,7 +99,8 @@ class Rule_PC308(Rule):
     summary = "GPT-5.6+ Responses prompt in instructions, with no breakpoint to read it"
     groups = ("all", "breakpoint", "openai")
     severity = Severity.WARNING
-    message = "instructions cannot carry a breakpoint: written every call, never read"
+    message = ("instructions cannot carry a breakpoint: every new conversation writes them "
+               "again")
     fix_title = ("move the stable prompt into the first input message (developer/system) with a "
                  "prompt_cache_breakpoint on it, or build the request with PromptBuilder")
     inputs = frozenset({"request"})
@@ -117,9 +120,10 @@ class Rule_PC308(Rule):
         model = ctx.facts.model
         msg = (f"{model} caches only at breakpoints, and `instructions` cannot carry one: "
                f"with no breakpoint on an input part, each call writes its {view.total_tokens}"
-               f"-token prompt at the implicit breakpoint on its newest input item, so the "
-               f"{instructions.tokens} tokens of instructions are written every call and never "
-               "read back")
+               f"-token prompt at the implicit breakpoint on its newest input item; only the "
+               f"next turn of the same conversation reads it, so the {instructions.tokens} "
+               "tokens of instructions are written again by every new conversation (and every "
+               "unrelated call) that shares them")
         yield ctx.finding(self, msg, path=instructions.path,
                           instructions_tokens=instructions.tokens,
                           prefix_tokens=instructions.end_token,
