@@ -127,18 +127,6 @@ def _check_bounds(every: Any, max_pings: Any, max_usd: Any) -> tuple[float, int,
     return seconds, max_pings, cap
 
 
-def _policy_or_none(model: str | None) -> Any:
-    from promptcache._errors import CatalogError, UnknownModelError
-    from promptcache.catalog import get_policy
-
-    if model is None:
-        return None
-    try:
-        return get_policy(model)
-    except (UnknownModelError, CatalogError):
-        return None
-
-
 def _auto_cache(client: Any, ping: Mapping[str, Any]) -> bool:
     """Whether a wrapped client places its own cache markers on the ping (``auto_cache``)."""
     if not _is_wrapped(client):
@@ -160,6 +148,7 @@ def _entry_ttls(kind: str, body: Mapping[str, Any], auto_cache: bool) -> list[st
             so a ping has nothing to keep alive.
     """
     from promptcache._errors import InvalidRequestError
+    from promptcache.diff._inputs import get_policy_or_none
     from promptcache.prefix import render
 
     model = body.get("model")
@@ -174,7 +163,7 @@ def _entry_ttls(kind: str, body: Mapping[str, Any], auto_cache: bool) -> list[st
             if bp is not None and bp.ttl is not None]
     if view.automatic is not None and view.automatic.ttl is not None:
         ttls.append(view.automatic.ttl)
-    policy = _policy_or_none(model)
+    policy = get_policy_or_none(model)
     if auto_cache and policy is not None and policy.default_ttl is not None:
         ttls.append(policy.default_ttl)  # the markers the wrapper's planner places
     if ttls:
