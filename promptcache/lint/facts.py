@@ -37,6 +37,12 @@ class CacheFacts:
         min_cacheable_tokens: the smallest cacheable prefix, in tokens (None: unknown).
         longer_ttl_first: whether longer TTLs must precede shorter ones.
         key_overflow_rpm: OpenAI requests/min per prefix+key before spill-over (None: n/a).
+        explicit_breakpoints: whether the request may carry explicit markers (OpenAI:
+            ``prompt_cache_breakpoint``, GPT-5.6+ only; None: unknown).
+        prompt_cache_options: whether the request may carry OpenAI's ``prompt_cache_options``
+            (GPT-5.6+ only; None: unknown).
+        ttls: the TTL values the model takes (``("5m", "1h")``, ``("30m",)``, ``()``; None:
+            unknown).
     """
 
     provider: str
@@ -47,6 +53,22 @@ class CacheFacts:
     min_cacheable_tokens: int | None
     longer_ttl_first: bool
     key_overflow_rpm: float | None
+    explicit_breakpoints: bool | None = None
+    prompt_cache_options: bool | None = None
+    ttls: tuple[str, ...] | None = None
+
+
+#: The catalog policy fields copied into :class:`CacheFacts` (known per model; provider-wide
+#: only where every catalog model of the provider agrees).
+_FACT_FIELDS = (
+    "max_breakpoints",
+    "lookback_positions",
+    "min_cacheable_tokens",
+    "longer_ttl_first",
+    "explicit_breakpoints",
+    "prompt_cache_options",
+    "ttls",
+)
 
 
 def provider_family(provider: str) -> str:
@@ -83,12 +105,7 @@ def _family_values(family: str) -> dict[str, set[Any]]:
             continue
         if str(_get(policy, "provider")) != family:
             continue
-        for name in (
-            "max_breakpoints",
-            "lookback_positions",
-            "min_cacheable_tokens",
-            "longer_ttl_first",
-        ):
+        for name in _FACT_FIELDS:
             values.setdefault(name, set()).add(_get(policy, name))
     return values
 
@@ -149,15 +166,7 @@ def _facts(family: str, model: str | None) -> CacheFacts:
         except Exception:  # UnknownModelError, or a catalog that cannot load
             policy = None
     if policy is not None and str(_get(policy, "provider")) == family:
-        src: dict[str, Any] = {
-            n: _get(policy, n)
-            for n in (
-                "max_breakpoints",
-                "lookback_positions",
-                "min_cacheable_tokens",
-                "longer_ttl_first",
-            )
-        }
+        src: dict[str, Any] = {n: _get(policy, n) for n in _FACT_FIELDS}
         known = True
     else:
         src = _provider_wide(family)
@@ -171,7 +180,14 @@ def _facts(family: str, model: str | None) -> CacheFacts:
         min_cacheable_tokens=src.get("min_cacheable_tokens"),
         longer_ttl_first=bool(src.get("longer_ttl_first", family == "anthropic")),
         key_overflow_rpm=_key_overflow_rpm(family),
+        explicit_breakpoints=_opt_bool(src.get("explicit_breakpoints")),
+        prompt_cache_options=_opt_bool(src.get("prompt_cache_options")),
+        ttls=tuple(src["ttls"]) if src.get("ttls") is not None else None,
     )
+
+
+def _opt_bool(value: Any) -> bool | None:
+    return None if value is None else bool(value)
 
 
 def facts_for(provider: str, model: str | None) -> CacheFacts:

@@ -11,6 +11,7 @@ from typing import Any
 
 from promptcache.lint.engine import RequestContext, Rule
 from promptcache.lint.finding import Finding, Severity
+from promptcache.lint.rules._common import stored_prompt_label
 
 __all__ = ["Rule_PC308"]
 
@@ -118,9 +119,12 @@ class Rule_PC308(Rule):
         if instructions is None or minimum is None or instructions.end_token < minimum:
             return
         model = ctx.facts.model
+        stored = stored_prompt_label(ctx)
+        prompt = (f"prompt ({stored}, plus {view.total_tokens} tokens in the body)"
+                  if stored else f"{view.total_tokens}-token prompt")
         msg = (f"{model} caches only at breakpoints, and `instructions` cannot carry one: "
-               f"with no breakpoint on an input part, each call writes its {view.total_tokens}"
-               f"-token prompt at the implicit breakpoint on its newest input item; only the "
+               f"with no breakpoint on an input part, each call writes its {prompt} "
+               f"at the implicit breakpoint on its newest input item; only the "
                f"next turn of the same conversation reads it, so the {instructions.tokens} "
                "tokens of instructions are written again by every new conversation (and every "
                "unrelated call) that shares them")

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from promptcache.lint.engine import LogContext, RequestContext, Rule
 from promptcache.lint.finding import Finding, Severity
+from promptcache.lint.rules._common import stored_prompt_fields
 
 __all__ = ["Rule_PC401"]
 
@@ -19,6 +20,10 @@ class Rule_PC401(Rule):
     current model). Counts are exact (tiktoken ids). In a log it reports once, with the share
     of short requests. Details: ``prompt_tokens``, ``model_minimum`` (logs:
     ``requests_below``, ``requests``).
+
+    Silent for a Responses request that sets ``previous_response_id``, ``conversation`` or
+    ``prompt``: the server adds the stored conversation (or prompt) to the body's input, so
+    the prompt is longer than the body by an amount the body does not tell.
 
     ## Why is this bad?
     Nothing is cached below the minimum, so ``cached_tokens`` stays 0 — often misread as a
@@ -55,6 +60,8 @@ class Rule_PC401(Rule):
         view = ctx.view
         if view.provider == "anthropic" or minimum is None or not view.segments:
             return
+        if stored_prompt_fields(ctx):
+            return  # the server prepends a stored conversation / prompt: size unknown
         if view.total_tokens >= minimum:
             return
         msg = (f"the prompt is {view.total_tokens} tokens, below the {minimum}-token minimum "

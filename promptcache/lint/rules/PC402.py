@@ -8,6 +8,7 @@ from typing import Any
 
 from promptcache.lint.engine import LogContext, RequestContext, Rule
 from promptcache.lint.finding import Finding, Severity
+from promptcache.lint.rules._common import stored_prompt_label
 from promptcache.lint.rules.PC403 import prefix_group
 
 __all__ = ["Rule_PC402"]
@@ -67,7 +68,10 @@ class Rule_PC402(Rule):
 
     def check_request(self, ctx: RequestContext) -> Iterator[Finding]:
         if _cacheable_openai(ctx) and not ctx.payload.get("prompt_cache_key"):
-            msg = (f"{ctx.view.total_tokens}-token prompt without prompt_cache_key: identical "
+            stored = stored_prompt_label(ctx)
+            size = (f"prompt ({stored}, plus {ctx.view.total_tokens} tokens in the body)"
+                    if stored else f"{ctx.view.total_tokens}-token prompt")
+            msg = (f"{size} without prompt_cache_key: identical "
                    "prefixes may be routed to different machines and miss")
             yield ctx.finding(self, msg, path=None)
 

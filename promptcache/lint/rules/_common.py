@@ -22,8 +22,9 @@ from promptcache.planner import segment_digest
 from promptcache.prefix import Segment
 from promptcache.tokens import get_counter
 
-__all__ = ["Divergence", "VolatileHit", "content_key", "divergence", "key_order_path",
-           "rewritten_note", "volatile_hits"]
+__all__ = ["STORED_PROMPT_FIELDS", "Divergence", "VolatileHit", "content_key", "divergence",
+           "key_order_path", "rewritten_note", "stored_prompt_fields", "stored_prompt_label",
+           "volatile_hits"]
 
 
 def content_key(seg: Segment) -> bytes:
@@ -32,6 +33,36 @@ def content_key(seg: Segment) -> bytes:
     a one-text-block list are the same content, as the planner and the live diff count them
     (:func:`promptcache.planner.prefix_digests`). Computed once per segment (cached on it)."""
     return segment_digest(seg)
+
+
+#: OpenAI Responses parameters that make the server add a stored prompt to the one in the body:
+#: ``previous_response_id`` prepends the earlier turns (their input and output items),
+#: ``conversation`` the conversation's items, ``prompt`` a stored prompt template
+#: (https://platform.openai.com/docs/api-reference/responses/create). The body then holds only
+#: part of the prompt, so its size (and what it caches) cannot be told from the body alone.
+STORED_PROMPT_FIELDS = ("previous_response_id", "conversation", "prompt")
+
+
+def stored_prompt_fields(ctx: RequestContext) -> list[str]:
+    """The :data:`STORED_PROMPT_FIELDS` an OpenAI request sets (non-null), in that order; empty
+    for Anthropic and for a request whose whole prompt is in its body."""
+    if ctx.view.provider == "anthropic":
+        return []
+    return [k for k in STORED_PROMPT_FIELDS if ctx.payload.get(k) is not None]
+
+
+_STORED_LABELS = {
+    "previous_response_id": "the earlier turns previous_response_id adds",
+    "conversation": "the stored items conversation adds",
+    "prompt": "the stored prompt template prompt adds",
+}
+
+
+def stored_prompt_label(ctx: RequestContext) -> str | None:
+    """What the server adds to ``ctx``'s prompt ("the earlier turns previous_response_id
+    adds"), for a finding's message; None when the whole prompt is in the body."""
+    fields = stored_prompt_fields(ctx)
+    return _STORED_LABELS[fields[0]] if fields else None
 
 
 #: A block with more volatile values than this is reported by its first ones.
