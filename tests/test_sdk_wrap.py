@@ -35,6 +35,12 @@ from promptcache.sdk import (
     wrap,
 )
 from promptcache.usage import JsonlSink, MemorySink, UsageRecord, UsageTracker
+from tests._mockapi import (
+    anthropic_client,
+    async_anthropic_client,
+    async_openai_client,
+    openai_client,
+)
 
 SYSTEM = "You are a careful assistant for a plant nursery. " * 120
 MODEL = "claude-sonnet-4-6"
@@ -196,28 +202,22 @@ def api() -> Api:
 
 @pytest.fixture
 def raw_anthropic(api: Api) -> anthropic.Anthropic:
-    return anthropic.Anthropic(api_key="k", base_url="http://api.test", max_retries=0,
-                               http_client=httpx2.Client(transport=httpx2.MockTransport(api)))
+    return anthropic_client(api)
 
 
 @pytest.fixture
 def raw_openai(api: Api) -> openai.OpenAI:
-    return openai.OpenAI(api_key="k", base_url="http://api.test/v1", max_retries=0,
-                         http_client=httpx2.Client(transport=httpx2.MockTransport(api)))
+    return openai_client(api)
 
 
 @pytest.fixture
 def async_anthropic(api: Api) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(
-        api_key="k", base_url="http://api.test", max_retries=0,
-        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(api)))
+    return async_anthropic_client(api)
 
 
 @pytest.fixture
 def async_openai(api: Api) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(
-        api_key="k", base_url="http://api.test/v1", max_retries=0,
-        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(api)))
+    return async_openai_client(api)
 
 
 @pytest.fixture(autouse=True)
@@ -389,8 +389,7 @@ def test_vllm_without_prompt_tokens_details_is_unknown_not_zero(api: Api) -> Non
         body["usage"] = {"prompt_tokens": 1500, "completion_tokens": 5, "total_tokens": 1505}
         return httpx2.Response(200, json=body)
 
-    raw = openai.OpenAI(api_key="EMPTY", base_url="http://vllm.test:8000/v1", max_retries=0,
-                        http_client=httpx2.Client(transport=httpx2.MockTransport(vllm)))
+    raw = openai_client(vllm, "http://vllm.test:8000/v1", api_key="EMPTY")
     client = wrap(raw, lint="off")
     client.chat.completions.create(model="meta-llama/Llama-3.1-8B-Instruct",
                                    messages=[{"role": "user", "content": "hi"}])
@@ -875,8 +874,7 @@ def test_keepalive_unpriced_model_stops_under_a_cap(api: Api) -> None:
         body["model"] = "my-private-model"
         return httpx2.Response(200, json=body)
 
-    raw = openai.OpenAI(api_key="k", base_url="http://vllm.test/v1", max_retries=0,
-                        http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    raw = openai_client(handler, "http://vllm.test/v1")
     t = FakeTime()
     handle = keepalive(raw, {"model": "my-private-model", "messages": [
         {"role": "user", "content": "hi"}]}, max_usd=Decimal("1"), sleep=t.sleep, start=False)
@@ -901,8 +899,7 @@ def test_memory_sink_gets_every_record(raw_anthropic: anthropic.Anthropic) -> No
 
 
 def test_auto_cache_on_an_unknown_model_sends_unchanged_and_warns_once(api: Api) -> None:
-    raw = openai.OpenAI(api_key="EMPTY", base_url="http://sglang.test:30000/v1", max_retries=0,
-                        http_client=httpx2.Client(transport=httpx2.MockTransport(api)))
+    raw = openai_client(api, "http://sglang.test:30000/v1", api_key="EMPTY")
     client = wrap(raw, auto_cache=True, lint="off")
     req = {"model": "Qwen/Qwen3-8B", "messages": [{"role": "system", "content": SYSTEM},
                                                   {"role": "user", "content": "hi"}]}
@@ -935,8 +932,7 @@ def test_a_failing_usage_parser_never_fails_the_call(caplog: pytest.LogCaptureFi
                          "cache_read_input_tokens": -7}  # a bad count the parser rejects
         return httpx2.Response(200, json=body)
 
-    raw = anthropic.Anthropic(api_key="k", base_url="http://api.test", max_retries=0,
-                              http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    raw = anthropic_client(handler)
     client = wrap(raw, lint="off")
     with caplog.at_level(logging.WARNING, logger="promptcache"):
         msg = client.messages.create(**a_request())

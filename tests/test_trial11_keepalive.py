@@ -20,6 +20,7 @@ import openai
 import pytest
 
 from promptcache.sdk import PromptCacheWarning, keepalive, wrap
+from tests._mockapi import anthropic_client, openai_client
 
 SYSTEM = "You are a careful assistant for a plant nursery. " * 120
 A_MODEL = "claude-sonnet-4-6"
@@ -57,14 +58,12 @@ def api() -> Api:
 
 @pytest.fixture
 def claude(api: Api) -> anthropic.Anthropic:
-    return anthropic.Anthropic(api_key="k", base_url="http://api.test", max_retries=0,
-                               http_client=httpx2.Client(transport=httpx2.MockTransport(api)))
+    return anthropic_client(api)
 
 
 @pytest.fixture
 def gpt(api: Api) -> openai.OpenAI:
-    return openai.OpenAI(api_key="k", base_url="http://api.test/v1", max_retries=0,
-                         http_client=httpx2.Client(transport=httpx2.MockTransport(api)))
+    return openai_client(api)
 
 
 @pytest.fixture(autouse=True)
