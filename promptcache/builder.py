@@ -73,6 +73,7 @@ from promptcache.planner import (
     plan_breakpoints,
 )
 from promptcache.prefix import PrefixView, render
+from promptcache.tokens import view_count_error
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -412,11 +413,22 @@ class Explanation:
     """The table :meth:`PromptBuilder.explain` returns: rows plus the plan's totals.
 
     Render it with ``rich.print(explanation)`` (it is a rich renderable) or read ``rows``.
+
+    Attributes:
+        rows: one :class:`ExplainRow` per rendered segment, in render order.
+        plan: the :class:`~promptcache.planner.BreakpointPlan` the rows explain.
+        estimate: True when the token counts are estimates: always for the OpenAI formats
+            (the API's per-message framing is estimated, 3 tokens a message), and for Anthropic
+            (cl100k_base ids times the model's ratio, +-15 %).
+        error_tokens: error bound of ``plan.total_tokens``, in tokens (0 when exact; see
+            :func:`promptcache.tokens.view_count_error`; measured against the reference
+            backend for the OpenAI formats).
     """
 
     rows: tuple[ExplainRow, ...]
     plan: BreakpointPlan
     estimate: bool
+    error_tokens: int = 0
 
     def table(self) -> Table:
         """A :class:`rich.table.Table` of the rows."""
@@ -424,7 +436,7 @@ class Explanation:
 
         p = self.plan
         title = (f"{p.provider} {p.model}: {p.total_tokens} tokens"
-                 f"{' (estimate)' if self.estimate else ''}, {p.marker_count} marker(s)")
+                 f"{self._estimate_note()}, {p.marker_count} marker(s)")
         if p.read_tokens is not None:
             title += f"; expected read {p.read_tokens}, write {p.write_tokens}"
         table = Table(title=title)
@@ -437,6 +449,13 @@ class Explanation:
 
     def __rich__(self) -> Table:
         return self.table()
+
+    def _estimate_note(self) -> str:
+        if not self.estimate:
+            return ""
+        if self.error_tokens:
+            return f" (estimate, +-{self.error_tokens} tokens)"
+        return " (estimate)"
 
 
 # ============================================================================ builder
@@ -1210,7 +1229,8 @@ class PromptBuilder:
             note_parts.extend(notes.get(seg.index, []))
             rows.append(ExplainRow(seg.index, seg.path, sec, seg.kind, seg.tokens,
                                    seg.end_token, seg.position, bp, "; ".join(note_parts)))
-        return Explanation(tuple(rows), plan, not view.counter_exact)
+        exact, error = view_count_error(view)
+        return Explanation(tuple(rows), plan, not exact, error)
 
 
 def _token_limits(fmt: OutputFormat, rules: ProviderRules) -> dict[str, tuple[int, str]]:

@@ -864,8 +864,12 @@ class _Renderer:
                     automatic_index = seg.index
                     break
         params = {k: v for k, v in payload.items() if k not in _SEGMENT_KEYS[self.provider]}
+        # An OpenAI-format request's counts are never exact, even with an exact tokenizer: the
+        # API frames each message, the tools block and the reply header, and the renderer only
+        # estimates that (_OPENAI_MESSAGE_OVERHEAD a message; bound: tokens.view_count_error).
+        counter_exact = self.counter.exact and self.provider == "anthropic"
         return PrefixView(self.provider, self.model, tuple(segments), params, self.automatic,
-                          automatic_index, self.counter.exact, dict(self.lengths), by_path)
+                          automatic_index, counter_exact, dict(self.lengths), by_path)
 
     # ---------------------------------------------------------------- anthropic
     def _cache_control(self, block: Mapping[str, Any], path: str) -> Breakpoint | None:

@@ -9,7 +9,11 @@ machine without internet (CI, build agents, this project's own machines). The ro
 3. for ``o200k_base`` (and ``cl100k_base`` as a second route): ``toktok-rs``, which has both
    encodings compiled in and gives ids identical to tiktoken's.
 
-OpenAI counts are exact for text. Anthropic's tokenizer is not public: without a client the
+OpenAI counts are exact for text. A whole OpenAI request is not: the API frames every message
+(role header, separators), the tools block and the reply header with tokens no tokenizer count
+shows, and promptcache's renderer only estimates them (3 tokens a message, OpenAI cookbook's
+chat figure). Request counts are therefore estimates with a per-request bound in tokens
+(:func:`view_count_error`). Anthropic's tokenizer is not public: without a client the
 count is an estimate (cl100k_base ids times the model's ``token_ratio`` from the catalog, about
 1.0 before Claude 4.7 and 1.3 from Claude 4.7 on) and says so, with its error bound; with an
 ``anthropic`` client, :func:`count_tokens` calls ``client.messages.count_tokens`` (exact).
@@ -44,6 +48,7 @@ __all__ = [
     "get_counter",
     "get_encoding_name",
     "view_count_bound",
+    "view_count_error",
 ]
 
 EncodingName = Literal["o200k_base", "cl100k_base"]
@@ -55,6 +60,19 @@ UNNAMED_CLAUDE = "claude"
 #: Relative error bound of an Anthropic estimate (cl100k ids x ratio vs the real tokenizer).
 #: Measured differences on English prose and code are within about +-15 %.
 ANTHROPIC_ESTIMATE_BOUND = 0.15
+
+#: Upper bounds of the framing tokens an OpenAI-format request carries beyond its content, per
+#: piece: each turn (a message or input item, the tools block, the instructions), each further
+#: content part of a turn, and the reply header. The renderer counts 3 tokens a message (the
+#: OpenAI cookbook's chat figure) and none for the rest; these bounds are measured against the
+#: reference backend's chat template (promptcache.local.template: a turn is ``<|end|>`` 5 +
+#: ``<|start|>{role}<|message|>`` 11 tokens, a part separator 5, the reply header 16), which
+#: bills more framing than the cookbook's 3 a message and 3 for the reply; tests/test_s8_counts.py
+#: checks that count and backend never differ by more than the bound, on the requests of
+#: new-user trial 12 and other shapes.
+OPENAI_FRAMING_TURN = 16
+OPENAI_FRAMING_PART = 5
+OPENAI_FRAMING_REPLY = 16
 
 _TIKTOKEN_URLS = {
     "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
@@ -72,12 +90,16 @@ class TokenCount:
         method: how it was counted (``"tiktoken:o200k_base"``, ``"toktok:o200k_base"``,
             ``"anthropic-estimate:cl100k_base*1.30"``, ``"anthropic-api"``).
         error_bound: relative error bound (0.0 when exact; 0.15 means +-15 %).
+        error_tokens: the error bound in tokens for a count whose bound is not a fixed rate
+            (an OpenAI request: its role framing, see :func:`view_count_error`); None when
+            ``error_bound`` alone states it (text, Anthropic estimates, exact counts).
     """
 
     tokens: int
     exact: bool
     method: str
     error_bound: float
+    error_tokens: int | None = None
 
 
 class _Encoder:
@@ -288,9 +310,11 @@ def count_tokens(text_or_payload: str | Mapping[str, Any], model: str | None = N
             network and counts toward that endpoint's rate limit).
 
     Returns:
-        A :class:`TokenCount`. Payload counts sum the segments of
-        :func:`promptcache.prefix.render`: exact for OpenAI text, an estimate for the chat
-        format's per-message overhead (3 tokens a message) and for images.
+        A :class:`TokenCount`. Text counts are exact for OpenAI models. Payload counts sum
+        the segments of :func:`promptcache.prefix.render`; an OpenAI request's count is an
+        estimate (its role framing, estimated as 3 tokens a message, and images), with its
+        bound in ``error_tokens`` (:func:`view_count_error`); an Anthropic request's is an
+        estimate at the counter's rate (+-15 %) unless ``client`` counts it.
 
     Raises:
         promptcache.InvalidRequestError: a malformed payload.
@@ -312,17 +336,87 @@ def count_tokens(text_or_payload: str | Mapping[str, Any], model: str | None = N
         # an Anthropic body that names no model: an Anthropic estimate (cl100k_base ids, the
         # ratio 1.0 of Claude models before 4.7), not an o200k_base count called exact
         view = render(text_or_payload, view.provider, model=UNNAMED_CLAUDE)
-    exact, bound = view_count_bound(view)
-    return TokenCount(view.total_tokens, exact, get_counter(view.model).method, bound)
+    method = get_counter(view.model).method
+    if view.provider == "anthropic":
+        exact, bound = view_count_bound(view)
+        return TokenCount(view.total_tokens, exact, method, bound)
+    _exact, error = view_count_error(view)  # never exact: the framing is estimated
+    return TokenCount(view.total_tokens, False, method, error / max(view.total_tokens, 1),
+                      error)
+
+
+def _openai_framing(view: PrefixView) -> int:
+    """Upper bound of the role framing of an OpenAI-format view, in tokens (see
+    :data:`OPENAI_FRAMING_TURN`): a turn per message / input item, tools block and
+    instructions, a separator per further content part, and the reply header."""
+    turns = 0
+    previous: tuple[object, object] | None = None
+    for seg in view.segments:
+        key = (seg.tier, seg.message_index)
+        if key != previous:
+            turns += 1
+            previous = key
+    parts = len(view.segments) - turns
+    return OPENAI_FRAMING_TURN * turns + OPENAI_FRAMING_PART * parts + OPENAI_FRAMING_REPLY
+
+
+def view_count_error(view: PrefixView) -> tuple[bool, int]:
+    """(exact, error bound in tokens) of ``view.total_tokens``.
+
+    An OpenAI-format view is never exact: the API frames each message, the tools block and the
+    reply header, and the renderer only estimates that framing (3 tokens a message). Its bound
+    is the framing bound of :func:`_openai_framing` (a turn 16, a further content part 5, the
+    reply 16 tokens; measured against the reference backend, tests/test_s8_counts.py), plus
+    what a tool call or result may hold beyond its counted text (at most its JSON), plus the
+    counter's rate for an unknown model and 2 % for images, files, audio and schemas. An
+    Anthropic view's bound is ``view_count_bound``'s rate times its total, rounded up.
+
+    Args:
+        view: a rendered request (:func:`promptcache.prefix.render`).
+
+    Returns:
+        (False, tokens) for any estimate; (True, 0) only for an exact count.
+    """
+    import math
+
+    total = view.total_tokens
+    if view.provider == "anthropic":
+        exact, rate = view_count_bound(view)
+        return exact, 0 if exact else math.ceil(total * rate)
+    counter = get_counter(view.model)
+    rate = 0.0 if counter.exact else counter.error_bound
+    if not all(s.kind in _TEXT_KINDS for s in view.segments):
+        rate = max(rate, 0.02)
+    return False, (_openai_framing(view) + _openai_call_slack(view, counter)
+                   + math.ceil(total * rate))
+
+
+def _openai_call_slack(view: PrefixView, counter: TokenCounter) -> int:
+    """Tokens a tool call or tool result may hold beyond its counted text: the renderer counts
+    a chat tool call as ``name(arguments)`` and a result by its output text, and the API may
+    render more of the item (ids, type), at most its JSON."""
+    slack = 0
+    for seg in view.segments:
+        if seg.kind in ("tool_call", "tool_result") and seg.text is not None:
+            slack += max(0, counter.count(seg.data.decode("utf-8", "replace"))
+                         - counter.count(seg.text))
+    return slack
+
+
+#: Segment kinds whose tokens are the tokenizer's count of their text or JSON.
+_TEXT_KINDS = frozenset({"text", "tool", "tool_call", "tool_result"})
 
 
 def view_count_bound(view: PrefixView) -> tuple[bool, float]:
     """(exact, relative error bound) of ``view.total_tokens``, as :func:`count_tokens` reports
-    them: exact only for OpenAI text, tools and tool calls outside the chat format (whose
-    per-message overhead is an estimate); otherwise the counter's bound, at least 2 %."""
+    them. Never exact for a request: an OpenAI view's bound is :func:`view_count_error`'s
+    tokens over its total (its role framing is estimated); an Anthropic view's is the counter's
+    rate (+-15 %), at least 2 % when it holds images or documents."""
+    if view.provider != "anthropic":
+        _exact, error = view_count_error(view)
+        return False, error / max(view.total_tokens, 1)
     counter = get_counter(view.model)
-    exact = counter.exact and all(s.kind in {"text", "tool", "tool_call", "tool_result"}
-                                  for s in view.segments) and view.provider != "openai-chat"
+    exact = counter.exact and all(s.kind in _TEXT_KINDS for s in view.segments)
     return exact, 0.0 if exact else max(counter.error_bound, 0.02)
 
 
@@ -368,7 +462,8 @@ def count_command(source: str, model: str | None, as_text: bool, estimate: bool)
     claude-* id counts as a Claude model before 4.7 (cl100k_base ids x 1.00), any other id
     with o200k_base. An Anthropic request that names no model (and no --model) is an
     Anthropic estimate too (cl100k_base x 1.00), with a note. Anthropic counts are estimates
-    (+-15%); OpenAI text counts are exact. Exit status: 0 counted, 2 bad input (one line:
+    (+-15%); OpenAI text counts are exact; an OpenAI request's count is an estimate with its
+    bound in tokens (the API's per-message framing is estimated). Exit status: 0 counted, 2 bad input (one line:
     ``promptcache: FILE: reason``).
     """
     from promptcache._cliutil import check_model, fail, read_request, read_text
@@ -405,5 +500,10 @@ def count_command(source: str, model: str | None, as_text: bool, estimate: bool)
         click.echo(f"promptcache: note: {source}: the count is an estimate ({result.method}): "
                    f"the Anthropic request names no model; counted with "
                    f"{_estimate_route(UNNAMED_CLAUDE)}{later}: pass --model", err=True)
-    kind = "exact" if result.exact else f"estimate (+-{result.error_bound:.0%})"
+    if result.exact:
+        kind = "exact"
+    elif result.error_tokens is not None:
+        kind = f"estimate (+-{result.error_tokens} tokens)"
+    else:
+        kind = f"estimate (+-{result.error_bound:.0%})"
     click.echo(f"{result.tokens} tokens, {kind}, {result.method}")
