@@ -14,12 +14,19 @@ before GPT-5.6), https://developers.openai.com/api/docs/guides/prompt-caching.
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from collections.abc import Iterator
 from typing import Any
 
+import openai
 import pytest
 
+from promptcache.catalog import get_policy
 from promptcache.lint import lint_request
 from promptcache.lint.finding import Finding
+from promptcache.local.testing import SMALL_MODEL, LocalBackend
+from promptcache.planner import _fix_user_markers, apply_plan, plan_breakpoints
 from promptcache.prefix import render
 from tests.cases import filler
 
@@ -147,3 +154,116 @@ def test_pc301_silent_on_an_unknown_model() -> None:
     body = bp_on_4o("my-vllm-model")
     body["prompt_cache_options"] = {"mode": "implicit", "ttl": "5h"}
     assert codes(lint_request(body), "PC301") == []
+
+
+# ------------------------------------------------------------------ finding 10: local backend
+@pytest.fixture(scope="module")
+def backend() -> Iterator[LocalBackend]:
+    with LocalBackend(mode="fast", pool_mb=48, **SMALL_MODEL) as b:
+        yield b
+
+
+def _responses(client: openai.OpenAI, model: str, opts: Any) -> Any:
+    return client.responses.create(model=model, input=[{"role": "user", "content": "x" * 10}],
+                                   max_output_tokens=4, extra_body={"prompt_cache_options": opts})
+
+
+@pytest.mark.parametrize("route", ["responses", "chat"])
+@pytest.mark.parametrize("opts,param,code,text", [
+    ({"mode": "bogus"}, "prompt_cache_options.mode", "invalid_value",
+     "Invalid value: 'bogus'. Supported values are: 'implicit' and 'explicit'."),
+    ({"mode": "implicit", "ttl": "5h"}, "prompt_cache_options.ttl", "invalid_value",
+     "Invalid value: '5h'. Supported values are: '30m'."),
+    ({"ttl": 30}, "prompt_cache_options.ttl", "invalid_type",
+     "Invalid type for 'prompt_cache_options.ttl': expected a string, but got an integer"),
+    ("explicit", "prompt_cache_options", "invalid_type",
+     "Invalid type for 'prompt_cache_options': expected an object, but got a string instead."),
+])
+def test_backend_answers_the_apis_400_for_bad_options(
+        backend: LocalBackend, route: str, opts: Any, param: str, code: str, text: str) -> None:
+    client = backend.openai()
+    with pytest.raises(openai.BadRequestError) as err:
+        if route == "responses":
+            _responses(client, "gpt-5.6", opts)
+        else:
+            client.chat.completions.create(
+                model="gpt-5.6", messages=[{"role": "user", "content": "x"}], max_tokens=4,
+                extra_body={"prompt_cache_options": opts})
+    body = err.value.body
+    assert isinstance(body, dict)
+    assert (body["param"], body["code"]) == (param, code) and body["message"].startswith(text)
+
+
+@pytest.mark.parametrize("opts", [{"mode": "bogus"}, "explicit", {"mode": "implicit"}])
+def test_backend_options_on_a_pre_5_6_model_are_unsupported(backend: LocalBackend,
+                                                            opts: Any) -> None:
+    with pytest.raises(openai.BadRequestError) as err:
+        _responses(backend.openai(), "gpt-4o", opts)
+    body = err.value.body
+    assert isinstance(body, dict) and body["param"] == "prompt_cache_options"
+    assert "is not supported with this model (gpt-4o)" in body["message"]
+
+
+@pytest.mark.parametrize("opts", [{"mode": "implicit", "ttl": "30m"}, {"mode": "explicit"}, {}])
+def test_backend_accepts_valid_options(backend: LocalBackend, opts: Any) -> None:
+    r = _responses(backend.openai(), "gpt-5.6", opts)
+    assert r.usage is not None and r.usage.input_tokens > 0
+
+
+def test_wrap_lint_warns_before_sending_a_ttl_the_model_does_not_take(
+        backend: LocalBackend) -> None:
+    import promptcache
+
+    client = promptcache.wrap(backend.openai(), lint="warn")
+    with pytest.warns(Warning, match=r"PC301 \(error\) at prompt_cache_options.ttl"), \
+            pytest.raises(openai.BadRequestError, match="Supported values are: '30m'"):
+        _responses(client, "gpt-5.6", {"mode": "implicit", "ttl": "5h"})
+
+
+# ------------------------------------------------------------------ finding 11: the planner
+@pytest.mark.parametrize("body", [
+    bp_on_4o(),
+    {"model": "gpt-4o-mini", "messages": [
+        {"role": "system", "content": [{"type": "text", "text": LONG,
+                                        "prompt_cache_breakpoint": {"mode": "explicit"}}]},
+        {"role": "user", "content": [{"type": "text", "text": "hi",
+                                      "prompt_cache_breakpoint": {"mode": "explicit"}}]}]},
+], ids=["responses-gpt-4o", "chat-gpt-4o-mini"])
+def test_planner_drops_markers_on_a_model_that_takes_none(body: dict[str, Any]) -> None:
+    policy = get_policy(body["model"])
+    view = render(body)
+    fixed, edits = _fix_user_markers(view, policy, policy.max_breakpoints)
+    assert fixed == []
+    assert [e.path for e in edits] == [s.path for s in view.segments if s.breakpoint]
+    for e in edits:
+        assert e.action == "drop"
+        assert f"{policy.model_id} caches automatically and takes no prompt_cache_breakpoint" \
+            in e.reason and "HTTP 400" in e.reason and "exceed" not in e.reason
+    # apply_plan removes the dropped markers: the request is one the API (and lint) accept
+    plan = dataclasses.replace(plan_breakpoints(view, policy), marker_edits=tuple(edits))
+    before = json.dumps(body)
+    new = apply_plan(body, plan, share_unchanged=True)
+    assert json.dumps(body) == before  # the caller's request is not mutated
+    assert "prompt_cache_breakpoint" not in json.dumps(new)
+    assert [f for f in lint_request(new) if f.code == "PC301"] == []
+
+
+def test_apply_plan_without_the_marker_gets_a_200(backend: LocalBackend) -> None:
+    body = bp_on_4o()
+    policy = get_policy("gpt-4o")
+    view = render(body)
+    _, edits = _fix_user_markers(view, policy, 0)
+    new = apply_plan(body, dataclasses.replace(plan_breakpoints(view, policy),
+                                               marker_edits=tuple(edits)))
+    client = backend.openai()
+    with pytest.raises(openai.BadRequestError, match="prompt_cache_breakpoint"):
+        client.responses.create(**body, max_output_tokens=4)
+    assert client.responses.create(**new, max_output_tokens=4).usage is not None
+
+
+@pytest.mark.xfail(strict=True, reason="plan_breakpoints returns early for a model without "
+                   "breakpoints and never calls _fix_user_markers (a change outside this "
+                   "file's scope; see the s8 report)")
+def test_plan_breakpoints_reports_the_drop() -> None:
+    plan = plan_breakpoints(render(bp_on_4o()), get_policy("gpt-4o"))
+    assert [e.action for e in plan.marker_edits] == ["drop"]

@@ -9,6 +9,9 @@ Usage (hosted-api-rules.md 2.1-2.4; https://developers.openai.com/api/docs/guide
   reused prefix rounded down to ``1024 + 128k`` (0 below 1,024), no write is reported (Chat:
   ``cache_write_tokens`` absent; Responses: its required ``cache_write_tokens`` is 0, there is
   no write fee). ``prompt_cache_options`` / ``prompt_cache_breakpoint`` -> 400.
+* ``prompt_cache_options`` (GPT-5.6+): not an object, a ``mode`` other than ``"implicit"`` /
+  ``"explicit"`` or a ``ttl`` other than the catalog's (``"30m"``) -> 400 naming the field
+  (:func:`check_cache_options`).
 * GPT-5.6+ (catalog ``explicit_breakpoints``): entries at the implicit breakpoint (newest
   message) and the latest explicit ``prompt_cache_breakpoint`` s, no lookback limit, TTL 30m;
   ``cache_write_tokens`` reports what was written.
@@ -255,14 +258,54 @@ def parse_request(body: dict[str, Any], shape: Shape, default_max_tokens: int) -
     )
 
 
+def _invalid_value(param: str, value: Any, supported: tuple[str, ...]) -> BackendAPIError:
+    """The 400 OpenAI answers for a value outside a parameter's enum."""
+    names = [f"'{v}'" for v in supported]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return _bad(f"Invalid value: {value!r}. Supported values are: {listed}.", param,
+                "invalid_value")
+
+
+_CACHE_MODES = ("implicit", "explicit")
+"""``prompt_cache_options.mode`` values (hosted-api-rules.md 2.3)."""
+
+
+def check_cache_options(body: dict[str, Any], policy: CachePolicy) -> None:
+    """Validate ``prompt_cache_options`` as the API does, before the prompt is read.
+
+    The model must take it (GPT-5.6+, catalog ``prompt_cache_options``); it must be an object;
+    ``mode`` one of ``"implicit"`` / ``"explicit"``; ``ttl`` one of the model's catalog TTLs
+    (``"30m"``, the only value: hosted-api-rules.md 2.3,
+    https://developers.openai.com/api/docs/guides/prompt-caching). A null field counts as
+    absent; other keys are passed over.
+
+    Raises:
+        BackendAPIError: 400 ``invalid_request_error`` whose ``param`` names the field.
+    """
+    opts = body.get("prompt_cache_options")
+    if opts is None:
+        return
+    if not policy.prompt_cache_options:
+        raise _bad(
+            f"Unsupported parameter: 'prompt_cache_options' is not supported with "
+            f"this model ({policy.model_id}).",
+            "prompt_cache_options",
+        )
+    if not isinstance(opts, dict):
+        raise _invalid_type("prompt_cache_options", "an object", opts)
+    for field, supported in (("mode", _CACHE_MODES), ("ttl", tuple(policy.ttls))):
+        value = opts.get(field)
+        param = f"prompt_cache_options.{field}"
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise _invalid_type(param, "a string", value)
+        if value not in supported:
+            raise _invalid_value(param, value, supported)
+
+
 def _check_cache_params(body: dict[str, Any], prompt: TemplatedPrompt, policy: CachePolicy) -> None:
     if not policy.prompt_cache_options:
-        if body.get("prompt_cache_options") is not None:
-            raise _bad(
-                f"Unsupported parameter: 'prompt_cache_options' is not supported with "
-                f"this model ({policy.model_id}).",
-                "prompt_cache_options",
-            )
         for span in prompt.spans:
             bp = span.segment.breakpoint
             if bp is not None and bp.source == "openai-explicit":
@@ -454,6 +497,7 @@ def router(service: BackendService) -> APIRouter:
         if req is None:
             req = parse_request(body, shape, service.options.default_max_tokens)
         policy = service.policy(req.model, "openai")
+        check_cache_options(body, policy)  # the API's wording, before the renderer's own check
         try:
             prompt = apply_template(body, shape, model=policy.model_id)
         except InvalidRequestError as exc:
