@@ -628,9 +628,21 @@ class _Fixed:
     source: Literal["user", "automatic", "implicit"]
 
 
+def _drop_unsupported_markers(view: PrefixView, policy: CachePolicy) -> list[MarkerEdit]:
+    """A ``"drop"`` edit for every ``prompt_cache_breakpoint`` of an OpenAI request whose model
+    takes none (before GPT-5.6 caching is automatic and the API answers 400 to the marker;
+    hosted-api-rules.md 2.3, https://developers.openai.com/api/docs/guides/prompt-caching)."""
+    reason = (f"{policy.model_id} caches automatically and takes no prompt_cache_breakpoint "
+              "(GPT-5.6+ only): the API would reject the request (HTTP 400), so the marker is "
+              "removed; the model still caches the prompt's prefix on its own")
+    return [MarkerEdit(seg.path, "drop", None, None, reason)
+            for seg in view.segments if seg.breakpoint is not None]
+
+
 def _fix_user_markers(view: PrefixView, policy: CachePolicy,
                       max_markers: int) -> tuple[list[_Fixed], list[MarkerEdit]]:
-    """Repair the caller's markers so the API accepts them (BR-09, BR-10, TTL order)."""
+    """Repair the caller's markers so the API accepts them (BR-09, BR-10, TTL order); on an
+    OpenAI model that takes no markers (before GPT-5.6), drop them all."""
     edits: list[MarkerEdit] = []
     segs = view.segments
     if view.automatic is None:
@@ -641,6 +653,8 @@ def _fix_user_markers(view: PrefixView, policy: CachePolicy,
             return [], edits  # no marker in the request
     fixed: dict[int, _Fixed] = {}
     anthropic = view.provider == "anthropic"
+    if not anthropic and (not getattr(policy, "explicit_breakpoints", False) or max_markers <= 0):
+        return [], _drop_unsupported_markers(view, policy)
     for seg in segs:
         bp = seg.breakpoint
         if bp is None:
