@@ -28,9 +28,10 @@ __all__ = [
 
 A_CACHING = "https://platform.claude.com/docs/en/build-with-claude/prompt-caching"
 #: Cause codes that name no change in the cached prefix: B only appends to A
-#: (``append_only``), or nothing differs (``no_difference``). A miss with one of them is not
+#: (``append_only``; ``previous_response_chained`` when it does so through a stored response),
+#: or nothing differs (``no_difference``). A miss with one of them is not
 #: explained by the payload (provider side).
-NO_CHANGE_CAUSES = frozenset({"append_only", "no_difference"})
+NO_CHANGE_CAUSES = frozenset({"append_only", "no_difference", "previous_response_chained"})
 A_SKILL = (
     "https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md"
 )
@@ -39,6 +40,9 @@ ANTHROPIC_DIAGNOSTICS_URL = (
     "https://platform.claude.com/docs/en/build-with-claude/cache-diagnostics"
 )
 O_CACHING = "https://developers.openai.com/api/docs/guides/prompt-caching"
+#: ``previous_response_id``: the stored conversation is prepended to the request's input
+#: (openai-python ``ResponseCreateParams``, hosted-api-rules.md [O3]).
+O_CONVERSATION = "https://platform.openai.com/docs/guides/conversation-state"
 OPENAI_DIAGNOSTICS_URL = "https://developers.openai.com/api/docs/guides/prompt-caching/diagnostics"
 
 
@@ -188,8 +192,9 @@ CAUSES: dict[str, CauseInfo] = {
         ),
         _c(
             "prompt_cache_key_changed",
-            "prompt_cache_key changed (routes to another cache)",
-            "use one stable prompt_cache_key per shared prefix",
+            "prompt_cache_key changed: routing changed, the hit is likely but not certain",
+            "use one stable prompt_cache_key per shared prefix (the key is a routing hint "
+            "combined with the prefix hash, not part of the cached prefix)",
             O_CACHING,
         ),
         _c(
@@ -226,6 +231,16 @@ CAUSES: dict[str, CauseInfo] = {
             "is outside the payload (TTL, workspace / API key, provider-side propagation, "
             "eviction or routing): check those and measure again",
             A_CACHING,
+            client_side=False,
+        ),
+        _c(
+            "previous_response_chained",
+            "B continues a stored response (previous_response_id): the server prepends "
+            "that conversation to B's input",
+            "nothing to fix in the payload: a chained turn reads what the earlier turns "
+            "wrote; to compare prefixes, log each request with its response (the output) or "
+            "send the whole history in input",
+            O_CONVERSATION,
             client_side=False,
         ),
         _c(

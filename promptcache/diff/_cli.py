@@ -77,8 +77,10 @@ def diff_command(a: str, b: str, fmt: str, redact: bool, model: str | None,
 
     A.json and B.json hold request bodies as sent to the API, or objects with the body under
     "request" / "body" plus optional "usage", "response" and "timestamp". Either one (not
-    both) may be '-' to read it from standard input. Exit status: 0 no miss, 1 miss, 2 bad
-    input.
+    both) may be '-' to read it from standard input. A Responses B with
+    previous_response_id is read as A's input + A's output (from A's "response", when given)
+    + B's input. Exit status: 0 no miss (or "cannot tell": B continues a stored response
+    that is not A's), 1 miss, 2 bad input.
     """
     from promptcache._cliutil import check_model
     from promptcache.diff._engine import diff
@@ -100,9 +102,11 @@ def diff_command(a: str, b: str, fmt: str, redact: bool, model: str | None,
                 timestamps = (ta, tb)
         usage_a = wrap_a.get("usage") or (wrap_a.get("response") or {}).get("usage")
         usage_b = wrap_b.get("usage") or (wrap_b.get("response") or {}).get("usage")
+        response_a = wrap_a.get("response") if isinstance(wrap_a.get("response"),
+                                                          Mapping) else None
         result = diff(body_a, body_b, provider=provider, model=model, timestamps=timestamps,
                       usage_a=usage_a, usage_b=usage_b, diagnostics_b=wrap_b or None,
-                      redact=redact)
+                      redact=redact, response_a=response_a)
     except InputError as exc:
         fail(str(exc))
         return
@@ -119,7 +123,8 @@ def diff_command(a: str, b: str, fmt: str, redact: bool, model: str | None,
         click.echo(result.model_dump_json(indent=2))
     else:
         _print_diff(result, a, b)
-    raise SystemExit(0 if result.verdict == "no_miss" else 1)
+    # cannot tell (B continues a stored response): no miss was found, and the verdict says so
+    raise SystemExit(0 if result.verdict in ("no_miss", "cannot_tell") else 1)
 
 
 def _tokens(n: int | None) -> str:
@@ -169,15 +174,24 @@ def _print_diff(r: DiffResult, a: str, b: str) -> None:
             and r.invalidated_levels[0] == "tools":
         # OpenAI documents no tools -> system -> messages hierarchy (Anthropic's, 1.7)
         invalid = "whole prompt"
-    grid.add_row("invalidated", f"{invalid} (reusable: {r.reusable_prefix})")
+    if r.verdict == "cannot_tell":
+        grid.add_row("invalidated", "unknown (B's prefix is not in the bodies)")
+    else:
+        grid.add_row("invalidated", f"{invalid} (reusable: {r.reusable_prefix})")
     if r.predicted is not None:
         calibrated = any(n.startswith("token counts scaled by") for n in r.notes)
         basis = ("" if r.token_counts_exact else
                  ", estimated counts calibrated to A's usage" if calibrated
                  else ", estimated counts")
+        partial = any(str(c.detail.get("a_output", "")).startswith("left out")
+                      for c in r.causes)  # a chained B without A's output: lower bounds
         grid.add_row("tokens", f"A left {_tokens(r.ideal_cache_read)} cached; B reads "
                                f"{_tokens(r.predicted.cache_read)} and writes "
+                               f"{'at least ' if partial else ''}"
                                f"{_tokens(r.predicted.cache_write)} (predicted{basis})")
+    elif r.verdict == "cannot_tell":
+        grid.add_row("tokens", "cannot tell: B's prefix is a stored conversation the bodies "
+                               "do not show (no prediction)")
     if r.observed is not None:
         grid.add_row("observed", f"read {_tokens(r.observed.cache_read)}, write "
                                  f"{_tokens(r.observed.cache_write)}, uncached "
@@ -320,6 +334,10 @@ def _print_report(r: ExplainReport, log: str, show_all: bool) -> None:
         what = x.cause or x.status
         if x.status == "unexplained_miss":
             what = "unexplained (provider side?)"
+        elif x.status == "cannot_tell":
+            what = "cannot tell (previous_response_id)"
+        elif x.detail.get("routing") and x.cause != "prompt_cache_key_changed":
+            what = f"{what} (prompt_cache_key changed: routing hint)"
         vs = "-" if x.compared_with_line is None else str(x.compared_with_line)
         table.add_row(str(x.line), vs, f"{x.session}:{x.turn}", what, x.path or "",
                       f"{_tokens(x.predicted_cache_read)}/{_tokens(x.observed_cache_read)}",

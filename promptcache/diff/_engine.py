@@ -20,10 +20,17 @@ Algorithm (one pass over two :class:`~promptcache.prefix.PrefixView` s):
    breakpoints whose prefix reaches the model's minimum; B reads the longest such entry that
    lies before the cut, is still within its TTL, and that a breakpoint of B reaches within the
    lookback window (``k.position - j.position <= lookback_positions``); B writes from there to
-   its last breakpoint. OpenAI: B reads the identical prefix rounded down to
-   ``min_cacheable_tokens + n * cache_step_tokens`` (or an explicit breakpoint boundary of A,
-   not rounded), within retention. TTL, minimum and breakpoint placement become causes when
-   they reduce the read.
+   its last breakpoint. OpenAI before GPT-5.6: B reads the identical prefix rounded down to
+   ``min_cacheable_tokens + n * cache_step_tokens``, within retention. OpenAI GPT-5.6+ (catalog
+   ``explicit_breakpoints``): A's entries are its written breakpoint prefixes (the implicit
+   one on the newest message plus the latest 3 explicit ones; the latest 4 in ``"explicit"``
+   mode), not rounded; B reads the longest one before the cut, as on Anthropic but with no
+   lookback limit (:func:`openai_written`). TTL, minimum and breakpoint placement become
+   causes when they reduce the read. A change of ``prompt_cache_key`` alone is a routing
+   hint, not an invalidation: it is reported as a warning-level cause that cuts nothing
+   (the read is likely, not certain); it becomes the primary cause only when B's observed
+   read falls short. A Responses request with ``previous_response_id`` continues a stored
+   conversation the body does not show: :func:`diff` resolves it against A (see there).
 5. Money: tokens lost (what A left in the cache minus what B reads) are billed at the write
    rate (or the input rate where B does not write them) instead of the read rate.
 
@@ -39,9 +46,10 @@ breakpoint, and B's uncached tail by A's reported / estimated tail when A's tail
 estimate's error is proportional), else by the prefix's ratio plus the fixed framing A's short
 tail shows beyond its estimate; so a B of A's shape gets A's own reported split
 (:func:`calibration`, :func:`_tail_correction`). Without A's cache numbers, every count is
-scaled by A's reported total input over our estimate. OpenAI counts are scaled *before* the 128-token grid is applied, so a
-predicted OpenAI read stays 0 or ``1,024 + n * 128``. With A's Anthropic usage known, the
-prediction (and the ideal read) never exceeds what A read plus wrote.
+scaled by A's reported total input over our estimate. OpenAI counts before GPT-5.6 are scaled
+*before* the 128-token grid is applied, so a predicted read stays 0 or ``1,024 + n * 128``;
+GPT-5.6+ counts are calibrated as Anthropic's (its usage reports writes). With A's usage of
+writes known, the prediction (and the ideal read) never exceeds what A read plus wrote.
 """
 
 from __future__ import annotations
@@ -85,8 +93,9 @@ from promptcache.planner import segment_digest
 from promptcache.prefix import PrefixView, Segment, render
 from promptcache.tokens import count_text
 
-__all__ = ["Prepared", "calibration", "compare", "diff", "entry_ttl_seconds", "prepare",
-           "read_tolerance"]
+__all__ = ["ROUTING_CAUSES", "Prepared", "calibration", "cannot_tell", "chained_body",
+           "chained_id", "compare", "diff", "entry_ttl_seconds", "explicit_breakpoints",
+           "mark_chained", "openai_written", "prepare", "read_tolerance", "response_output"]
 
 TIERS = ("tools", "system", "messages")
 _TIER_RANK = {t: i for i, t in enumerate(TIERS)}
@@ -536,6 +545,10 @@ def _param_causes(pa: Prepared, pb: Prepared) -> list[_RawCause]:
                 break
         if found_a == found_b and va == vb:  # key order of a parameter does not matter
             continue
+        if rule.cause in ROUTING_CAUSES and fam == "openai":
+            out.append(_routing_cause(pb, key, va if found_a else None,
+                                      vb if found_b else None, rule.source.url))
+            continue
         cut = pb.tier_first(rule.invalidates)
         note, source = rule.note, None
         if fam == "openai":  # the rule's own page, not the cause table's (Anthropic) one
@@ -547,6 +560,29 @@ def _param_causes(pa: Prepared, pb: Prepared) -> list[_RawCause]:
                              {"from": va if found_a else None, "to": vb if found_b else None},
                              note, source=source))
     return out
+
+
+#: Warning-level causes: a change that makes a read less likely without invalidating any
+#: entry. They cut nothing (the prediction keeps the full read) and are the primary cause only
+#: when B's observed read falls short.
+ROUTING_CAUSES = frozenset({"prompt_cache_key_changed"})
+
+
+def _routing_cause(pb: Prepared, key: str, before: Any, after: Any, source: str) -> _RawCause:
+    """A ``prompt_cache_key`` change: a routing hint, not part of the cached prefix.
+
+    OpenAI combines the key with the prefix hash to pick the machine; "the key is a routing
+    hint and does not guarantee a hit" (hosted-api-rules.md 2.1, [O2][O4]). A request with
+    another key may land on another machine (a likely miss on a busy prefix) or on the same
+    one (a read): no documented rule makes the read impossible, so the change cuts nothing."""
+    return _RawCause(
+        "prompt_cache_key_changed", len(pb.segs), 6, None, key,
+        {"from": before, "to": after, "level": "warning"},
+        "prompt_cache_key is a routing hint combined with the prefix hash "
+        f"({source}): with another key B may be routed to another machine, so the read "
+        "is likely but not certain; nothing in the cached prefix changed",
+        title="prompt_cache_key changed: routing changed, the hit is likely but not certain",
+        source=source)
 
 
 def _openai_param_note(reason: str, source: str) -> str:
@@ -819,6 +855,71 @@ def _openai_explicit_only(p: Prepared) -> bool:
     return isinstance(opts, Mapping) and opts.get("mode") == "explicit"
 
 
+def explicit_breakpoints(p: Prepared) -> bool:
+    """Whether ``p``'s model caches at breakpoints (OpenAI GPT-5.6+, catalog policy
+    ``explicit_breakpoints``): its entries are the breakpoint prefixes, not rounded to the
+    128-token grid. Source: hosted-api-rules.md 2.3 ("The boundary is **not** rounded to a
+    128-token block"; https://github.com/openai/openai-python, ``prompt_cache_options``)."""
+    return p.family == "openai" and bool(getattr(p.policy, "explicit_breakpoints", False))
+
+
+def cache_reported(p: Prepared) -> bool:
+    """Whether the usage of ``p``'s model reports what it wrote, so that A's read + write is
+    A's largest entry (Anthropic; OpenAI GPT-5.6+ ``cache_write_tokens``)."""
+    return p.family == "anthropic" or explicit_breakpoints(p)
+
+
+def openai_written(p: Prepared) -> list[int]:
+    """GPT-5.6+: indices (into ``p.segs``) of the breakpoints that write an entry.
+
+    ``prompt_cache_options.mode`` ``"implicit"`` (the default): the implicit breakpoint on the
+    newest message (the last segment of the messages tier; the last segment when there is
+    none) plus the latest ``max_breakpoints - 1`` (3) explicit ``prompt_cache_breakpoint`` s;
+    ``"explicit"``: the latest ``max_breakpoints`` (4) explicit ones (none: nothing is
+    cached). As the local backend (``promptcache.local.accounting.openai_breakpoints``) and
+    the planner model them. The minimum is not applied here. Source: hosted-api-rules.md 2.3.
+    """
+    if not p.segs:
+        return []
+    limit = int(getattr(p.policy, "max_breakpoints", 4) or 4)
+    explicit = sorted(set(p.bps))
+    if _openai_explicit_only(p):
+        return explicit[-limit:]
+    msgs = [s.index for s in p.segs if s.tier == "messages"]
+    implicit = msgs[-1] if msgs else len(p.segs) - 1
+    return sorted(set(explicit[-(limit - 1):] if limit > 1 else []) | {implicit})
+
+
+def _openai_entries(pa: Prepared, upto: int, gap: float | None) -> list[int]:
+    """GPT-5.6+: A's written breakpoints that lie before ``upto``, reach the minimum and are
+    alive after ``gap`` seconds (None: not checked)."""
+    minimum = int(getattr(pa.policy, "min_cacheable_tokens", 1024) or 0)
+    if gap is not None and gap > _openai_ttl(pa):
+        return []
+    return [j for j in openai_written(pa) if j < upto and pa.end(j) >= minimum]
+
+
+def _predict_openai_bp(pa: Prepared, pb: Prepared, cut: int, gap: float | None
+                       ) -> _Prediction:
+    """GPT-5.6+ prediction in *estimated* tokens (scaled by the caller, as on Anthropic).
+
+    A wrote an entry at each breakpoint of :func:`openai_written` whose prefix reaches the
+    minimum. B reads the longest of them that lies before the cut (its prefix is identical)
+    and at or before one of B's breakpoints (reads look back over the latest 80 breakpoints
+    with no content-block lookback limit), not rounded; B writes from there to its last
+    written breakpoint. Source: hosted-api-rules.md 2.3."""
+    reach = max([*openai_written(pb), *pb.bps], default=-1)
+    best, best_j = 0, None
+    for j in sorted(_openai_entries(pa, min(cut, len(pb.segs)), gap), reverse=True):
+        if j <= reach:
+            best, best_j = pb.end(j), j
+            break
+    minimum = int(getattr(pb.policy, "min_cacheable_tokens", 1024) or 0)
+    top = max((pb.end(k) for k in openai_written(pb) if pb.end(k) >= minimum), default=0)
+    write = max(0, top - best)
+    return _Prediction(best, best_j, write, max(0, pb.total - max(best, top)))
+
+
 def _predict_openai(pa: Prepared, pb: Prepared, identical: int, cut: int,
                     gap: float | None, scale: float = 1.0) -> _Prediction:
     """OpenAI prediction in *reported* tokens: estimated counts are scaled by ``scale``
@@ -878,6 +979,11 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
     if pa.family != pb.family:
         raise InvalidRequestError("", f"cannot compare a {pa.family} request with a "
                                       f"{pb.family} request")
+    if chained_id(pb) is not None:  # B's prompt starts with a conversation we do not see
+        return cannot_tell(pa, pb, usage_b=usage_b, reason=(
+            f"B continues the stored response {chained_id(pb)!r} (previous_response_id): "
+            "the server prepends that conversation to B's input, and it is not in the "
+            "bodies, so B's prefix cannot be compared with A's"))
     if usage_a is not None and not isinstance(usage_a, Usage):
         usage_a = read_usage(usage_a, pa.family)
     if usage_b is not None and not isinstance(usage_b, Usage):
@@ -940,6 +1046,21 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
                                      _bp_detail(pa, pb, alive, p)))
             if not pa.bps and not pb.bps:
                 notes.append("neither request carries a cache breakpoint: nothing is cached")
+        elif explicit_breakpoints(pa) and explicit_breakpoints(pb):
+            # GPT-5.6+: entries at the breakpoints, not on the 128-token grid
+            p = _predict_openai_bp(pa, pb, cut, gap)
+            p_nottl = _predict_openai_bp(pa, pb, cut, None)
+            minimum = int(getattr(pa.policy, "min_cacheable_tokens", 1024) or 0)
+            top_a = max((pa.end(j) for j in _openai_entries(pa, n_a, None)), default=0)
+            ideal = min(top_a, pb.total)
+            if not top_a and not (_openai_explicit_only(pa) and not pa.bps):
+                raw.append(_RawCause("below_minimum", 0, 4, None, None, {
+                    "minimum_tokens": minimum,
+                    "largest_breakpoint_prefix_tokens": max(
+                        (pa.end(j) for j in openai_written(pa)), default=0)}))
+            if p_nottl.read > p.read:
+                raw.append(_RawCause("ttl_expired", 0, 4, "tools", None,
+                                     {"gap_seconds": gap, "ttl_seconds": _openai_ttl(pa)}))
         else:  # scaled before the 128-token grid: predictions stay on the grid
             p = _predict_openai(pa, pb, identical, cut, gap, scale)
             p_nottl = _predict_openai(pa, pb, identical, cut, None, scale)
@@ -953,11 +1074,15 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             if p_nottl.read > p.read:
                 raw.append(_RawCause("ttl_expired", 0, 4, "tools", None,
                                      {"gap_seconds": gap, "ttl_seconds": _openai_ttl(pa)}))
-        tail_scale, tail = (_tail_correction(pa, usage_a, scale) if pb.family == "anthropic"
+        # estimated-token predictions (Anthropic, GPT-5.6+) are scaled here; the others are
+        # already in reported tokens, on the grid
+        estimated = pb.family == "anthropic" or (explicit_breakpoints(pa)
+                                                 and explicit_breakpoints(pb))
+        tail_scale, tail = (_tail_correction(pa, usage_a, scale) if estimated
                             else (scale, 0.0))
         if scale != 1.0 or tail_scale != scale or round(tail):
             notes.append(_calibration_note(pa, usage_a, scale, tail_scale, tail))
-        if pb.family == "anthropic":
+        if estimated:
             pred_read = round(p.read * scale)
             pred_write = round((p.read + p.write) * scale) - pred_read
             pred_plain = max(0, round(p.uncached * tail_scale + tail))
@@ -966,7 +1091,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             pred_read, pred_write, pred_plain = p.read, p.write, p.uncached
         cap = _written_by_a(pa, usage_a)
         if cap is not None:  # B cannot read more than A actually left in the cache
-            if pb.family == "anthropic" and top_a and p.read == top_a:
+            if estimated and top_a and p.read == top_a:
                 # B reads A's top entry: its size is what A reported, not our estimate
                 delta = cap - pred_read
                 if pred_write:
@@ -974,7 +1099,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
                 else:
                     pred_plain = max(0, pred_plain - delta)
                 pred_read = cap
-            if pb.family == "anthropic" and top_a and top_a <= pb.total:
+            if estimated and top_a and top_a <= pb.total:
                 ideal = cap
             if pred_read > cap:
                 if pred_write:
@@ -1020,6 +1145,11 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             if shortfall > tol:
                 notes.append(f"observed cache read is {shortfall} tokens below the prediction "
                              "even after these causes")
+        elif shortfall > tol and any(c.code in ROUTING_CAUSES for c in causes):
+            # the read fell short and B changed its routing key: the likely reason
+            verdict = "miss_explained"
+            classification = "client_side"
+            causes.sort(key=lambda c: c.code not in ROUTING_CAUSES)
         elif shortfall > tol:
             verdict = "unexplained_miss"
             classification = "provider_side"
@@ -1030,8 +1160,11 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             verdict = "miss_explained"
             classification = "client_side"
 
-    if verdict == "unexplained_miss" or not causes:
-        causes.insert(0, _make_cause(_no_change_cause(pa, pb, first, bool(raw), scale)))
+    cutting = [c for c in raw if c.code not in ROUTING_CAUSES]
+    if verdict == "unexplained_miss" or not causes or (
+            not cutting and verdict == "no_miss"):
+        # warning-level causes only (a routing key change): B still reads; they stay secondary
+        causes.insert(0, _make_cause(_no_change_cause(pa, pb, first, bool(cutting), scale)))
     primary = causes[0].code
 
     # invalidated tiers: from the earliest cut on
@@ -1110,6 +1243,13 @@ def _no_change_cause(pa: Prepared, pb: Prepared, first: int, changed: bool,
     if _dumps(dict(pa.payload)) == _dumps(dict(pb.payload)):
         return _RawCause("no_difference", n_b, 9, None, None, {"payload_difference": "none"})
     differs = _payload_differences(pa.payload, pb.payload)
+    routing = [d for d in differs if d not in ("prompt_cache_key",)]
+    if not routing:
+        return _RawCause("no_difference", n_b, 9, None, None,
+                         {"payload_difference": "prompt_cache_key only",
+                          "differs_at": differs},
+                         title="same cached content; only prompt_cache_key (a routing hint) "
+                               "differs")
     return _RawCause("no_difference", n_b, 9, None, None,
                      {"payload_difference": "outside the cached content",
                       "differs_at": differs},
@@ -1235,23 +1375,26 @@ def _bp_detail(pa: Prepared, pb: Prepared, alive: list[int], p: _Prediction) -> 
 
 
 def _top_entry(pa: Prepared) -> int:
-    """Anthropic: estimated tokens up to A's last breakpoint that writes an entry (0: none)."""
+    """Anthropic and GPT-5.6+: estimated tokens up to A's last breakpoint that writes an
+    entry (0: none)."""
     minimum = int(getattr(pa.policy, "min_cacheable_tokens", 0) or 0)
-    return max((pa.end(k) for k in pa.bps if pa.end(k) >= minimum), default=0)
+    written = openai_written(pa) if explicit_breakpoints(pa) else pa.bps
+    return max((pa.end(k) for k in written if pa.end(k) >= minimum), default=0)
 
 
 def calibration(pa: Prepared, usage_a: Usage | None) -> float:
     """Ratio reported / estimated tokens of request A (1.0 when unknown).
 
-    Anthropic, when A's usage reports a cache read or write and A has a breakpoint that
-    writes: the ratio of the cached prefix (A's reported read + write over our estimate of
+    Anthropic and OpenAI GPT-5.6+ (whose usage reports writes), when A's usage reports a cache
+    read or write and A has a breakpoint that writes: the ratio of the cached prefix (A's reported read + write over our estimate of
     the tokens up to its last written breakpoint), the scale of every cached position. The
     uncached tail gets its own correction (:func:`_tail_correction`), so the tail's error is
     not spread over the cached prefix.
-    Otherwise (OpenAI, or no cache numbers): A's reported total input over our estimate."""
+    Otherwise (OpenAI before GPT-5.6, or no cache numbers): A's reported total input over our
+    estimate."""
     if usage_a is None:
         return 1.0
-    if pa.family == "anthropic":
+    if cache_reported(pa):
         cached = (usage_a.cache_read or 0) + (usage_a.cache_write or 0)
         top = _top_entry(pa) if cached else 0
         if top:
@@ -1264,7 +1407,7 @@ def calibration(pa: Prepared, usage_a: Usage | None) -> float:
 def _calibration_note(pa: Prepared, usage_a: Usage | None, scale: float,
                       tail_scale: float, tail: float) -> str:
     """The note saying how estimated token counts were calibrated to A's usage."""
-    if pa.family != "anthropic" or usage_a is None or not _top_entry(pa) or not (
+    if not cache_reported(pa) or usage_a is None or not _top_entry(pa) or not (
             (usage_a.cache_read or 0) + (usage_a.cache_write or 0)):
         return f"token counts scaled by {scale:.4f} to match request A's reported usage"
     top = _top_entry(pa)
@@ -1294,7 +1437,7 @@ def _tail_correction(pa: Prepared, usage_a: Usage | None, scale: float
     plus what A's reported tail holds beyond its scaled estimate (a fixed framing), never
     less than minus that scaled estimate (so B's tail is not shrunk below zero by it).
     ``(scale, 0.0)`` unless :func:`calibration` calibrated A's cached prefix (Anthropic)."""
-    if usage_a is None or pa.family != "anthropic" or usage_a.uncached_input is None:
+    if usage_a is None or not cache_reported(pa) or usage_a.uncached_input is None:
         return scale, 0.0
     cached = (usage_a.cache_read or 0) + (usage_a.cache_write or 0)
     top = _top_entry(pa) if cached else 0
@@ -1309,10 +1452,10 @@ def _tail_correction(pa: Prepared, usage_a: Usage | None, scale: float
 def _written_by_a(pa: Prepared, usage_a: Usage | None) -> int | None:
     """Tokens A's reported usage shows in the cache after A (read + written), or None.
 
-    Anthropic only: its usage reports both the read and the write, so B can never read more
-    than their sum. OpenAI reports no write on most models; its prediction is already bounded
-    by A's reported prompt tokens (rounded down to the 128-token grid)."""
-    if usage_a is None or pa.family != "anthropic":
+    Anthropic and OpenAI GPT-5.6+: their usage reports both the read and the write, so B can
+    never read more than their sum. OpenAI before GPT-5.6 reports no write; its prediction is
+    already bounded by A's reported prompt tokens (rounded down to the 128-token grid)."""
+    if usage_a is None or not cache_reported(pa):
         return None
     if usage_a.cache_read is None or usage_a.cache_write is None:
         return None
@@ -1411,6 +1554,8 @@ def _diagnostics(raw: RawDiagnostics | None, primary: str, causes: list[Cause],
         elif raw.reason == "cache_hit":
             ours = ours if verdict == "miss_explained" else "cache_hit"
             agrees = verdict != "miss_explained"
+        elif raw.reason in ROUTING_CAUSES and any(c.code == raw.reason for c in causes):
+            ours, agrees = raw.reason, True  # a warning-level cause of ours names it too
         elif raw.reason == "context_compacted":
             agrees = primary in ("message_removed", "message_rewritten")
         else:
@@ -1426,7 +1571,7 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
          model: str | None = None, timestamps: tuple[Any, Any] | None = None,
          usage_a: Any = None, usage_b: Any = None, diagnostics_b: Any = None,
          prices: Any = None, redact: bool = False,
-         same_workspace: bool | None = None) -> DiffResult:
+         same_workspace: bool | None = None, response_a: Any = None) -> DiffResult:
     """Explain why request ``b`` misses (or would miss) what request ``a`` left in the cache.
 
     Args:
@@ -1447,6 +1592,19 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
         redact: show hashes instead of text excerpts.
         same_workspace: whether both were sent with the same API key / workspace (caches are
             isolated per workspace); reported as a check, None when unknown.
+        response_a: A's whole response (Responses API; default: ``usage_a`` when it is a
+            whole response). Used when B chains on A with ``previous_response_id``.
+
+    ``previous_response_id`` (Responses API): the server prepends the stored conversation
+    (that response's input and output) to B's input, so B's prompt is not its body. When B
+    names one: if A's response id is known and differs, or A itself names one, the verdict is
+    ``cannot_tell`` (cause ``previous_response_chained``; no numbers, never "0 reads").
+    Otherwise B is taken to continue A (checked when A's response id is known, assumed
+    when the bodies are all there is): B's prompt is A's input + A's output + B's input
+    (:func:`chained_body`) and is compared as usual; a healthy chained turn has cause
+    ``previous_response_chained`` instead of ``append_only``. Without A's output (no
+    response given) it is left out and a note says B's predicted write and uncached input are
+    lower bounds; the read is not affected (A's entries end before A's output).
 
     Returns:
         A :class:`DiffResult` (tokens; USD; see its attribute docs).
@@ -1458,6 +1616,35 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
     """
     from promptcache._times import gap_seconds, parse_timestamp
 
+    chain = _chain_of(b, provider)
+    a_response = usage_a if response_a is None else response_a
+    chain_note: str | None = None
+    partial = False
+    if chain is not None:
+        a_id = _response_id(a_response)
+        if a_id is not None and a_id != chain:
+            why = (f"B continues the stored response {chain!r} (previous_response_id), "
+                   f"not A (A's response id is {a_id!r}): its prefix is that response's "
+                   "conversation, which the bodies do not show")
+            pa, pb = _prepare_pair(a, b, provider, model)
+            return cannot_tell(pa, pb, usage_b=read_usage(usage_b, pb.family), reason=why)
+        if isinstance(a.get("previous_response_id"), str):
+            why = (f"A itself continues the stored response {a['previous_response_id']!r}: "
+                   "A's and B's prompts start with a conversation the bodies do not show")
+            pa, pb = _prepare_pair(a, b, provider, model)
+            return cannot_tell(pa, pb, usage_b=read_usage(usage_b, pb.family), reason=why)
+        output = response_output(a_response)
+        partial = output is None
+        b = chained_body(a, output or [], b)
+        checked = "checked" if a_id is not None else "not checkable from the bodies: assumed"
+        chain_note = (f"previous_response_id {chain!r}: B's prompt is A's input + A's output + "
+                      f"B's input (the server prepends the stored conversation; "
+                      f"instructions are not carried over); that it names A is {checked}; "
+                      "input indices below count in that combined input")
+        if partial:
+            chain_note += ("; A's output is not given (pass A's response): it is left out, "
+                           "so B's predicted write and uncached input are lower bounds (the "
+                           "read is not affected: A's entries end before A's output)")
     pa, pb = _prepare_pair(a, b, provider, model)
     gap = None
     if timestamps is not None:
@@ -1473,7 +1660,129 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
     alt = _alternative(pa, pb, result, provider, model, gap, ua, price_table)
     if alt is not None:
         result = result.model_copy(update={"recommended_alternative": alt})
+    if chain is not None and chain_note is not None:
+        result = mark_chained(result, chain, chain_note, partial=partial)
     return result
+
+
+def chained_id(p: Prepared) -> str | None:
+    """The ``previous_response_id`` of a Responses request (None: none, or another shape)."""
+    if p.view.provider != "openai-responses":
+        return None
+    value = p.payload.get("previous_response_id")
+    return value if isinstance(value, str) and value else None
+
+
+def _chain_of(b: Mapping[str, Any], provider: str | None) -> str | None:
+    value = b.get("previous_response_id")
+    if not isinstance(value, str) or not value:
+        return None
+    if provider not in (None, "", "auto", "openai", "openai-responses"):
+        return None
+    return value
+
+
+def _response_id(response: Any) -> str | None:
+    """The ``id`` of a Responses response (a dict or SDK object), or None."""
+    rid = response.get("id") if isinstance(response, Mapping) else getattr(response, "id", None)
+    return rid if isinstance(rid, str) and rid.startswith("resp") else None
+
+
+def response_output(response: Any) -> list[Any] | None:
+    """A Responses response's ``output`` items as input items (None when not given).
+
+    The stored conversation that ``previous_response_id`` prepends is the earlier request's
+    input followed by its output items (assistant messages, function calls, reasoning); the
+    items are passed on as the response holds them (an SDK object is dumped to JSON)."""
+    if response is None:
+        return None
+    if not isinstance(response, Mapping) and hasattr(response, "model_dump"):
+        try:
+            response = response.model_dump(mode="json")
+        except (TypeError, ValueError):
+            return None
+    if not isinstance(response, Mapping):
+        return None
+    output = response.get("output")
+    if not isinstance(output, list):
+        return None
+    return [dict(item) for item in output if isinstance(item, Mapping)]
+
+
+def _input_items(value: Any) -> list[Any]:
+    """A Responses ``input`` as a list of items (a string is one user message)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    return list(value) if isinstance(value, list) else [value]
+
+
+def chained_body(a: Mapping[str, Any], a_output: Sequence[Any],
+                 b: Mapping[str, Any]) -> dict[str, Any]:
+    """B's effective body when its ``previous_response_id`` names A's response: A's input, then
+    A's output items, then B's input (B's own ``instructions``, tools and settings; the API
+    does not carry instructions over). Sources: https://platform.openai.com/docs/guides/
+    conversation-state, openai-python ``ResponseCreateParams.previous_response_id`` /
+    ``instructions`` (hosted-api-rules.md [O3])."""
+    body = {k: v for k, v in b.items() if k != "previous_response_id"}
+    body["input"] = [*_input_items(a.get("input")), *a_output, *_input_items(b.get("input"))]
+    return body
+
+
+def cannot_tell(pa: Prepared, pb: Prepared, *, usage_b: Any, reason: str) -> DiffResult:
+    """The result when B's prefix cannot be compared from the bodies (B continues a stored
+    response the diff does not have): verdict ``cannot_tell``, cause
+    ``previous_response_chained``, no prediction, no lost tokens and no cost (never "0
+    reads"). Changes outside the input that invalidate every entry on their own (model,
+    tools, documented request settings) are listed as secondary causes."""
+    if usage_b is not None and not isinstance(usage_b, Usage):
+        usage_b = read_usage(usage_b, pb.family)
+    causes = [_make_cause(_RawCause("previous_response_chained", 0, 0, None,
+                                    "previous_response_id",
+                                    {"previous_response_id": chained_id(pb)}, reason))]
+    if pa.model and pb.model and pa.model != pb.model:
+        causes.append(_make_cause(_RawCause("model_changed", 0, 0, "tools", "model",
+                                            {"from": pa.model, "to": pb.model})))
+    causes.extend(_make_cause(c) for c in _param_causes(pa, pb))
+    n = min(len(pa.keys), len(pb.keys))
+    first = next((k for k in range(n) if pa.keys[k] != pb.keys[k]), n)
+    if (first < len(pa.keys) and pa.segs[first].tier == "tools") or \
+            (first < len(pb.keys) and pb.segs[first].tier == "tools"):
+        # a tool change invalidates every entry, whatever conversation B continues
+        causes.extend(_make_cause(c) for c in _classify(pa, pb, first, redact=True)[0])
+    observed = None
+    if usage_b is not None:
+        observed = ObservedUsage.model_construct(cache_read=usage_b.cache_read,
+                                                 cache_write=usage_b.cache_write,
+                                                 uncached_input=usage_b.uncached_input)
+    return DiffResult.model_construct(
+        provider=pb.view.provider, model=pb.model, verdict="cannot_tell",
+        cause=causes[0].code, causes=causes, divergence=None, invalidated_levels=[],
+        reusable_prefix="unknown", semantic_equal=False, identical_prefix_tokens=0,
+        ideal_cache_read=None, predicted=None, lost_tokens=None, miss_cost_usd=None,
+        extra_cost_base_tokens=None, observed=observed, classification=None, checks=[],
+        diagnostics=None, token_counts_exact=pb.view.counter_exact,
+        notes=[c.note for c in causes if c.note])
+
+
+def mark_chained(result: DiffResult, chain: str, note: str, *, partial: bool = False
+                 ) -> DiffResult:
+    """``result`` of a B whose ``previous_response_id`` was resolved into its effective body:
+    a no-change primary cause (``append_only``: the healthy chained turn) becomes
+    ``previous_response_chained`` (B continues A), and ``note`` is added to the notes."""
+    causes = list(result.causes)
+    detail = {"previous_response_id": chain,
+              "a_output": "left out (not given)" if partial else "known"}
+    if causes and causes[0].code in ("append_only",):
+        old = causes[0]
+        info = CAUSES["previous_response_chained"]
+        causes[0] = Cause.model_construct(
+            code=info.code, title=info.title, tier=None, path="previous_response_id",
+            segment_index=old.segment_index, detail={**detail, **old.detail},
+            fix_hint=info.fix_hint, source=info.source, note="")
+    return result.model_copy(update={"causes": causes, "cause": causes[0].code if causes
+                                     else result.cause, "notes": [*result.notes, note]})
 
 
 def _prepare_pair(a: Mapping[str, Any], b: Mapping[str, Any], provider: str | None,

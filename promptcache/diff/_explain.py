@@ -47,6 +47,16 @@ impossible lists the causes it contradicts under ``detail.causes_not_confirmed_b
 The first request of a session is a ``cold_start``, unless its prefix is below the model's
 minimum (it writes nothing): ``uncached`` with cause ``below_minimum`` (case BR-14).
 
+Responses ``previous_response_id``: the server prepends the stored conversation (the named
+response's input and output) to the request's input. When the named response is an earlier
+line of the log with its ``response.output``, the request is explained as that conversation
+followed by its own input (:func:`~promptcache.diff._engine.chained_body`; chains of chains
+resolve line by line), so a chained turn reads what the turn before wrote. When it is not (the
+log starts mid-conversation, the response was logged without its output), the row's status is
+``cannot_tell`` with cause ``previous_response_chained`` and no prediction (never "0 reads").
+Only the conversations of responses that a later line continues are kept, until the last such
+line (the light scan counts them).
+
 Provider diagnostics are judged against the baseline the provider used: the request's
 ``diagnostics.previous_message_id`` (Anthropic) or ``prompt_cache_options.comparison_response_id``
 (OpenAI) when that response is in the log, else the request's baseline above.
@@ -96,12 +106,17 @@ from promptcache._errors import InputError, PromptCacheError
 from promptcache._times import TIME_KEYS, gap_seconds, timestamp_of
 from promptcache.diff._causes import NO_CHANGE_CAUSES
 from promptcache.diff._engine import (
+    ROUTING_CAUSES,
     Prepared,
     calibration,
+    chained_body,
     compare,
     entry_ttl_seconds,
+    explicit_breakpoints,
+    openai_written,
     prepare,
     read_tolerance,
+    response_output,
 )
 from promptcache.diff._inputs import (
     Prices,
@@ -148,6 +163,9 @@ class _Entry:
     indexed: set[int] = field(default_factory=set)  # the digests it is a writer of
     prefix_hash: str | None = None  # the usage record's prompt fingerprint, if logged
     family: str | None = None  # provider family, once known
+    output: list[Any] | None = None  # the Responses response's output items, if logged
+    chained: str | None = None  # previous_response_id that could not be resolved
+    continues: str | None = None  # previous_response_id resolved from the log
 
 
 @dataclass(slots=True)
@@ -298,7 +316,7 @@ def _entry(n: int, obj: Any, label: str) -> _Entry:
     provider = obj.get("provider") if isinstance(obj.get("provider"), str) else None
     return _Entry(n, request, usage, timestamp, session,
                   str(rid) if rid is not None else None, parse_diagnostics(obj), provider, model,
-                  prefix_hash=_prefix_hash(obj))
+                  prefix_hash=_prefix_hash(obj), output=response_output(response))
 
 
 def _prefix_hash(obj: Mapping[str, Any]) -> str | None:
@@ -398,7 +416,10 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
     source = _replayable(log, label)
     # named: the response ids that requests name as the provider's diagnostics baseline, and
     # how many of the requests naming each are still to come (its view goes after the last)
-    n_lines, named = _scan(source, label)
+    # chains: the response ids that requests continue (previous_response_id), and how many
+    # requests still to come name each; stored: the conversation each of them holds
+    n_lines, named, chains = _scan(source, label)
+    stored: dict[str, list[Any]] = {}
     baselines: dict[str, Prepared] = {}
     show = progress if progress is not None else (
         n_lines >= PROGRESS_THRESHOLD and sys.stderr.isatty())
@@ -422,8 +443,10 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
         try:
             if e.request is not None:
                 with_request += 1
-                e.prepared = prepare(e.request, prov, model=model or e.model,
+                body = _resolve_chain(e, prov, stored, chains)
+                e.prepared = prepare(body, prov, model=model or e.model,
                                      model_given=model is not None)
+                _store_chain(e, body, stored, chains)
             family = e.prepared.family if e.prepared is not None else _usage_family(e, prov)
             e.usage = read_usage(e.usage_raw, family)
             e.family = family
@@ -459,6 +482,8 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
         try:
             if e.prepared is None:  # usage only: the append-only identity, same provider/model
                 prev, res = _usage_baseline(sess, usage_key), None
+            elif e.chained is not None:  # continues a conversation the log does not hold
+                prev, res = sess.last, None
             else:
                 prev, res = _baseline(e, sess, prices_for)
             row = _explain_one(e, prev, sess, res, prices_for)
@@ -490,6 +515,62 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
         e.diagnostics = None
 
     return _report(out, len(sessions)), with_request
+
+
+def _chain_id(request: Mapping[str, Any] | None, provider: str | None) -> str | None:
+    """The ``previous_response_id`` of a Responses request (None: none, or not Responses)."""
+    if not isinstance(request, Mapping):
+        return None
+    value = request.get("previous_response_id")
+    if not isinstance(value, str) or not value or "messages" in request:
+        return None
+    if provider not in (None, "", "auto", "openai", "openai-responses"):
+        return None
+    return value
+
+
+def _resolve_chain(e: _Entry, provider: str | None, stored: dict[str, list[Any]],
+                   chains: dict[str, int]) -> Mapping[str, Any]:
+    """The body to explain for ``e``: with ``previous_response_id`` naming a logged response,
+    that response's conversation (its effective input, then its output items) followed by
+    ``e``'s own input, as the server builds it (:func:`~promptcache.diff._engine.chained_body`);
+    a chain the log does not resolve (the response is not logged, holds no output, or
+    continues one that is not) marks ``e.chained`` and returns the body as logged."""
+    assert e.request is not None
+    prev = _chain_id(e.request, provider)
+    if prev is None:
+        return e.request
+    if prev in chains:  # one request fewer still continues it
+        chains[prev] -= 1
+    conv = stored.get(prev)
+    if prev in chains and not chains[prev]:
+        del chains[prev]
+        stored.pop(prev, None)
+    if conv is None:
+        e.chained = prev
+        return e.request
+    e.continues = prev
+    return chained_body({"input": conv}, (), e.request)
+
+
+def _store_chain(e: _Entry, body: Mapping[str, Any], stored: dict[str, list[Any]],
+                 chains: dict[str, int]) -> None:
+    """Keep ``e``'s conversation (effective input + output) when a later request continues
+    its response and both are known; let the output go."""
+    output, e.output = e.output, None
+    if e.response_id is None or e.response_id not in chains or e.chained is not None:
+        return
+    if output is None or not isinstance(body.get("input", []), (list, str)):
+        return
+    stored[e.response_id] = [*_as_items(body.get("input")), *output]
+
+
+def _as_items(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    return list(value)
 
 
 def _baseline_id(request: Mapping[str, Any] | None) -> str | None:
@@ -629,27 +710,37 @@ def _replayable(log: str | Path | Iterable[Any], label: str) -> str | Path | Ite
     return _Replay(list(log))
 
 
-#: Text that a line naming a diagnostics baseline holds (``\u00``: a key spelt with escapes).
-_NAMING_NEEDLES = ("previous_message_id", "comparison_response_id", "\\u00")
+#: Text that a line naming a diagnostics baseline or continuing a response holds (``\u00``: a
+#: key spelt with escapes; ``previous_response_id`` with a string value, as JSON writers
+#: space it).
+_NAMING_NEEDLES = ("previous_message_id", "comparison_response_id", "\\u00",
+                   '"previous_response_id":"', '"previous_response_id": "')
 
 
-def _scan(log: str | Path | Iterable[Any], label: str) -> tuple[int, dict[str, int]]:
-    """Count the lines of ``log`` (for the progress bar), and how many requests name each
-    response id as their diagnostics baseline (:func:`_baseline_id`), without keeping any line.
+def _scan(log: str | Path | Iterable[Any], label: str
+          ) -> tuple[int, dict[str, int], dict[str, int]]:
+    """Count the lines of ``log`` (for the progress bar), how many requests name each
+    response id as their diagnostics baseline (:func:`_baseline_id`), and how many continue
+    each response id (``previous_response_id``), without keeping any line.
 
     Text lines are parsed only when they hold one of :data:`_NAMING_NEEDLES`. Nothing is
     raised here: a line that cannot be read is reported by the explaining pass, in line order.
     """
     named: dict[str, int] = {}
+    chains: dict[str, int] = {}
     count = 0
 
     def note(n: int, obj: Any) -> None:
         try:
-            wanted = _baseline_id(_entry(n, obj, label).request)
+            request = _entry(n, obj, label).request
         except (InputError, RecursionError):
             return
+        wanted = _baseline_id(request)
         if wanted is not None:
             named[wanted] = named.get(wanted, 0) + 1
+        chain = _chain_id(request, None)
+        if chain is not None:
+            chains[chain] = chains.get(chain, 0) + 1
 
     def text_line(n: int, text: str) -> None:
         nonlocal count
@@ -666,18 +757,18 @@ def _scan(log: str | Path | Iterable[Any], label: str) -> tuple[int, dict[str, i
         try:
             handle = Path(log).open(encoding="utf-8", errors="replace")
         except OSError:
-            return 0, named
+            return 0, named, chains
         with handle:
             for n, text in enumerate(handle, 1):
                 text_line(n, text)
-        return count, named
+        return count, named, chains
     for n, item in enumerate(log, 1):
         if isinstance(item, (str, bytes)):
             text_line(n, item.decode("utf-8", "replace") if isinstance(item, bytes) else item)
         else:
             count += 1
             note(n, item)
-    return count, named
+    return count, named, chains
 
 
 def _raise_unreadable_first(lines: Iterator[tuple[int, Any]], label: str) -> None:
@@ -775,6 +866,8 @@ def _written_at(p: Prepared) -> list[int]:
     if p.family == "anthropic":
         return sorted(set(p.bps))
     minimum = int(getattr(p.policy, "min_cacheable_tokens", 0) or 0)
+    if explicit_breakpoints(p):  # GPT-5.6+: its written breakpoints only
+        return [j for j in openai_written(p) if p.end(j) >= minimum]
     return sorted(set(p.bps) | {s.index for s in p.segs if s.end_token >= minimum})
 
 
@@ -846,7 +939,8 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
         return last, (_compare(e, last, prices_for) if last is not None else None)
     e.digests = digests = _digests(p)
     # OpenAI reads whole 128-token steps: a read one step short of a prefix's end is full
-    step = 0 if p.family == "anthropic" else int(getattr(p.policy, "cache_step_tokens", 128) or 1)
+    step = 0 if p.family == "anthropic" or explicit_breakpoints(p) else \
+        int(getattr(p.policy, "cache_step_tokens", 128) or 1)
     best: tuple[float, bool] | None = None
     slack = 0.0
     best_entry: _Entry | None = None
@@ -905,6 +999,15 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session, res: DiffResult
                             "response_id": e.response_id,
                             "compared_with_line": prev.line if prev is not None else None}
     observed = e.usage.cache_read if e.usage is not None else None
+    if e.chained is not None:  # its prompt starts with a conversation the log does not hold
+        return RequestExplanation(
+            **base, status="cannot_tell", cause="previous_response_chained",
+            path="previous_response_id", observed_cache_read=observed,
+            detail={"previous_response_id": e.chained,
+                    "reason": "the response it continues is not in the log (or was logged "
+                              "without its output, or continues one that is not): the "
+                              "server prepends that conversation to its input, so its "
+                              "prefix cannot be compared from the log"})
     if prev is None:
         facts = _below_minimum(e.prepared)
         if facts is not None:  # writes nothing: not a cold start (case BR-14)
@@ -935,7 +1038,9 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session, res: DiffResult
             predicted_cache_read=pred, observed_cache_read=observed,
             lost_tokens=res.lost_tokens if missed else 0,
             miss_cost_usd=res.miss_cost_usd if missed else 0.0,
-            diagnostics=res.diagnostics, detail=_detail(res, gap, missed, pred, observed))
+            diagnostics=res.diagnostics, detail={
+                **_detail(res, gap, missed, pred, observed),
+                **({"previous_response_id": e.continues} if e.continues else {})})
     # usage only: the append-only identity
     if e.usage is None or prev.usage is None or e.usage.cache_read is None \
             or prev.usage.cache_read is None:
@@ -968,7 +1073,13 @@ def _detail(res: DiffResult, gap: float | None, missed: bool, pred: int | None,
     out: dict[str, Any] = {}
     if gap is not None:
         out["gap_seconds"] = gap
-    found = [c.code for c in res.causes if c.code not in NO_CHANGE_CAUSES]
+    found = [c.code for c in res.causes
+             if c.code not in NO_CHANGE_CAUSES and c.code not in ROUTING_CAUSES]
+    routing = next((c for c in res.causes if c.code in ROUTING_CAUSES), None)
+    if routing is not None:  # a routing hint changed: name it, whatever the outcome
+        out["routing"] = (f"prompt_cache_key changed from {routing.detail.get('from')!r} to "
+                          f"{routing.detail.get('to')!r}: a routing hint, the read is likely "
+                          "but not certain" + (" (and it was read)" if observed else ""))
     if found and res.observed is not None and (not missed or (
             pred is not None and observed is not None
             and observed > pred + read_tolerance(res.ideal_cache_read))):

@@ -25,7 +25,7 @@ __all__ = [
     "RequestExplanation",
 ]
 
-Verdict = Literal["miss_explained", "unexplained_miss", "no_miss"]
+Verdict = Literal["miss_explained", "unexplained_miss", "no_miss", "cannot_tell"]
 
 
 class _Frozen(BaseModel):
@@ -155,7 +155,9 @@ class DiffResult(_Frozen):
         model: model id of B (None when neither request nor caller names one).
         verdict: ``miss_explained`` (a cause in the requests explains lost cache reads),
             ``unexplained_miss`` (observed reads fall short and nothing in the payload
-            explains it: provider side), ``no_miss``.
+            explains it: provider side), ``no_miss``, ``cannot_tell`` (B continues a stored
+            Responses conversation, ``previous_response_id``, that is not A's or not known:
+            its prefix cannot be compared from the bodies; no prediction, no lost tokens).
         cause: the primary cause code (the earliest in prefix order); ``append_only`` when B
             is A plus new segments and nothing else differs (the healthy next turn),
             ``no_difference`` when the cached contents do not differ.
@@ -232,8 +234,10 @@ class RequestExplanation(_Frozen):
         status: ``cold_start`` (first of a session, unless it writes nothing because its prefix
             is below the model's minimum: then ``uncached``), ``hit``, ``miss_explained``,
             ``unexplained_miss``, ``prefix_regression`` (usage-only logs), ``uncached``
-            (nothing read and nothing could be) or ``no_usage`` (no usage logged and nothing
-            predicted lost).
+            (nothing read and nothing could be), ``no_usage`` (no usage logged and nothing
+            predicted lost) or ``cannot_tell`` (a Responses request whose
+            ``previous_response_id`` names a response the log does not hold with its output:
+            cause ``previous_response_chained``, no prediction).
         cause: primary cause code (None for cold starts and hits); for ``uncached``,
             ``below_minimum`` when the prefix is below the model's minimum.
         secondary: other cause codes.
@@ -243,7 +247,10 @@ class RequestExplanation(_Frozen):
         lost_tokens: tokens that had to be rewritten.
         miss_cost_usd: USD of the miss (None when prices are unknown).
         diagnostics: the provider's diagnosis beside ours.
-        detail: extra facts (expected minimum read for usage-only checks, gap seconds).
+        detail: extra facts (expected minimum read for usage-only checks, gap seconds;
+            ``routing`` when ``prompt_cache_key`` changed, a routing hint that makes a read
+            likely but not certain; ``previous_response_id`` when the request continues a
+            logged response).
         compared_with_line: line number of the earlier request this one was compared with:
             the one whose still-live cache entries give the longest expected read, else the
             session's last request (None for the first request of a session).
