@@ -349,7 +349,9 @@ class PrefixView:
             ``output_config``, ``prompt_cache_key``, ``temperature``, ...).
         automatic: the Anthropic top-level breakpoint, if the request has one.
         automatic_index: the segment the automatic breakpoint resolved to (None if none).
-        counter_exact: whether the token counts are exact (False for Anthropic estimates).
+        counter_exact: whether the token counts are exact (False for Anthropic estimates and
+            for every OpenAI-format request, whose role framing is estimated:
+            :func:`promptcache.tokens.view_count_error` bounds it in tokens).
     """
 
     provider: Provider
