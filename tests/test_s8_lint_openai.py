@@ -102,6 +102,20 @@ def test_pc308_does_not_size_a_chained_prompt_by_its_body() -> None:
     assert f"previous_response_id adds, plus {tokens} tokens in the body" in f.message
 
 
+@pytest.mark.parametrize("field,noted", [("previous_response_id", True),
+                                          ("conversation", True), ("prompt", False)])
+def test_pc101_says_the_stored_turns_after_the_value_lose_caching_too(field: str,
+                                                                       noted: bool) -> None:
+    body = {"model": "gpt-5.6", "instructions": "Now: 2026-11-30T12:00:00Z. " + LONG,
+            "input": [{"role": "user", "content": "cactus?"}], field: "x_1"}
+    [f] = codes(lint_request(body), "PC101")
+    note = f"{field} adds come after it and lose caching too (their size is not in the body)"
+    assert (note in f.message) is noted
+    del body[field]
+    [plain] = codes(lint_request(body), "PC101")
+    assert "adds come after it" not in plain.message
+
+
 # ------------------------------------------------------------------ finding 11: PC301 message
 def bp_on_4o(model: str = "gpt-4o") -> dict[str, Any]:
     return {"model": model, "input": [{"role": "user", "content": [

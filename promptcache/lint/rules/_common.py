@@ -82,6 +82,10 @@ class VolatileHit:
             written); OpenAI reads any earlier prefix, so it equals ``tokens_invalidated``.
         readable_path: Anthropic: the last breakpoint before the value a request can read
             (its prefix reaches the model's minimum); None when there is none, and for OpenAI.
+        stored_after: what the server adds after the value and that loses caching with it,
+            uncounted (a value in the tools or ``instructions`` of a Responses request chained
+            with ``previous_response_id``: "the earlier turns previous_response_id adds");
+            None when the whole prompt after the value is in the body.
     """
 
     segment: Segment
@@ -91,6 +95,7 @@ class VolatileHit:
     breakpoint_path: str | None
     tokens_rewritten: int
     readable_path: str | None
+    stored_after: str | None = None
 
 
 #: Roles whose messages are regenerated on every call (system prompts), wherever they sit.
@@ -109,6 +114,10 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
         counter = get_counter(ctx.view.model)
         anthropic = ctx.view.provider == "anthropic"
         minimum = ctx.facts.min_cacheable_tokens or 0
+        # the conversation a chained Responses request continues follows its tools and
+        # instructions (a stored prompt template's place is not known: no note for it)
+        chained = [f for f in stored_prompt_fields(ctx) if f != "prompt"]
+        stored = _STORED_LABELS[chained[0]] if chained else None
         for seg in ctx.view.segments[:end + 1]:
             if not seg.text or (seg.tier == "messages" and seg.role not in _REGENERATED_ROLES):
                 continue  # history is sent byte-identical on every later request
@@ -130,23 +139,28 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
                         readable.end_token if readable is not None else 0))
                 hits.append(VolatileHit(seg, m, text_path(seg), invalidated,
                                         bp.path if bp is not None else None, rewritten,
-                                        readable.path if readable is not None else None))
+                                        readable.path if readable is not None else None,
+                                        stored if seg.tier != "messages" else None))
     ctx.scratch["volatile"] = hits
     return hits
 
 
 def rewritten_note(hit: VolatileHit) -> str:
     """The end of a finding's message when the tokens before the value are written again too
-    (Anthropic, no readable breakpoint close before it); "" when only those after it are."""
+    (Anthropic, no readable breakpoint close before it), or when a stored prompt the server
+    adds after the value loses caching too (uncounted, :attr:`VolatileHit.stored_after`);
+    "" when only the counted tokens after it are."""
+    stored = (f"; {hit.stored_after} come after it and lose caching too (their size is not "
+              "in the body)") if hit.stored_after else ""
     extra = hit.tokens_rewritten - hit.tokens_invalidated
     if extra <= 0:
-        return ""
+        return stored
     if hit.readable_path is None:
         where = "no breakpoint before it can be read"
     else:
         where = f"the last breakpoint before it that can be read is at {hit.readable_path}"
     return (f"; {where}, so the {extra} tokens before it are written again too "
-            f"({hit.tokens_rewritten} per change)")
+            f"({hit.tokens_rewritten} per change)") + stored
 
 
 def _readable_before(ctx: RequestContext, seg: Segment) -> Segment | None:
