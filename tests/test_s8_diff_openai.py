@@ -237,3 +237,24 @@ def test_key_change_alone_is_a_routing_warning(backend: LocalBackend) -> None:
     assert row.status == "hit" and row.observed_cache_read == read_b
     assert row.predicted_cache_read is not None and row.predicted_cache_read > 0
     assert "prompt_cache_key" in row.detail.get("routing", "")
+
+
+def test_explain_resolves_a_chain_logged_as_json_strings(backend: LocalBackend) -> None:
+    lines = _log_chain(backend, "s8-strings")
+    as_text = [dict(x, request=json.dumps(x["request"])) for x in lines]
+    rep = explain([json.dumps(x) for x in as_text])
+    read_b, write_b = _read_write(lines[1]["response"])
+    assert rep.requests[1].predicted_cache_read == read_b
+    assert rep.requests[2].lost_tokens == read_b + write_b
+
+
+def test_gpt56_explicit_mode_without_breakpoints_caches_nothing() -> None:
+    a = _responses_a("s8-off")
+    a["input"][0]["content"][0].pop("prompt_cache_breakpoint")
+    a["prompt_cache_options"] = {"mode": "explicit"}
+    b = copy.deepcopy(a)
+    b["input"].append({"role": "user", "content": "more"})
+    r = diff(a, b)
+    assert r.predicted is not None and r.predicted.cache_read == 0
+    assert r.predicted.cache_write == 0 and r.ideal_cache_read == 0
+    assert any("caching is off" in n for n in r.notes)

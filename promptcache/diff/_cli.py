@@ -321,6 +321,7 @@ def _print_report(r: ExplainReport, log: str, show_all: bool) -> None:
             ("miss_explained", "unexplained_miss", "prefix_regression")
             or (x.diagnostics is not None and x.diagnostics.agrees is False)]
     if not rows:
+        _print_cannot_tell(r)
         return
     table = Table(title="requests" if show_all else "misses")
     for col, justify in (("line", "right"), ("vs line", "right"), ("session:turn", "left"),
@@ -345,3 +346,13 @@ def _print_report(r: ExplainReport, log: str, show_all: bool) -> None:
     console.print(table)
     if len(rows) > 200:
         console.print(f"... {len(rows) - 200} more (use --format json for all)")
+    _print_cannot_tell(r)
+
+
+def _print_cannot_tell(r: ExplainReport) -> None:
+    """One line for the requests whose prefix the log cannot show (previous_response_id)."""
+    n = sum(1 for x in r.requests if x.status == "cannot_tell")
+    if n:
+        _console().print(f"{_count(n, 'request')} continue{'s' if n == 1 else ''} a response "
+                         "the log does not hold with its output (previous_response_id): "
+                         "cannot tell what they could read")

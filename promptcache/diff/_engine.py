@@ -973,6 +973,11 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             are per workspace); None when unknown.
         with_checks: build :attr:`DiffResult.checks` (``explain`` skips them for speed).
 
+    A Responses ``pb`` that still names a ``previous_response_id`` gives verdict
+    ``cannot_tell`` (:func:`cannot_tell`): its prompt starts with a stored conversation that
+    ``pb`` does not hold. Resolve the chain first (:func:`chained_body`), as :func:`diff`
+    and ``explain`` do.
+
     Raises:
         InvalidRequestError: the two requests are of different provider families.
     """
@@ -1053,7 +1058,10 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             minimum = int(getattr(pa.policy, "min_cacheable_tokens", 1024) or 0)
             top_a = max((pa.end(j) for j in _openai_entries(pa, n_a, None)), default=0)
             ideal = min(top_a, pb.total)
-            if not top_a and not (_openai_explicit_only(pa) and not pa.bps):
+            if _openai_explicit_only(pa) and not pa.bps:
+                notes.append("A sends prompt_cache_options.mode 'explicit' with no "
+                             "prompt_cache_breakpoint: caching is off, A wrote nothing")
+            elif not top_a:
                 raw.append(_RawCause("below_minimum", 0, 4, None, None, {
                     "minimum_tokens": minimum,
                     "largest_breakpoint_prefix_tokens": max(

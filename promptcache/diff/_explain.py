@@ -39,8 +39,9 @@ pattern) reads the turn before the side request, and a reverted change reads the
 written before the change. When no earlier entry matches, or none
 gives a longer read, the session's last request is the baseline (ties go to it). Each row
 names its baseline in ``compared_with_line``. Candidates are found through an index of the
-prefix digests each request wrote (Anthropic: its breakpoint segments; OpenAI: its automatic
-prefix, every segment boundary from the minimum on), looked up longest-first; only the last
+prefix digests each request wrote (Anthropic: its breakpoint segments; OpenAI before GPT-5.6: its
+automatic prefix, every segment boundary from the minimum on; GPT-5.6+: its written
+breakpoints, :func:`~promptcache.diff._engine.openai_written`), looked up longest-first; only the last
 ``_WINDOW`` requests of a session are indexed. A logged read that the chosen prediction says is
 impossible lists the causes it contradicts under ``detail.causes_not_confirmed_by_usage``.
 
@@ -714,7 +715,8 @@ def _replayable(log: str | Path | Iterable[Any], label: str) -> str | Path | Ite
 #: key spelt with escapes; ``previous_response_id`` with a string value, as JSON writers
 #: space it).
 _NAMING_NEEDLES = ("previous_message_id", "comparison_response_id", "\\u00",
-                   '"previous_response_id":"', '"previous_response_id": "')
+                   '"previous_response_id":"', '"previous_response_id": "',
+                   '\\"previous_response_id\\":\\"', '\\"previous_response_id\\": \\"')
 
 
 def _scan(log: str | Path | Iterable[Any], label: str
