@@ -258,3 +258,17 @@ def test_gpt56_explicit_mode_without_breakpoints_caches_nothing() -> None:
     assert r.predicted is not None and r.predicted.cache_read == 0
     assert r.predicted.cache_write == 0 and r.ideal_cache_read == 0
     assert any("caching is off" in n for n in r.notes)
+
+
+def test_unreadable_output_of_a_is_cannot_tell_not_bad_input() -> None:
+    a = _responses_a("s8-bad-output")
+    b = {k: a[k] for k in ("model", "prompt_cache_key", "tools", "max_output_tokens")}
+    b.update(previous_response_id="resp_a", input="cactus?")
+    bad = {"id": "resp_a", "output": [{"type": "message", "role": "assistant", "content": 1}]}
+    r = diff(a, b, response_a=bad)
+    assert r.verdict == "cannot_tell" and r.predicted is None
+    rep = explain([json.dumps({"request": a, "response": bad, "session_id": "x"}),
+                   json.dumps({"request": b, "response": {"id": "resp_b", "output": []},
+                               "session_id": "x"})])
+    assert rep.requests[1].status == "cannot_tell"
+    assert rep.requests[1].predicted_cache_read is None

@@ -1628,6 +1628,7 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
     a_response = usage_a if response_a is None else response_a
     chain_note: str | None = None
     partial = False
+    raw_b = b
     if chain is not None:
         a_id = _response_id(a_response)
         if a_id is not None and a_id != chain:
@@ -1643,7 +1644,7 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
             return cannot_tell(pa, pb, usage_b=read_usage(usage_b, pb.family), reason=why)
         output = response_output(a_response)
         partial = output is None
-        b = chained_body(a, output or [], b)
+        raw_b, b = b, chained_body(a, output or [], b)
         checked = "checked" if a_id is not None else "not checkable from the bodies: assumed"
         chain_note = (f"previous_response_id {chain!r}: B's prompt is A's input + A's output + "
                       f"B's input (the server prepends the stored conversation; "
@@ -1653,7 +1654,16 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
             chain_note += ("; A's output is not given (pass A's response): it is left out, "
                            "so B's predicted write and uncached input are lower bounds (the "
                            "read is not affected: A's entries end before A's output)")
-    pa, pb = _prepare_pair(a, b, provider, model)
+    try:
+        pa, pb = _prepare_pair(a, b, provider, model)
+    except InvalidRequestError as exc:
+        if chain is None:
+            raise
+        # the bodies render (else this raises again), A's output items do not, as input
+        pa, pb = _prepare_pair(a, raw_b, provider, model)
+        return cannot_tell(pa, pb, usage_b=read_usage(usage_b, pb.family), reason=(
+            f"B continues A (previous_response_id {chain!r}), but A's output cannot be "
+            f"read as input ({exc}): B's prompt cannot be rebuilt"))
     gap = None
     if timestamps is not None:
         gap = gap_seconds(parse_timestamp(timestamps[0]), parse_timestamp(timestamps[1]))
@@ -1693,7 +1703,7 @@ def _chain_of(b: Mapping[str, Any], provider: str | None) -> str | None:
 def _response_id(response: Any) -> str | None:
     """The ``id`` of a Responses response (a dict or SDK object), or None."""
     rid = response.get("id") if isinstance(response, Mapping) else getattr(response, "id", None)
-    return rid if isinstance(rid, str) and rid.startswith("resp") else None
+    return rid if isinstance(rid, str) and rid else None
 
 
 def response_output(response: Any) -> list[Any] | None:

@@ -445,8 +445,16 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
             if e.request is not None:
                 with_request += 1
                 body = _resolve_chain(e, prov, stored, chains)
-                e.prepared = prepare(body, prov, model=model or e.model,
-                                     model_given=model is not None)
+                try:
+                    e.prepared = prepare(body, prov, model=model or e.model,
+                                         model_given=model is not None)
+                except PromptCacheError:
+                    if body is e.request:
+                        raise
+                    # the stored conversation does not render as input: cannot tell
+                    e.chained, e.continues, body = e.continues, None, e.request
+                    e.prepared = prepare(body, prov, model=model or e.model,
+                                         model_given=model is not None)
                 _store_chain(e, body, stored, chains)
             family = e.prepared.family if e.prepared is not None else _usage_family(e, prov)
             e.usage = read_usage(e.usage_raw, family)
