@@ -800,8 +800,10 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         if segs:
             decisions.append(_new_decision(segs[-1].index, segs[-1].path, "turn-end", False,
                                            reason))
-        return _new_plan(view.provider, policy.model_id, (), tuple(decisions), (), None, None,
-                         total, 0.0, key, options, lookback, reuse)
+        # the caller's markers on a model that takes none are dropped (the API would 400)
+        dropped = tuple(_fix_user_markers(view, policy, max_markers)[1]) if segs else ()
+        return _new_plan(view.provider, policy.model_id, (), tuple(decisions), dropped, None,
+                         None, total, 0.0, key, options, lookback, reuse)
 
     # per-segment facts the search reads many times (plain lists: no property calls). The
     # renderer counts positions cumulatively, so they never decrease with the index: the

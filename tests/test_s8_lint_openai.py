@@ -275,9 +275,18 @@ def test_apply_plan_without_the_marker_gets_a_200(backend: LocalBackend) -> None
     assert client.responses.create(**new, max_output_tokens=4).usage is not None
 
 
-@pytest.mark.xfail(strict=True, reason="plan_breakpoints returns early for a model without "
-                   "breakpoints and never calls _fix_user_markers (a change outside this "
-                   "file's scope; see the s8 report)")
 def test_plan_breakpoints_reports_the_drop() -> None:
     plan = plan_breakpoints(render(bp_on_4o()), get_policy("gpt-4o"))
     assert [e.action for e in plan.marker_edits] == ["drop"]
+
+
+def test_wrap_auto_cache_drops_the_marker_on_gpt_4o(backend: LocalBackend) -> None:
+    """wrap(auto_cache=True) used to send the caller's marker to a model that takes none (the
+    planner returned before repairing markers): the API's 400. Now dropped, with a warning."""
+    from promptcache.sdk import PromptCacheWarning, wrap
+    from promptcache.usage import UsageTracker
+
+    client = wrap(backend.openai(), tracker=UsageTracker(), auto_cache=True, lint="off")
+    with pytest.warns(PromptCacheWarning, match="drop of your cache marker.*takes no"):
+        response = client.responses.create(**bp_on_4o(), max_output_tokens=4)
+    assert response.usage is not None
