@@ -272,3 +272,19 @@ def test_unreadable_output_of_a_is_cannot_tell_not_bad_input() -> None:
                                "session_id": "x"})])
     assert rep.requests[1].status == "cannot_tell"
     assert rep.requests[1].predicted_cache_read is None
+
+
+def test_diff_of_two_chained_turns_compares_their_structure(backend: LocalBackend) -> None:
+    """B chains on A, and A on an earlier response: both start with a stored conversation
+    of unknown size; the causes are still found, and A's / B's usage give the loss."""
+    lines = _log_chain(backend, "s8-two-chained")
+    b, c = lines[1], lines[2]
+    read_b, write_b = _read_write(b["response"])
+    same = dict(c["request"], tools=b["request"]["tools"])
+    ok = diff(b["request"], same)  # as the wrapper's test helper calls it: bodies only
+    assert ok.verdict == "no_miss" and ok.cause == "previous_response_chained"
+    assert ok.lost_tokens is None and ok.predicted is None
+    r = diff(b["request"], c["request"], usage_a=b["response"]["usage"],
+             usage_b=c["response"]["usage"], response_a=b["response"])
+    assert r.verdict == "miss_explained" and r.cause == "tool_changed"
+    assert r.lost_tokens == read_b + write_b and r.predicted is None

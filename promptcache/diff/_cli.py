@@ -189,6 +189,9 @@ def _print_diff(r: DiffResult, a: str, b: str) -> None:
                                f"{_tokens(r.predicted.cache_read)} and writes "
                                f"{'at least ' if partial else ''}"
                                f"{_tokens(r.predicted.cache_write)} (predicted{basis})")
+    elif r.ideal_cache_read is not None:
+        grid.add_row("tokens", f"A left {_tokens(r.ideal_cache_read)} cached (A's usage); "
+                               "B's read is not predicted (see the notes)")
     elif r.verdict == "cannot_tell":
         grid.add_row("tokens", "cannot tell: B's prefix is a stored conversation the bodies "
                                "do not show (no prediction)")

@@ -1605,14 +1605,17 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
 
     ``previous_response_id`` (Responses API): the server prepends the stored conversation
     (that response's input and output) to B's input, so B's prompt is not its body. When B
-    names one: if A's response id is known and differs, or A itself names one, the verdict is
-    ``cannot_tell`` (cause ``previous_response_chained``; no numbers, never "0 reads").
-    Otherwise B is taken to continue A (checked when A's response id is known, assumed
+    names one: if A's response id is known and differs, the verdict is ``cannot_tell``
+    (cause ``previous_response_chained``; no numbers, never "0 reads"). Otherwise B is taken
+    to continue A (checked when A's response id is known, assumed
     when the bodies are all there is): B's prompt is A's input + A's output + B's input
     (:func:`chained_body`) and is compared as usual; a healthy chained turn has cause
     ``previous_response_chained`` instead of ``append_only``. Without A's output (no
     response given) it is left out and a note says B's predicted write and uncached input are
-    lower bounds; the read is not affected (A's entries end before A's output).
+    lower bounds; the read is not affected (A's entries end before A's output). When A itself
+    names a ``previous_response_id``, both prompts start with a conversation of unknown size:
+    the structure is compared (causes found as usual) but no token numbers are predicted;
+    A's usage (read + write) gives the ideal read and B's usage the lost tokens.
 
     Returns:
         A :class:`DiffResult` (tokens; USD; see its attribute docs).
@@ -1637,11 +1640,10 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
                    "conversation, which the bodies do not show")
             pa, pb = _prepare_pair(a, b, provider, model)
             return cannot_tell(pa, pb, usage_b=read_usage(usage_b, pb.family), reason=why)
-        if isinstance(a.get("previous_response_id"), str):
-            why = (f"A itself continues the stored response {a['previous_response_id']!r}: "
-                   "A's and B's prompts start with a conversation the bodies do not show")
-            pa, pb = _prepare_pair(a, b, provider, model)
-            return cannot_tell(pa, pb, usage_b=read_usage(usage_b, pb.family), reason=why)
+        if isinstance(a.get("previous_response_id"), str) and a["previous_response_id"]:
+            return _diff_shared_head(a, b, chain, response_output(a_response), provider,
+                                     model, usage_a, usage_b, diagnostics_b, redact,
+                                     prices, checked=a_id is not None)
         output = response_output(a_response)
         partial = output is None
         raw_b, b = b, chained_body(a, output or [], b)
@@ -1681,6 +1683,96 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
     if chain is not None and chain_note is not None:
         result = mark_chained(result, chain, chain_note, partial=partial)
     return result
+
+
+#: Causes that depend on token counts (the minimum, the TTL, breakpoint reach): not judged
+#: when A's and B's prompts start with a stored conversation of unknown size.
+_SIZE_CAUSES = frozenset({"below_minimum", "ttl_expired", "breakpoint_moved"})
+
+
+def _diff_shared_head(a: Mapping[str, Any], b: Mapping[str, Any], chain: str,
+                      output: list[Any] | None, provider: str | None, model: str | None,
+                      usage_a: Any, usage_b: Any, diagnostics_b: Any, redact: bool,
+                      prices: Any, *, checked: bool) -> DiffResult:
+    """B chains on A, and A itself continues a stored response: both prompts start with the
+    same conversation (A's), which the bodies do not show.
+
+    The structure is still known: B's prompt is A's prompt + A's output + B's input. The
+    bodies are compared without that shared head, so the causes (a tool, instructions or
+    setting change) are found; token numbers are not predicted (the head's size is unknown):
+    no prediction, and no cause that depends on sizes (minimum, TTL, breakpoint reach). With
+    A's usage (read + write: A's largest entry) the ideal read is known, and with B's the
+    lost tokens (priced at B's reported write) and an unexplained shortfall."""
+    a_eff = {k: v for k, v in a.items() if k != "previous_response_id"}
+    b_eff = chained_body(a_eff, output or [], b)
+    try:
+        pa, pb = _prepare_pair(a_eff, b_eff, provider, model)
+    except InvalidRequestError as exc:
+        pa, pb = _prepare_pair(a, b, provider, model)
+        return cannot_tell(pa, pb, usage_b=read_usage(usage_b, pb.family), reason=(
+            f"B continues A (previous_response_id {chain!r}), but A's output cannot be "
+            f"read as input ({exc}): B's prompt cannot be rebuilt"))
+    ua = read_usage(usage_a, pa.family)
+    ub = read_usage(usage_b, pb.family)
+    res = compare(pa, pb, prices=None, redact=redact, with_checks=False)
+    kept = [c for c in res.causes if c.code not in _SIZE_CAUSES]
+    cutting = [c for c in kept if c.code not in NO_CHANGE_CAUSES
+               and c.code not in ROUTING_CAUSES]
+    ideal = None
+    if ua is not None and ua.cache_read is not None and ua.cache_write is not None:
+        ideal = ua.cache_read + ua.cache_write
+    read_b = ub.cache_read if ub is not None else None
+    lost = None
+    verdict = "no_miss"
+    classification = None
+    if cutting:
+        verdict, classification = "miss_explained", "client_side"
+        if ideal is not None:
+            lost = max(0, ideal - (read_b or 0))
+    elif ideal is not None and read_b is not None:
+        lost = max(0, ideal - read_b)
+        if lost > read_tolerance(ideal):
+            verdict, classification = "unexplained_miss", "provider_side"
+        else:
+            lost = 0
+    usd = base = None
+    if lost is not None and ub is not None and ub.cache_write is not None:
+        seen = PredictedUsage.model_construct(cache_read=ub.cache_read or 0,
+                                              cache_write=ub.cache_write,
+                                              uncached_input=ub.uncached_input or 0)
+        usd, base = _costs(pb, lost, seen, ub, read_prices(pb.model, prices))
+    info = CAUSES["previous_response_chained"]
+    head = Cause.model_construct(
+        code=info.code, title=info.title, tier=None, path="previous_response_id",
+        segment_index=len(pb.segs), detail={"previous_response_id": chain,
+                                            "a_previous_response_id": a["previous_response_id"],
+                                            "a_output": "known" if output is not None
+                                            else "left out (not given)"},
+        fix_hint=info.fix_hint, source=info.source, note="")
+    causes = cutting + [head] + [c for c in kept if c.code in ROUTING_CAUSES]
+    if verdict == "unexplained_miss" or not cutting:
+        causes = [head] + [c for c in causes if c is not head]
+    diag = parse_diagnostics(diagnostics_b) if diagnostics_b is not None else None
+    note = (f"previous_response_id {chain!r}: B's prompt is A's prompt + A's output + B's "
+            f"input (that it names A is {'checked' if checked else 'assumed'}); A itself "
+            f"continues {a['previous_response_id']!r}, so both start with a stored "
+            "conversation the bodies do not show: the structure is compared, token numbers "
+            "are not predicted" + ("" if ideal is None else
+                                   f" (A's usage: {ideal:,} tokens cached after A)"))
+    observed = None
+    if ub is not None:
+        observed = ObservedUsage.model_construct(cache_read=ub.cache_read,
+                                                 cache_write=ub.cache_write,
+                                                 uncached_input=ub.uncached_input)
+    return res.model_copy(update={
+        "verdict": verdict, "cause": causes[0].code, "causes": causes,
+        "invalidated_levels": res.invalidated_levels if cutting else [],
+        "reusable_prefix": res.reusable_prefix if cutting else "all",
+        "identical_prefix_tokens": 0, "ideal_cache_read": ideal, "predicted": None,
+        "lost_tokens": lost, "miss_cost_usd": usd, "extra_cost_base_tokens": base,
+        "observed": observed, "classification": classification, "checks": [],
+        "diagnostics": _diagnostics(diag, causes[0].code, causes, res.divergence, verdict),
+        "notes": [note, *(c.note for c in causes if c.note)]})
 
 
 def chained_id(p: Prepared) -> str | None:
