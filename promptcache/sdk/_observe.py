@@ -646,8 +646,13 @@ class Observer:
                  else "<end of request>")
         try:
             # calibrated to the previous request's reported usage when its response arrived
-            explanation = explain_break(prev.payload, body, call.shape, call.model,
-                                        usage_a=prev.usage)
+            result = _diff(prev.payload, body, call.shape, call.model, usage_a=prev.usage)
+            if result.verdict != "miss_explained" and _chained(call.shape, body):
+                # B continues a stored Responses conversation: its body holds only the new
+                # input, so the bodies diverge at the start while the server prepends what A
+                # sent and got (new-user trial 12); only a miss the diff finds is a break
+                return
+            explanation = _explanation(result)
         except Exception as exc:  # the diff's fault, not the caller's
             explanation = f"(diff failed: {type(exc).__name__}: {exc})"
         logger.warning(
@@ -862,9 +867,25 @@ def explain_break(a: Mapping[str, Any], b: Mapping[str, Any], provider: str,
     """One paragraph: the diff's cause code, where, and the fix, for request ``b`` after ``a``
     (``usage_a``: ``a``'s reported usage, a :class:`~promptcache.usage.UsageRecord`, to which
     the token counts are calibrated; None: estimates)."""
+    return _explanation(_diff(a, b, provider, model, usage_a=usage_a))
+
+
+def _diff(a: Mapping[str, Any], b: Mapping[str, Any], provider: str, model: str | None,
+          usage_a: Any = None) -> Any:
     from promptcache.diff import diff
 
-    result = diff(a, b, provider=provider, model=model, usage_a=usage_a)
+    return diff(a, b, provider=provider, model=model, usage_a=usage_a)
+
+
+def _chained(shape: str, body: Mapping[str, Any]) -> bool:
+    """Whether a Responses body continues a stored conversation (``previous_response_id`` or
+    ``conversation``): the server prepends turns the body does not hold."""
+    return shape == "openai-responses" and any(
+        body.get(k) not in (None, "") for k in ("previous_response_id", "conversation"))
+
+
+def _explanation(result: Any) -> str:
+    """One paragraph from a :class:`~promptcache.diff.DiffResult` (see :func:`explain_break`)."""
     parts = [f"cause {result.cause}"]
     primary = result.primary
     if primary is not None:

@@ -35,13 +35,14 @@ def sent_requests(client: Any) -> list[SentRequest]:
 
 
 def _loses_reads(a: SentRequest, b: SentRequest, provider: str, model: str | None) -> bool:
-    """Whether the diff of ``b`` after ``a`` finds a miss (lost reads beyond its tolerance),
+    """Whether the diff of ``b`` after ``a`` finds a miss (lost reads beyond its tolerance; a
+    "cannot tell" verdict, e.g. ``b`` chained on another response, is not one),
     with their reported usage where known: ``b``'s observed read settles it (an entry an
     earlier request wrote and ``a`` only read is read by ``b`` too)."""
     from promptcache.diff import diff
 
     return diff(a.payload, b.payload, provider=provider, model=model, usage_a=a.usage,
-                usage_b=b.usage).verdict != "no_miss"
+                usage_b=b.usage).verdict not in ("no_miss", "cannot_tell")
 
 
 def _as_sent(item: Any, provider: str | None) -> SentRequest:
