@@ -105,19 +105,18 @@ def test_the_catalog_lookup_of_a_model_is_cached_per_tracker_add(
     """Review 11: the lookup cache had moved off the policy lookup, so every record of a model
     the catalog does not know ran its closest-id search again (report on 1,000 such lines: 5.5 s
     instead of 0.8 s). One lookup per model, however many records."""
-    import promptcache.catalog as catalog
+    from promptcache.catalog import _policy, find_policy
     from promptcache.usage import UsageRecord, UsageTracker
-    from promptcache.usage import tracker as tracker_mod
 
-    tracker_mod._policy.cache_clear()
+    find_policy.cache_clear()
     calls: list[str] = []
-    real = catalog.get_policy
+    real = _policy.resolve_model_id
 
     def counted(model: str) -> object:
         calls.append(model)
         return real(model)
 
-    monkeypatch.setattr(catalog, "get_policy", counted)
+    monkeypatch.setattr(_policy, "resolve_model_id", counted)
     t = UsageTracker()
     for i in range(20):
         t.add(UsageRecord(provider="anthropic", model="my-private-model-7", uncached_input=10,

@@ -25,7 +25,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from datetime import date
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, Literal
 
@@ -38,6 +38,7 @@ __all__ = [
     "Provider",
     "Source",
     "TierRule",
+    "find_policy",
     "get_policy",
     "known_models",
     "resolve_model_id",
@@ -519,6 +520,23 @@ def get_policy(model: str, *, policy: CachePolicy | None = None) -> CachePolicy:
     if model_id is None:
         raise UnknownModelError(model, _suggest(model))
     return _catalog().policies[model_id]
+
+
+@lru_cache(maxsize=512)
+def find_policy(model: str | None) -> CachePolicy | None:
+    """The policy of ``model``, or None when ``model`` is None, empty, not a string or not in
+    the catalog (the lenient twin of :func:`get_policy`, for code that goes on without one:
+    the usage tracker, the diff, the wrapper's keepalive).
+
+    Cached per model id (512 ids): an unknown id's spellings are tried once, not per record.
+
+    Raises:
+        CatalogError: the shipped catalog data is malformed (never hidden as "unknown").
+    """
+    if not model or not isinstance(model, str):
+        return None
+    model_id = resolve_model_id(model)
+    return None if model_id is None else _catalog().policies[model_id]
 
 
 def known_models(*, provider: Provider | None = None) -> list[str]:

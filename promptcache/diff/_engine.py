@@ -62,7 +62,7 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from promptcache._errors import InvalidRequestError, PromptCacheError, UnknownModelError
-from promptcache.catalog import invalidation_rules
+from promptcache.catalog import find_policy, invalidation_rules
 from promptcache.diff._causes import (
     ANTHROPIC_DIAGNOSTICS_URL,
     CAUSES,
@@ -75,7 +75,6 @@ from promptcache.diff._inputs import (
     Prices,
     RawDiagnostics,
     Usage,
-    get_policy_or_none,
     parse_diagnostics,
     read_prices,
     read_usage,
@@ -314,7 +313,7 @@ def prepare(payload: Mapping[str, Any], provider: str | None = None, *,
         InvalidRequestError: the payload is malformed.
     """
     view = render(payload, _render_provider(provider, payload), model=model)
-    policy = get_policy_or_none(view.model)
+    policy = find_policy(view.model)
     segs, stripped = _cached_segments(view, policy)
     keys = [_content_key(s) for s in segs]
     bps: list[int] = []

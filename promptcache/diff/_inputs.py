@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from functools import lru_cache
 from typing import Any
 
 from promptcache._errors import PromptCacheError
@@ -30,7 +29,6 @@ from promptcache._times import parse_timestamp
 __all__ = [
     "Prices",
     "RawDiagnostics",
-    "get_policy_or_none",
     "parse_diagnostics",
     "parse_timestamp",
     "read_prices",
@@ -179,21 +177,6 @@ def _openai_diag(d: Mapping[str, Any]) -> RawDiagnostics:
     reason = str(d.get("reason")) if kind == "cache_miss" and d.get("reason") else kind
     return RawDiagnostics("openai", reason, _int_or_none(d.get("cache_missed_tokens")),
                           _int_or_none(d.get("comparison_reusable_tokens")))
-
-
-@lru_cache(maxsize=256)
-def get_policy_or_none(model: str | None) -> Any:
-    """The catalog's cache policy for ``model``; None when the model is unknown or absent."""
-    if not model:
-        return None
-    try:
-        from promptcache.catalog import get_policy
-    except ImportError:
-        return None
-    try:
-        return get_policy(model)
-    except (PromptCacheError, KeyError, ValueError):
-        return None
 
 
 @dataclass(frozen=True, slots=True)

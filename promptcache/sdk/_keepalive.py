@@ -148,7 +148,7 @@ def _entry_ttls(kind: str, body: Mapping[str, Any], auto_cache: bool) -> list[st
             so a ping has nothing to keep alive.
     """
     from promptcache._errors import InvalidRequestError
-    from promptcache.diff._inputs import get_policy_or_none
+    from promptcache.catalog import find_policy
     from promptcache.prefix import render
 
     model = body.get("model")
@@ -163,7 +163,7 @@ def _entry_ttls(kind: str, body: Mapping[str, Any], auto_cache: bool) -> list[st
             if bp is not None and bp.ttl is not None]
     if view.automatic is not None and view.automatic.ttl is not None:
         ttls.append(view.automatic.ttl)
-    policy = get_policy_or_none(model)
+    policy = find_policy(model)
     if auto_cache and policy is not None and policy.default_ttl is not None:
         ttls.append(policy.default_ttl)  # the markers the wrapper's planner places
     if ttls:

@@ -55,7 +55,6 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import lru_cache
 from typing import Any, Literal
 
 from promptcache._errors import PromptCacheError
@@ -353,16 +352,12 @@ def _zero_hit_advice(rec: UsageRecord) -> str:
             "parallel cold writes")
 
 
-@lru_cache(maxsize=512)  # an unknown model's lookup (closest-id search) costs milliseconds
 def _policy(model: str | None) -> Any:
-    if model is None:
-        return None
-    from promptcache.catalog import get_policy  # local: catalog loads TOML on first use
+    """The catalog's policy for ``model`` or None (:func:`promptcache.catalog.find_policy`,
+    cached per model there); imported on first use: the catalog loads TOML."""
+    from promptcache.catalog import find_policy
 
-    try:
-        return get_policy(model)
-    except PromptCacheError:
-        return None
+    return find_policy(model)
 
 
 def _check_record(record: Any, method: str) -> None:
