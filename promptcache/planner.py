@@ -265,6 +265,9 @@ class BreakpointPlan:
             passed as the next plan's ``previous`` hands it on. Without it, an entry that one
             request wrote and the next only read (its marker dropped as redundant) would be
             forgotten by the request after, which may still read it.
+        dropped_params: top-level parameters of the request the model rejects, which
+            :func:`apply_plan` removes (``prompt_cache_options`` on an OpenAI model before
+            GPT-5.6: the API answers 400, hosted-api-rules.md 2.3).
     """
 
     provider: str
@@ -281,6 +284,7 @@ class BreakpointPlan:
     lookback: int | None = None
     reuse: ReuseModel = field(default_factory=ReuseModel)
     read_entry: WrittenEntry | None = None
+    dropped_params: tuple[str, ...] = ()
 
     @property
     def paths(self) -> list[str]:
@@ -506,7 +510,8 @@ def _new_plan(provider: str, model: str, breakpoints: tuple[PlannedBreakpoint, .
               read_tokens: int | None, write_tokens: int | None, total_tokens: int,
               expected_next_read: float, prompt_cache_key: str | None,
               prompt_cache_options: Mapping[str, Any] | None, lookback: int | None,
-              reuse: ReuseModel, read_entry: WrittenEntry | None = None) -> BreakpointPlan:
+              reuse: ReuseModel, read_entry: WrittenEntry | None = None,
+              dropped_params: tuple[str, ...] = ()) -> BreakpointPlan:
     """``BreakpointPlan(...)`` with every field given, in declaration order."""
     plan: BreakpointPlan = object.__new__(BreakpointPlan)
     plan.__dict__.update(
@@ -514,7 +519,7 @@ def _new_plan(provider: str, model: str, breakpoints: tuple[PlannedBreakpoint, .
         marker_edits=marker_edits, read_tokens=read_tokens, write_tokens=write_tokens,
         total_tokens=total_tokens, expected_next_read=expected_next_read,
         prompt_cache_key=prompt_cache_key, prompt_cache_options=prompt_cache_options,
-        lookback=lookback, reuse=reuse, read_entry=read_entry)
+        lookback=lookback, reuse=reuse, read_entry=read_entry, dropped_params=dropped_params)
     return plan
 
 
@@ -792,6 +797,11 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         if bool(getattr(policy, "prompt_cache_options", False)) and \
                 "prompt_cache_options" not in view.params and ttls:
             options = {"mode": "implicit", "ttl": ttls[0]}
+    #: parameters the model rejects: prompt_cache_options before GPT-5.6 (an API 400)
+    dropped_params: tuple[str, ...] = ()
+    if not anthropic and "prompt_cache_options" in view.params and \
+            not bool(getattr(policy, "prompt_cache_options", False)):
+        dropped_params = ("prompt_cache_options",)
 
     total = view.total_tokens
     if not segs or not explicit_ok or max_markers <= 0:
@@ -803,7 +813,7 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         # the caller's markers on a model that takes none are dropped (the API would 400)
         dropped = tuple(_fix_user_markers(view, policy, max_markers)[1]) if segs else ()
         return _new_plan(view.provider, policy.model_id, (), tuple(decisions), dropped, None,
-                         None, total, 0.0, key, options, lookback, reuse)
+                         None, total, 0.0, key, options, lookback, reuse, None, dropped_params)
 
     # per-segment facts the search reads many times (plain lists: no property calls). The
     # renderer counts positions cumulatively, so they never decrease with the index: the
@@ -1146,7 +1156,7 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         read_entry = next((e for e in prev_entries if e.segment_index == read_i), None)
     return _new_plan(view.provider, policy.model_id, tuple(rows), tuple(decisions),
                      tuple(edits), read, write, total, float(next_read), key, options,
-                     lookback, reuse, read_entry)
+                     lookback, reuse, read_entry, dropped_params)
 
 
 def _rank_ttl(rank: int) -> str:
@@ -1252,8 +1262,8 @@ def apply_plan(payload: Mapping[str, Any], plan: BreakpointPlan, *,
     Planner markers are added (a string ``system`` / message ``content`` becomes a one-block
     list to carry one); the caller's markers are dropped, moved, re-timed or their empty block
     removed as ``plan.marker_edits`` says; for OpenAI, ``prompt_cache_key`` and
-    ``prompt_cache_options`` are set when the plan has them and the payload does not. The
-    input is never mutated.
+    ``prompt_cache_options`` are set when the plan has them and the payload does not, and the
+    parameters in ``plan.dropped_params`` are removed. The input is never mutated.
 
     Args:
         payload: the request the plan was made for (same paths).
@@ -1300,6 +1310,8 @@ def apply_plan(payload: Mapping[str, Any], plan: BreakpointPlan, *,
         if isinstance(parent, list) and isinstance(last, int) and len(parent) > 1:
             del parent[last]
     if prov != "anthropic":
+        for name in plan.dropped_params:  # parameters the model rejects (an API 400)
+            out.pop(name, None)
         if plan.prompt_cache_key and "prompt_cache_key" not in out:
             out["prompt_cache_key"] = plan.prompt_cache_key
         if plan.prompt_cache_options and "prompt_cache_options" not in out:
@@ -1314,7 +1326,9 @@ def auto_cache(payload: Mapping[str, Any], model: str | None = None, *,
     """Plan and apply cache markers on an arbitrary outgoing request (pure; returns a copy).
 
     Markers the caller placed are kept (repaired only where the API would reject them) and
-    count against the limit; the planner fills the remaining slots.
+    count against the limit; the planner fills the remaining slots. A parameter the model
+    rejects (``prompt_cache_options`` before GPT-5.6) is removed
+    (``BreakpointPlan.dropped_params``).
 
     Args:
         payload: keyword arguments of ``messages.create`` / ``chat.completions.create`` /
@@ -1349,7 +1363,7 @@ def auto_cache(payload: Mapping[str, Any], model: str | None = None, *,
     plan = plan_breakpoints(view, policy, previous, reuse=reuse, ttl=ttl)
     out = apply_plan(clean, plan)
     for k, v in payload.items():
-        if k not in out:  # the sentinels go back unchanged
+        if k not in out and k not in plan.dropped_params:  # the sentinels go back unchanged
             out[k] = v
     return out
 

@@ -569,6 +569,11 @@ class Observer:
             self.warn_once(f"marker-edit:{e.action}:{e.path}",
                            f"promptcache: auto_cache: {e.action.replace('_', ' ')} of your "
                            f"cache marker at {e.path}{where}: {e.reason}")
+        for name in plan.dropped_params:
+            self.warn_once(f"dropped-param:{policy.model_id}:{name}",
+                           f"promptcache: auto_cache: removed {name} from the request: "
+                           f"{policy.model_id} does not take it (GPT-5.6+ only; the API "
+                           "answers 400)")
         new = apply_plan(body, plan, share_unchanged=True)
         if new == body:
             return body, view, plan
@@ -582,6 +587,11 @@ class Observer:
                 new_extra[key] = value
             else:
                 call.kwargs[key] = value
+        for key in plan.dropped_params:
+            if key in body and key not in new:
+                call.kwargs.pop(key, None)
+                if new_extra is not None:
+                    new_extra.pop(key, None)
         if new_extra is not None:
             call.kwargs["extra_body"] = new_extra
         paths = marker_paths(plan)
