@@ -266,8 +266,11 @@ def explain_command(log: str, fmt: str, model: str | None, provider: str | None,
     LOG.jsonl '-' reads the log from standard input. Each line holds a request (under
     "request" or "body", or the bare body) and optionally "usage" / "response", "timestamp",
     "session_id", "response_id" and provider diagnostics. Usage-only lines (a usage tracker
-    log) are checked with the append-only identity; a log with no request in it is bad input
-    unless that check finds a regression. Exit status: 0 no miss, 1 misses, 2 bad input.
+    log) are checked with the append-only identity read[n] >= read[n-1] + write[n-1] against
+    the previous line of the same session and model. A log with no request in it (a usage
+    log) gets that check only: exit 0 when it holds on every pair of lines it compared, 1 on
+    a regression, 2 when it had no two lines of one session to compare. Exit status: 0 no
+    miss, 1 misses, 2 bad input.
     """
     from promptcache._cliutil import check_model, is_blank_file, read_text
     from promptcache.diff._explain import explain_counted
@@ -292,17 +295,39 @@ def explain_command(log: str, fmt: str, model: str | None, provider: str | None,
     if not report.requests:  # "0 requests, 0 misses" would read as a clean log
         blank = is_blank_file(log, text=text)
         fail(f"{log}: {'empty file' if blank else 'no requests in the log'}")
-    if not with_request and not report.misses:
-        # a usage log: only the append-only check ran, and "0 misses" would read as a
-        # clean request log (a regression it finds is still reported, exit 1)
+    if not with_request and not report.misses and not _usage_checked(report):
+        # a usage log where the append-only check compared nothing: "0 misses" would read
+        # as a clean bill (a log whose pairs were checked is reported, exit 0 or 1)
         n = len(report.requests)
         fail(f"{log}: no line holds a request ({n} usage-only line{'s' if n != 1 else ''}; "
-             "explain needs the request bodies: 'promptcache report' reads usage logs)")
+             "no two lines of one session and model to check read[n] >= read[n-1] + "
+             "write[n-1]; explain needs the request bodies: 'promptcache report' reads "
+             "usage logs)")
     if fmt == "json":
         click.echo(report.model_dump_json(indent=2))
     else:
         _print_report(report, log, show_all)
+        if not with_request:
+            _print_usage_only(report)
     raise SystemExit(1 if report.misses else 0)
+
+
+def _usage_checked(r: ExplainReport) -> int:
+    """How many usage-only lines the append-only identity was checked on (held or not)."""
+    return sum(1 for x in r.requests if "expected_min_read" in x.detail)
+
+
+def _print_usage_only(r: ExplainReport) -> None:
+    """What a log without request bodies was checked for, and the outcome."""
+    checked = _usage_checked(r)
+    failed = sum(1 for x in r.requests if x.status == "prefix_regression")
+    outcome = ((f"held on all {checked}" if checked > 1 else "held on the 1") if not failed else
+               f"failed on {failed} of {checked}")
+    _console().print(
+        f"usage only (no request bodies): the append-only check read[n] >= read[n-1] + "
+        f"write[n-1] {outcome} line{'s' if checked != 1 else ''} compared with the previous "
+        "line of their session; causes need the request bodies (log them to explain a miss)",
+        markup=False)
 
 
 def _print_report(r: ExplainReport, log: str, show_all: bool) -> None:

@@ -19,6 +19,9 @@ every turn of a chat. The TTL cause of a shortfall uses the lifetime of the prev
 write: 1 h when it wrote 1 h entries (``cache_write_1h``), its ``cache_write_ttl`` when given,
 else 5 min on Anthropic and OpenAI's in-memory retention on OpenAI
 (:func:`~promptcache.diff._engine.entry_ttl_seconds`).
+A miss is priced (``miss_cost_usd``) with the catalog's prices in force at its line's send time
+(dated rows: Claude Sonnet 5.5's read price changed on 2026-10-07); a line without a time, or
+with a relative one (under 1e9 s), at today's. A log without a miss costs 0 USD.
 A line with neither a request nor usage, or whose ``request`` / ``body`` holds no messages /
 system / input, is bad input (an :class:`InputError` naming the line), as is a pretty-printed
 JSON document (not JSONL). An incomplete last line (no newline at its end, not valid JSON: a log
@@ -104,7 +107,7 @@ from promptcache._cliutil import (
     warn_incomplete_last_line,
 )
 from promptcache._errors import InputError, PromptCacheError
-from promptcache._times import TIME_KEYS, gap_seconds, timestamp_of
+from promptcache._times import _EPOCH_FLOOR, TIME_KEYS, gap_seconds, timestamp_of
 from promptcache.diff._causes import NO_CHANGE_CAUSES
 from promptcache.diff._engine import (
     ROUTING_CAUSES,
@@ -363,7 +366,9 @@ def explain(log: str | Path | Iterable[Any], *, provider: str | None = None,
         provider: request shape for every line (default: each line's ``provider`` field, else
             detected).
         model: model id for every line (default: each request's own ``model``).
-        prices: USD per MTok override for every model (default: the catalog).
+        prices: USD per MTok override for every model (default: the catalog's prices in
+            force at each line's send time, its ``timestamp`` or another time key; today's
+            for a line without one, or with a relative time under 1e9 s).
         progress: show a rich progress bar; None = only on a TTY and from
             ``PROGRESS_THRESHOLD`` requests on.
         name: file name used in error messages.
@@ -430,13 +435,19 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
     index = _SessionIndex()
     inferred = 0
     with_request = 0
-    price_cache: dict[str | None, Prices | None] = {}
+    # (model, UTC minute of the line's send time; None: no absolute time) -> prices
+    price_cache: dict[tuple[str | None, int | None], Prices | None] = {}
     out: list[RequestExplanation] = []
 
-    def prices_for(m: str | None) -> Prices | None:
-        if m not in price_cache:
-            price_cache[m] = read_prices(m, prices)
-        return price_cache[m]
+    def prices_for(m: str | None, ts: float | None = None) -> Prices | None:
+        """The prices in force when the line was sent (minute precision: dated rows and
+        time-of-day prices change on whole minutes); today's without an absolute time."""
+        minute = int(ts // 60) if ts is not None and ts >= _EPOCH_FLOOR else None
+        key = (m, minute)
+        if key not in price_cache:
+            price_cache[key] = read_prices(m, prices, at=None if minute is None
+                                           else minute * 60.0)
+        return price_cache[key]
 
     lines = iter_log(source, name=label)
     for e in _progress((_entry(n, obj, label) for n, obj in lines), n_lines, show):
@@ -931,7 +942,7 @@ def _compare(e: _Entry, prev: _Entry, prices_for: Any) -> DiffResult | None:
         return None
     return compare(prev.prepared, e.prepared, gap=_gap(e, prev), usage_a=prev.usage,
                    usage_b=e.usage, diagnostics_b=e.diagnostics,
-                   prices=prices_for(e.prepared.model), with_checks=False)
+                   prices=prices_for(e.prepared.model, e.timestamp), with_checks=False)
 
 
 def _baseline(e: _Entry, sess: _Session, prices_for: Any
@@ -1064,7 +1075,7 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session, res: DiffResult
     cause = "ttl_expired" if gap is not None and gap > ttl else None
     usd = None
     model = e.model or (prev.model if prev else None)
-    pr = prices_for(model) if model else None
+    pr = prices_for(model, e.timestamp) if model else None
     if pr is not None and pr.cache_read is not None:
         rate = pr.write_rate("5m") or pr.input or 0.0
         usd = round(shortfall * (rate - pr.cache_read) / 1_000_000, 10)
@@ -1120,10 +1131,11 @@ def _report(out: list[RequestExplanation], n_sessions: int) -> ExplainReport:
                                     usd=round(sum(costs), 10) if costs else None))
     summary.sort(key=lambda s: (-(s.usd or 0.0), -s.count, s.cause))
     costs = [s.usd for s in summary if s.usd is not None]
+    misses = sum(1 for r in out if r.status in _MISS_STATUSES)
     return ExplainReport(
-        requests=out, sessions=n_sessions,
-        misses=sum(1 for r in out if r.status in _MISS_STATUSES), summary=summary,
+        requests=out, sessions=n_sessions, misses=misses, summary=summary,
         lost_tokens=sum(s.lost_tokens for s in summary),
-        miss_cost_usd=round(sum(costs), 10) if costs else None,
+        # no miss: the misses cost exactly nothing, whatever is known of the prices
+        miss_cost_usd=round(sum(costs), 10) if costs else (0.0 if not misses else None),
         disagreements=sum(1 for r in out if r.diagnostics is not None
                           and r.diagnostics.agrees is False))

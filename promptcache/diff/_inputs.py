@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from promptcache._errors import PromptCacheError
-from promptcache._times import parse_timestamp
+from promptcache._times import _EPOCH_FLOOR, _MAX_SECONDS, parse_timestamp
 
 __all__ = [
     "Prices",
@@ -221,9 +222,19 @@ def _num(value: Any) -> float | None:
     return None
 
 
-def read_prices(model: str | None, override: Any = None) -> Prices | None:
+def read_prices(model: str | None, override: Any = None, *,
+                at: float | None = None) -> Prices | None:
     """Prices for ``model``: ``override`` (a mapping or an object with the same fields) wins,
-    else ``promptcache.catalog.get_prices``; None when unknown."""
+    else ``promptcache.catalog.get_prices`` at the request time ``at``; None when unknown.
+
+    Args:
+        model: the model id.
+        override: USD per MTok for every model (ignores ``at``).
+        at: the request's send time in seconds since the epoch; the price row in force then
+            is used (the catalog has dated rows, e.g. Claude Sonnet 5.5's read price change on
+            2026-10-07). None, or a relative time (under 1e9 s: a log that starts at 0), prices
+            at today's rows.
+    """
     src: Any = override
     if src is None:
         if not model:
@@ -232,8 +243,11 @@ def read_prices(model: str | None, override: Any = None) -> Prices | None:
             from promptcache.catalog import get_prices
         except ImportError:
             return None
+        when = None
+        if at is not None and _EPOCH_FLOOR <= at < _MAX_SECONDS:
+            when = datetime.fromtimestamp(at, tz=UTC)
         try:
-            src = get_prices(model)
+            src = get_prices(model, at=when)
         except (PromptCacheError, KeyError, ValueError, LookupError):
             return None
 
