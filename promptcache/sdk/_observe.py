@@ -248,39 +248,27 @@ _SCALARS = (str, int, float, bool, type(None))
 
 
 def _dump(value: Any, depth: int = 4) -> Any:
-    """JSON-like copy of ``value`` where it holds pydantic models (as the SDKs dump them:
-    ``exclude_unset``, ``mode="json"``, ``by_alias``); the same object when it holds none.
+    """A snapshot of ``value``: its dicts and lists copied down to ``depth`` levels, pydantic
+    models dumped as the SDKs dump them (``exclude_unset``, ``mode="json"``, ``by_alias``);
+    scalars, and every node below ``depth``, shared.
 
-    Only the first ``depth`` levels are searched (body -> list -> message -> content list ->
-    block): SDK response objects that callers pass back (``message.content``, Responses output
-    items) sit there, and tool schemas below are plain JSON.
+    The copy is what the wrapper keeps of a sent request (:class:`SentRequest`, the session's
+    previous request for the live diff): an agent loop appends to and edits its ``messages``
+    list in place, and a kept reference would show the request as it is later, not as it was
+    sent (new-user trial 13). Strings are immutable, so copying the containers down to the
+    content blocks (body -> list -> message -> content list -> block -> a tool_result's
+    blocks) is a full snapshot of what those edits reach. SDK response objects that callers
+    pass back (``message.content``, Responses output items) sit within these levels too.
     """
     t = type(value)
     if t is dict:
         if depth == 0:
             return value
-        out: dict[str, Any] | None = None
-        for k, v in value.items():
-            if type(v) in _SCALARS:
-                if out is not None:
-                    out[k] = v
-                continue
-            d = _dump(v, depth - 1)
-            if d is not v and out is None:
-                out = dict(value)
-            if out is not None:
-                out[k] = d
-        return value if out is None else out
+        return {k: v if type(v) in _SCALARS else _dump(v, depth - 1) for k, v in value.items()}
     if t is list:
         if depth == 0:
             return value
-        changed = False
-        items = []
-        for v in value:
-            d = v if type(v) in _SCALARS else _dump(v, depth - 1)
-            changed = changed or d is not v
-            items.append(d)
-        return items if changed else value
+        return [v if type(v) in _SCALARS else _dump(v, depth - 1) for v in value]
     if t in _SCALARS:
         return value
     dump = getattr(value, "model_dump", None)
@@ -306,24 +294,21 @@ _DEEP_KEYS = frozenset({"messages", "input"})
 
 def body_of(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """The JSON body the SDK will send for ``kwargs`` (request options left out, ``extra_body``
-    merged over the fields, NOT_GIVEN / omit dropped, pydantic models dumped)."""
+    merged over the fields, NOT_GIVEN / omit dropped, pydantic models dumped), as a snapshot:
+    its containers are copies down to the content blocks (see :func:`_dump`), so the caller's
+    later edits of its ``messages`` (or ``system``, ``tools``) do not reach it."""
     body = {k: v for k, v in kwargs.items() if k not in _REQUEST_OPTIONS and _given(v)}
     extra = kwargs.get("extra_body")
     if isinstance(extra, Mapping):
         body.update(extra)
-    out: dict[str, Any] | None = None
     for key, value in body.items():
         if type(value) in _SCALARS:
             continue
         # three levels below the body: a message's content blocks, a tool's schema (OpenAI:
         # tools[i].function.parameters) may be pydantic models; five in the messages, where a
         # tool_result's own content blocks sit two levels below its block
-        d = _dump(value, 5 if key in _DEEP_KEYS else 3)
-        if d is not value:
-            if out is None:
-                out = dict(body)
-            out[key] = d
-    return body if out is None else out
+        body[key] = _dump(value, 5 if key in _DEEP_KEYS else 3)
+    return body
 
 
 def helper_kwargs(shape: Shape, helper: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
