@@ -56,6 +56,11 @@ _LAZY: dict[str, str] = {
     "CachePolicy": "promptcache.catalog",
     "PromptBuilder": "promptcache.builder",
     "Volatile": "promptcache.builder",
+    "Image": "promptcache.builder",
+    "Message": "promptcache.builder",
+    "Thinking": "promptcache.builder",
+    "ToolCall": "promptcache.builder",
+    "ToolResult": "promptcache.builder",
     "plan_breakpoints": "promptcache.planner",
     "BreakpointPlan": "promptcache.planner",
     "auto_cache": "promptcache.planner",
@@ -83,9 +88,11 @@ __all__ = [
     "BreakpointPlan",
     "CachePolicy",
     "CatalogError",
+    "Image",
     "InputError",
     "InvalidRequestError",
     "KeepAlive",
+    "Message",
     "OrderingError",
     "PlanError",
     "PoolExhaustedError",
@@ -95,7 +102,10 @@ __all__ = [
     "PromptCacheLintError",
     "PromptCacheWarning",
     "Segment",
+    "Thinking",
     "TokenCount",
+    "ToolCall",
+    "ToolResult",
     "UnknownModelError",
     "UsageRecord",
     "UsageTracker",
@@ -124,7 +134,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from promptcache.builder import Image as Image
+    from promptcache.builder import Message as Message
     from promptcache.builder import PromptBuilder as PromptBuilder
+    from promptcache.builder import Thinking as Thinking
+    from promptcache.builder import ToolCall as ToolCall
+    from promptcache.builder import ToolResult as ToolResult
     from promptcache.builder import Volatile as Volatile
     from promptcache.catalog import CachePolicy as CachePolicy
     from promptcache.catalog import get_policy as get_policy

@@ -26,3 +26,24 @@ def test_unknown_attribute_raises() -> None:
         assert "not_a_name" in str(exc)
     else:  # pragma: no cover
         raise AssertionError("expected AttributeError")
+
+
+def test_the_types_builder_errors_name_are_public() -> None:
+    """New-user trial 13 (F10): the builder's errors say "start the next user message with
+    ToolResult(...)", and its docstrings name Image / Message; ``from promptcache import
+    ToolResult`` failed."""
+    from promptcache import PromptBuilder, ToolResult
+
+    b = PromptBuilder("claude-sonnet-4-6").history(
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "a",
+                                           "input": {}}]}).turn("y")
+    try:
+        b.to_anthropic(max_tokens=5)
+    except promptcache.InvalidRequestError as exc:
+        assert "ToolResult(" in str(exc)
+    else:  # pragma: no cover
+        raise AssertionError("expected InvalidRequestError")
+    for name in ("Image", "Message", "Thinking", "ToolCall", "ToolResult"):
+        assert name in promptcache.__all__ and getattr(promptcache, name) is not None
+    assert ToolResult.__module__ == "promptcache.builder"
