@@ -27,7 +27,10 @@ Pure functions; :class:`promptcache.usage.tracker.UsageTracker` calls them as re
   exceeded...).
 * :func:`classify_collapse`: a session whose reads drop to 0 is ``ttl_expired`` when the gap
   between request starts exceeds the TTL (Anthropic measures the TTL from request start),
-  ``prefix_changed`` when the prefix fingerprints differ, else ``unknown`` (eviction, routing).
+  ``prefix_changed`` when the request no longer holds the prefix the previous one cached (the
+  wrapper's ``kept_prefix``; without it, different prefix fingerprints), else ``unknown``
+  (eviction, routing). A growing conversation that keeps its history is never
+  ``prefix_changed``, although its last breakpoint (and so its ``prefix_hash``) moves.
 """
 
 from __future__ import annotations
@@ -354,10 +357,28 @@ def classify_collapse(prev: UsageRecord, cur: UsageRecord, ttl: float) -> Collap
     """Why ``cur`` read nothing although ``prev`` (same session) read or wrote a prefix.
 
     Args:
+        prev: the session's previous record.
+        cur: the record whose reads dropped to 0.
         ttl: lifetime of the previous entry in seconds, measured from request start.
+
+    Returns:
+        ``ttl_expired`` when the gap between the two starts exceeds ``ttl``; else
+        ``prefix_changed`` when ``cur`` no longer holds the prefix ``prev`` cached; else
+        ``unknown`` (eviction, routing, propagation: nothing in the payload explains it).
+
+    Whether ``cur`` holds ``prev``'s prefix: ``cur.kept_prefix`` when the wrapper set it
+    (``True`` never gives ``prefix_changed``). When it is ``None``, a ``prev.prefix_hash`` found
+    among ``cur.breakpoint_hashes`` means kept; otherwise two different ``prefix_hash`` values
+    mean changed. That last fallback is only right for records whose last breakpoint does not
+    move (a growing conversation moves it every turn, so it is used only without the other
+    two). Raises nothing.
     """
     if prev.start is not None and cur.start is not None and cur.start - prev.start > ttl:
         return "ttl_expired"
+    if cur.kept_prefix is not None:
+        return "prefix_changed" if cur.kept_prefix is False else "unknown"
+    if prev.prefix_hash is not None and prev.prefix_hash in cur.breakpoint_hashes:
+        return "unknown"  # cur has a breakpoint exactly where prev's prefix ended: kept
     if prev.prefix_hash is not None and cur.prefix_hash is not None and (
         prev.prefix_hash != cur.prefix_hash
     ):

@@ -92,8 +92,23 @@ class UsageRecord(BaseModel):
         session: conversation id; append-only checks and collapse classification run per session.
         request_id: provider or caller request id.
         service_tier: ``"batch"`` makes the batch discount apply; other values are informative.
-        prefix_hash: fingerprint of the request's cached prefix (set by the SDK wrapper), used to
-            tell "prefix changed" from "TTL expired" and to group concurrent cold writes.
+        prefix_hash: fingerprint of the request's cached prefix up to its *last* breakpoint (set
+            by the SDK wrapper). In a growing conversation the last breakpoint moves forward
+            every turn, so two requests of one session rarely share it: see ``kept_prefix``
+            and ``breakpoint_hashes``.
+        breakpoint_hashes: the chained prefix digest at each breakpoint of the request, in
+            render order (the last equals ``prefix_hash``); set by the SDK wrapper. Two
+            requests that share a digest share the whole prefix up to that breakpoint: the
+            tracker groups concurrent cold writes by the longest digest they share (``()``:
+            unknown, grouped by ``prefix_hash`` as before).
+        breakpoint_tokens: prompt tokens up to each breakpoint of ``breakpoint_hashes``
+            (tokens; same length; the wrapper's counts, estimates for Anthropic); a
+            concurrent cold write's waste counts only the shared prefix's tokens (``()``:
+            unknown, the whole write counts).
+        kept_prefix: whether the request still holds the prefix its session's previous
+            request cached (up to that request's last breakpoint), from the wrapper's digests;
+            ``None``: unknown, or no previous request. A collapse is ``prefix_changed`` only
+            when this is ``False`` (with ``None``, only when the prefix fingerprints differ).
         cacheable: whether the request's prefix could be cached at all (``None``: infer it).
         flags: anomalies found while parsing, e.g. ``"usage_decreased:cache_read"`` (a streamed
             counter went down), ``"input_parts_exceed_total"`` (the parts were clamped to
@@ -102,7 +117,13 @@ class UsageRecord(BaseModel):
 
     Invariants: every count is ``>= 0``; ``cache_write_5m + cache_write_1h == cache_write``
     whenever all three are known (enforced); ``uncached_input + cache_read + writes <=
-    input_total`` whenever ``input_total`` is known (enforced by clamping, flagged).
+    input_total`` whenever ``input_total`` is known (enforced by clamping, flagged);
+    ``breakpoint_tokens`` is empty or as long as ``breakpoint_hashes`` (enforced).
+
+    Raises:
+        pydantic.ValidationError: a negative count, a TTL split that disagrees with
+            ``cache_write``, or ``breakpoint_tokens`` of another length than
+            ``breakpoint_hashes``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -126,6 +147,9 @@ class UsageRecord(BaseModel):
     request_id: str | None = None
     service_tier: str | None = None
     prefix_hash: str | None = None
+    breakpoint_hashes: tuple[str, ...] = Field(default=())
+    breakpoint_tokens: tuple[NonNegativeInt, ...] = Field(default=())
+    kept_prefix: bool | None = None
     cacheable: bool | None = None
     flags: tuple[str, ...] = Field(default=())
 
@@ -177,7 +201,13 @@ class UsageRecord(BaseModel):
         return out
 
     def model_post_init(self, __context: object) -> None:
-        """Check the TTL split against the write total (ValueError when they disagree)."""
+        """Check the TTL split against the write total, and ``breakpoint_tokens`` against
+        ``breakpoint_hashes`` (ValueError when they disagree)."""
+        if self.breakpoint_tokens and len(self.breakpoint_tokens) != len(self.breakpoint_hashes):
+            raise ValueError(
+                f"breakpoint_tokens has {len(self.breakpoint_tokens)} entries, "
+                f"breakpoint_hashes {len(self.breakpoint_hashes)}: one count per breakpoint"
+            )
         if (
             self.cache_write is not None
             and self.cache_write_5m is not None

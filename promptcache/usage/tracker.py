@@ -25,13 +25,21 @@ Diagnostics, each emitted as a :class:`UsageEvent` (returned by :meth:`UsageTrac
   prefix under the model's minimum, content that changes early in the prompt).
 * ``collapse``: within a session, a request reads 0 after the previous one read or wrote a
   prefix; ``data["cause"]`` is ``ttl_expired`` / ``prefix_changed`` / ``unknown``
-  (:func:`promptcache.usage.classify.classify_collapse`).
+  (:func:`promptcache.usage.classify.classify_collapse`: ``prefix_changed`` only when the
+  request dropped the previous request's prefix, ``UsageRecord.kept_prefix``, never because a
+  growing conversation's last breakpoint moved).
 * ``prefix_regression`` (case BR-18): within a session and the TTL, ``read[n] <
   read[n-1] + creation[n-1]``.
-* ``concurrent_cold_writes`` (case BR-21): two or more requests wrote the same prefix (same
-  ``prefix_hash``, or when absent the same model and write size) and read nothing, each sent
-  before the previous write became readable (its ``first_token``, else ``end``). Groups with
-  their redundant writes and wasted USD are in :meth:`UsageTracker.cold_write_groups`.
+* ``concurrent_cold_writes`` (case BR-21): two or more requests wrote the same prefix and read
+  nothing, each sent before the previous write became readable (its ``first_token``, else
+  ``end``). The same prefix: the longest breakpoint digest the requests share
+  (``breakpoint_hashes``: fan-out requests that share a system prompt and differ after it, with
+  a breakpoint on each tail, share the system prompt's digest), else the same ``prefix_hash``,
+  else the same model and write size. The wasted USD counts the shared prefix's tokens written
+  again (``breakpoint_tokens``), not each request's own tail. The event is raised when the
+  group reaches 2, 4, 8... writes, its message counting the group so far (a fan-out of 100 logs
+  7 lines, not 99); the final groups with their redundant writes and wasted USD are in
+  :meth:`UsageTracker.cold_write_groups`.
 * ``usage_anomaly``: the record carries parse flags (a streamed counter decreased, parts exceed
   the total...). A record whose parts exceeded its inclusive ``input_total`` arrives clamped to
   it (flag ``input_parts_exceed_total``; :class:`~promptcache.usage.record.UsageRecord`), so hit
@@ -298,16 +306,22 @@ class ColdWriteGroup:
 
     Attributes:
         model: model id.
-        key: the prefix fingerprint, or ``"writes=<N>"`` when no ``prefix_hash`` was given.
+        key: the shared prefix's fingerprint: the longest breakpoint digest every record of the
+            group shares (``UsageRecord.breakpoint_hashes``), else their ``prefix_hash``, or
+            ``"writes=<N>"`` when neither was given.
         records: the cold writes, in arrival order.
-        wasted_usd: what the redundant writes cost beyond reading the same tokens (USD;
-            ``None`` when unpriced).
+        wasted_usd: what the redundant writes of the shared prefix cost beyond reading the same
+            tokens (USD; ``None`` when unpriced). Only the shared prefix's tokens count
+            (``UsageRecord.breakpoint_tokens`` at ``key``), not each request's own tail.
+        shared_hashes: the breakpoint digests every record of the group shares, in render
+            order (``key`` is the last).
     """
 
     model: str | None
     key: str
     records: list[UsageRecord]
     wasted_usd: Decimal | None = Decimal(0)
+    shared_hashes: tuple[str, ...] = ()
 
     @property
     def writes(self) -> int:
@@ -321,8 +335,28 @@ class ColdWriteGroup:
 
     @property
     def redundant_write_tokens(self) -> int:
-        """Tokens written by the redundant writes."""
-        return sum(r.writes or 0 for r in self.records[1:])
+        """Tokens of the shared prefix written again by the redundant writes (a record's whole
+        write when its tokens per breakpoint are unknown)."""
+        return sum(_shared_tokens(r, self.key) for r in self.records[1:])
+
+
+def _cold_keys(rec: UsageRecord) -> tuple[str, ...]:
+    """The prefix digests a cold write can share with another one, shortest prefix first:
+    its breakpoint digests, else its ``prefix_hash``, else ``"writes=<N>"``."""
+    if rec.breakpoint_hashes:
+        return rec.breakpoint_hashes
+    if rec.prefix_hash is not None:
+        return (rec.prefix_hash,)
+    return (f"writes={rec.writes}",)
+
+
+def _shared_tokens(rec: UsageRecord, key: str) -> int:
+    """Tokens of ``rec``'s write that belong to the prefix ``key`` (its breakpoint tokens at
+    that digest, at most the write); the whole write when unknown."""
+    writes = rec.writes or 0
+    if rec.breakpoint_tokens and key in rec.breakpoint_hashes:
+        return min(writes, rec.breakpoint_tokens[rec.breakpoint_hashes.index(key)])
+    return writes
 
 
 @dataclass
@@ -666,42 +700,96 @@ class UsageTracker:
         writes = rec.writes
         if not writes or rec.cache_read != 0:
             return []
-        key = rec.prefix_hash if rec.prefix_hash is not None else f"writes={writes}"
+        keys = _cold_keys(rec)
+        mine = set(keys)
+        # the group, among those this write overlaps in time, with the longest shared prefix
+        best: tuple[int, ColdWriteGroup, tuple[str, ...]] | None = None
+        seen: set[int] = set()
+        for h in keys:
+            for group in self._cold.get((rec.model, h), ()):
+                if id(group) in seen:
+                    continue
+                seen.add(id(group))
+                shared = tuple(x for x in group.shared_hashes if x in mine)
+                if not shared or not any(_overlaps(o, rec) for o in group.records):
+                    continue
+                rank = keys.index(shared[-1])
+                if best is None or rank > best[0]:
+                    best = (rank, group, shared)
         # least recently written last: the bound below drops the prefix written longest ago
-        groups = self._cold.pop((rec.model, key), None) or []
-        self._cold[(rec.model, key)] = groups
-        for group in groups:
-            if any(_overlaps(other, rec) for other in group.records):
-                group.records.append(rec)
-                group.wasted_usd = _plus(group.wasted_usd, self._wasted(rec, cost))
-                if group.writes == 2:
-                    return [UsageEvent(
-                        "concurrent_cold_writes",
-                        f"{group.writes} requests wrote the same cold prefix concurrently "
-                        "(send one, wait for its first token, then the rest)",
-                        rec, {"key": key, "group": group},
-                    )]
+        lists = []
+        for h in keys:
+            groups = self._cold.pop((rec.model, h), None) or []
+            self._cold[(rec.model, h)] = groups
+            lists.append(groups)
+        if best is not None:
+            _, group, shared = best
+            group.records.append(rec)
+            if shared != group.shared_hashes:  # a shorter shared prefix: recount the waste
+                group.shared_hashes, group.key = shared, shared[-1]
+                group.wasted_usd = Decimal(0)
+                for other in group.records[1:]:
+                    other_cost = cost if other is rec else self.cost_of(other)
+                    group.wasted_usd = _plus(group.wasted_usd,
+                                             self._wasted(other, other_cost, group.key))
+            else:
+                group.wasted_usd = _plus(group.wasted_usd, self._wasted(rec, cost, group.key))
+            n = group.writes
+            if n & (n - 1):  # reported at 2, 4, 8...: the count as it grows, not n-1 lines
                 return []
-        groups.append(ColdWriteGroup(rec.model, key, [rec]))
-        if len(groups) > 64:
-            del groups[0]
-        if not self._keep and len(self._cold) > COLD_PREFIXES_KEPT:
-            # only recent writes can overlap a new one
-            del self._cold[next(iter(self._cold))]
+            tokens = group.redundant_write_tokens
+            wasted = "" if group.wasted_usd is None else f", ${group.wasted_usd:.6f} wasted"
+            return [UsageEvent(
+                "concurrent_cold_writes",
+                f"{n} requests{' so far' if n > 2 else ''} wrote the same cold prefix "
+                f"concurrently ({tokens:,} tokens written again{wasted}; send one, wait for "
+                "its first token, then the rest)",
+                rec, {"key": group.key, "group": group, "writes": n,
+                      "redundant_write_tokens": tokens, "wasted_usd": group.wasted_usd},
+            )]
+        new = ColdWriteGroup(rec.model, keys[-1], [rec], shared_hashes=keys)
+        for groups in lists:
+            groups.append(new)
+            if len(groups) > 64:
+                del groups[0]
+        if not self._keep:
+            while len(self._cold) > COLD_PREFIXES_KEPT:  # only recent writes can overlap a new one
+                del self._cold[next(iter(self._cold))]
         return []
 
-    def _wasted(self, rec: UsageRecord, cost: Cost | None) -> Decimal | None:
-        """Write cost of ``rec`` minus what reading the same tokens would have cost (USD)."""
+    def _wasted(self, rec: UsageRecord, cost: Cost | None, key: str) -> Decimal | None:
+        """What writing the tokens of prefix ``key`` again cost ``rec`` beyond reading them
+        (USD): the write cost of those tokens minus their read cost, both priced on a copy
+        with the same input total (so the same prompt-length tier). 1-hour writes are taken
+        first (an Anthropic request's 1 h entries come before its 5 min ones)."""
         if cost is None or cost.cache_write is None:
             return None
+        writes = rec.writes or 0
+        tokens = _shared_tokens(rec, key)
+        rest = writes - tokens
+        uncached = None if rec.uncached_input is None else rec.uncached_input + rest
+        w5, w1 = rec.cache_write_5m, rec.cache_write_1h
+        split: dict[str, int | None] = {"cache_write_5m": None, "cache_write_1h": None}
+        if w5 is not None and w1 is not None:
+            split["cache_write_1h"] = min(tokens, w1)
+            split["cache_write_5m"] = tokens - min(tokens, w1)
+        if rest:
+            as_write = rec.model_copy(update={"cache_write": tokens, "uncached_input": uncached,
+                                              **split})
+            write_cost = self.cost_of(as_write)
+            if write_cost is None or write_cost.cache_write is None:
+                return None
+            written = write_cost.cache_write
+        else:
+            written = cost.cache_write
         as_read = rec.model_copy(update={
-            "cache_read": rec.writes, "cache_write": 0, "cache_write_5m": None,
-            "cache_write_1h": None,
+            "cache_read": tokens, "cache_write": 0, "cache_write_5m": None,
+            "cache_write_1h": None, "uncached_input": uncached,
         })
         read_cost = self.cost_of(as_read)
         if read_cost is None or read_cost.cache_read is None:
             return None
-        return cost.cache_write - read_cost.cache_read
+        return written - read_cost.cache_read
 
     # ------------------------------------------------------------------ results
 
@@ -750,9 +838,11 @@ class UsageTracker:
             return list(self._events)
 
     def cold_write_groups(self) -> list[ColdWriteGroup]:
-        """Groups of concurrent cold writes with at least two writes."""
+        """Groups of concurrent cold writes with at least two writes, each once, by the start
+        of their first write."""
         with self._lock:
-            return [g for groups in self._cold.values() for g in groups if g.writes >= 2]
+            found = {id(g): g for groups in self._cold.values() for g in groups if g.writes >= 2}
+        return sorted(found.values(), key=lambda g: g.records[0].start or 0.0)
 
 
 def _rid(rec: UsageRecord) -> str:
