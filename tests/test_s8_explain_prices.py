@@ -158,3 +158,113 @@ def test_explain_help_states_the_usage_only_exit_codes() -> None:
 # ------------------------------------------------ F8: other providers from genai-prices
 
 AT = date(2026, 11, 1)
+NOON = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+
+def _genai_row(provider: str, model: str, at: datetime) -> Any:
+    """The price genai-prices' own bundled data gives (the source, read directly)."""
+    from genai_prices.data import providers
+
+    prov = next(p for p in providers if p.id == provider)
+    found = prov.find_model(model)
+    assert found is not None
+    return found.get_prices(at)
+
+
+@pytest.mark.parametrize(("ref", "provider", "model"), [
+    ("deepseek-chat", "deepseek", "deepseek-chat"),
+    ("deepseek/deepseek-chat", "deepseek", "deepseek-chat"),
+    ("gemini-2.5-flash", "google", "gemini-2.5-flash"),
+    ("models/gemini-2.5-flash", "google", "gemini-2.5-flash"),
+])
+def test_deepseek_and_gemini_are_priced_from_genai_prices(ref: str, provider: str,
+                                                          model: str) -> None:
+    p = get_prices(ref, at=NOON)
+    row = _genai_row(provider, model, NOON)
+    assert p.model_id == model and p.provider is None
+    assert (p.input, p.output, p.cache_read) == (
+        row.input_mtok, row.output_mtok, row.cache_read_mtok)
+    # a cache miss is plain input on both: no write price
+    assert p.cache_write is None and p.cache_write_5m is None and p.cache_write_1h is None
+    assert p.source.kind == "genai-prices" and repr(provider) in (p.source.note or "")
+
+
+def test_deepseek_time_of_day_prices_follow_the_request_time() -> None:
+    day, night = datetime(2026, 11, 1, 10, tzinfo=UTC), datetime(2026, 11, 1, 20, tzinfo=UTC)
+    for at in (day, night):
+        assert get_prices("deepseek-chat", at=at).input == \
+            _genai_row("deepseek", "deepseek-chat", at).input_mtok
+    assert get_prices("deepseek-chat", at=day).input != get_prices("deepseek-chat",
+                                                                    at=night).input
+
+
+def test_deepseek_without_a_time_is_priced_at_noon_utc_not_the_hour_asked() -> None:
+    p = get_prices("deepseek-chat")
+    assert (p.at.hour, p.at.minute) == (12, 0)
+    assert p.input == _genai_row("deepseek", "deepseek-chat", p.at).input_mtok
+    assert "12:00 UTC" in (p.source.note or "")
+
+
+def test_other_providers_give_only_their_own_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    from promptcache.catalog import _prices
+    from promptcache.catalog._prices import UnknownPriceError
+
+    # genai-prices lists Claude under google too (Vertex AI prices): never taken from there
+    monkeypatch.setattr(_prices, "_GENAI_PROVIDERS", ())
+    assert _prices._genai_model(["claude-3-opus"], None) is None
+    monkeypatch.undo()
+    # providers outside DeepSeek / Google (resellers, hosts of open models) are not searched
+    with pytest.raises(UnknownPriceError):
+        get_prices("llama-3.1-8b")
+
+
+def test_catalog_models_keep_their_anthropic_and_openai_prices() -> None:
+    from promptcache.catalog._prices import catalog_prices_for, genai_prices_for
+
+    for model, provider in (("claude-sonnet-4-5", "anthropic"), ("gpt-4o", "openai")):
+        p = get_prices(model, at=AT)
+        ref = genai_prices_for(model, at=AT) or catalog_prices_for(model, at=AT)
+        assert ref is not None and p.provider == provider
+        assert p.model_dump(include={"input", "output", "cache_read", "cache_write_5m",
+                                     "cache_write_1h", "cache_write"}) == \
+            ref.model_dump(include={"input", "output", "cache_read", "cache_write_5m",
+                                    "cache_write_1h", "cache_write"})
+
+
+DEEPSEEK = {"model": "deepseek-chat", "usage": {"prompt_tokens": 1000, "completion_tokens": 10,
+                                                "prompt_cache_hit_tokens": 800,
+                                                "prompt_cache_miss_tokens": 200}}
+GEMINI = {"model": "gemini-2.5-flash", "usage_metadata": {
+    "prompt_token_count": 5000, "cached_content_token_count": 4000,
+    "candidates_token_count": 10}}
+
+
+def test_the_tracker_prices_deepseek_and_gemini_usage() -> None:
+    from promptcache.usage import UsageTracker, parse_usage
+
+    start = NOON.timestamp()
+    for resp, (uncached, read, out) in ((DEEPSEEK, (200, 800, 10)),
+                                        (GEMINI, (1000, 4000, 10))):
+        rec = parse_usage(resp).model_copy(update={"start": start, "model": resp["model"]})
+        tracker = UsageTracker()
+        tracker.add(rec)
+        p = get_prices(str(resp["model"]), at=NOON)
+        assert p.cache_read is not None
+        want = (uncached * p.input + read * p.cache_read + out * p.output) / Decimal(10**6)
+        cost = tracker.summary().cost
+        assert cost is not None and Decimal(str(cost)) == want
+
+
+def test_report_prices_deepseek_and_gemini_and_accepts_model_deepseek(tmp_path: Path) -> None:
+    path = tmp_path / "other.jsonl"
+    path.write_text(json.dumps(DEEPSEEK) + "\n" + json.dumps(GEMINI) + "\n")
+    out = CliRunner().invoke(main, ["report", str(path), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.output)
+    assert doc["total"]["cost_usd"] is not None and not doc.get("cost_unknown")
+    single = tmp_path / "d.jsonl"
+    single.write_text(json.dumps({"usage": DEEPSEEK["usage"]}) + "\n")
+    out = CliRunner().invoke(main, ["report", str(single), "--model", "deepseek-chat",
+                                    "--format", "json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["total"]["cost_usd"] is not None

@@ -7,7 +7,10 @@ Order of precedence for :func:`get_prices`, field by field:
 2. genai-prices 0.2.3 (pinned in pyproject.toml). Only its **bundled** data is read
    (``genai_prices.data.providers``); its ``UpdatePrices`` auto-update is never started and a
    custom snapshot installed by someone else in the process is ignored, so results never
-   depend on the network;
+   depend on the network. A model of the policy catalog is looked up under its provider
+   (Anthropic or OpenAI); any other model under Anthropic and OpenAI, then under DeepSeek
+   (``deepseek-*`` ids) and Google (``gemini-*`` / ``gemma-*`` ids; not the Claude models
+   genai-prices lists under Google, which are Vertex AI's prices);
 3. the catalog's own dated rows (``prices.toml``, copied from hosted-api-rules.md 1.6/2.5),
    for models genai-prices lacks (Claude Mythos 5 / 5.1).
 
@@ -19,6 +22,13 @@ Field mapping from genai-prices: ``input_mtok`` -> input, ``output_mtok`` -> out
 cache_write_1h. genai-prices' ``TieredPrices`` become :class:`PriceTier` rows; its tier rule
 ("all tokens at the tier price when total input tokens > start") is the same whole-request
 rule as the catalog's ``TierRule``.
+
+DeepSeek and Gemini models get genai-prices' input, output and cache-read prices (no write
+price: both bill a cache miss as plain input). Gemini's storage fee for explicit context
+caches (per token-hour) is not a token price and is not included. DeepSeek prices change
+with the time of day in genai-prices (off-peak hours): they are taken at the request time,
+and without one (``at=None``) at 12:00 UTC of today (``source.note`` says so), so the answer
+does not depend on the hour it is asked.
 
 Override file format (USD per MTok; numbers or strings)::
 
@@ -87,6 +97,13 @@ PRICE_FIELDS: tuple[str, ...] = (
     "cache_write",
 )
 _GENAI_PROVIDERS = ("anthropic", "openai")
+#: Other genai-prices providers searched for a model outside the policy catalog, with the
+#: model id prefixes taken from each: their own first-party models only (genai-prices' google
+#: provider also lists Claude on Vertex AI, whose prices are not Anthropic's).
+_OTHER_GENAI_PROVIDERS: dict[str, tuple[str, ...]] = {
+    "deepseek": ("deepseek",),
+    "google": ("gemini", "gemma"),
+}
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -155,7 +172,9 @@ class ModelPrices(BaseModel):
     Attributes:
         model_id: canonical catalog id when the catalog knows the model, else the id the
             prices were found under.
-        provider: ``"anthropic"``, ``"openai"`` or None (override-only model).
+        provider: ``"anthropic"``, ``"openai"`` or None (a model priced by an override file
+            only, or another provider's model priced by genai-prices: DeepSeek, Gemini;
+            ``source.note`` names the genai-prices provider).
         input, output, cache_read, cache_write_5m, cache_write_1h, cache_write: base prices.
         tiers: prompt-length tiers (ascending ``above_tokens``); a request whose prompt
             tokens exceed a tier's threshold pays that tier's prices on **every** token.
@@ -238,19 +257,30 @@ class _Found(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     model_id: str
-    provider: Provider
+    provider: Provider | None  # None: another provider's model (genai-prices only)
     prices: dict[str, Decimal]
     tiers: tuple[PriceTier, ...]
     effective_from: date | None
     note: str | None
     wins: bool = False
+    genai_provider: str | None = None  # the genai-prices provider id it was found under
+    at: datetime | None = None  # the time it was resolved for, when not the one asked
 
 
-def _genai_model(refs: Iterable[str], provider: Provider | None) -> tuple[Any, Provider] | None:
-    """Find a model in genai-prices' bundled data (never the auto-updated snapshot)."""
+def _genai_model(refs: Iterable[str], provider: Provider | None
+                 ) -> tuple[Any, Provider | None, str] | None:
+    """Find a model in genai-prices' bundled data (never the auto-updated snapshot).
+
+    Returns (genai-prices model, catalog provider or None for another provider's model,
+    genai-prices provider id). A model of the policy catalog (``provider`` given) is looked up
+    under that provider only; any other model under Anthropic and OpenAI first, then under
+    :data:`_OTHER_GENAI_PROVIDERS` (DeepSeek, Google Gemini), where only that provider's own
+    model ids count.
+    """
     from genai_prices.data import providers  # 0.7 s import: only when prices are asked for
 
-    wanted = [p for p in providers if p.id in _GENAI_PROVIDERS]
+    by_id = {p.id: p for p in providers}
+    wanted = [by_id[p] for p in _GENAI_PROVIDERS if p in by_id]
     if provider is not None:
         wanted = [p for p in wanted if p.id == provider]
     for ref in refs:
@@ -258,17 +288,48 @@ def _genai_model(refs: Iterable[str], provider: Provider | None) -> tuple[Any, P
             model = prov.find_model(ref)
             if model is not None:
                 pid: Provider = "anthropic" if prov.id == "anthropic" else "openai"
-                return model, pid
+                return model, pid, prov.id
+    if provider is not None:
+        return None
+    for ref in refs:
+        for other, prefixes in _OTHER_GENAI_PROVIDERS.items():
+            found_under = by_id.get(other)
+            model = found_under.find_model(ref) if found_under is not None else None
+            if model is not None and str(model.id).lower().startswith(prefixes):
+                return model, None, other
     return None
 
 
-def _genai_prices(refs: list[str], provider: Provider | None, at: datetime) -> _Found | None:
+def _time_of_day_priced(model: Any) -> bool:
+    """True when genai-prices gives ``model`` prices that change with the time of day
+    (DeepSeek's off-peak hours)."""
+    from genai_prices.types import ConditionalPrice, TimeOfDateConstraint
+
+    return isinstance(model.prices, list) and any(
+        isinstance(c, ConditionalPrice) and isinstance(c.constraint, TimeOfDateConstraint)
+        for c in model.prices)
+
+
+def _genai_prices(refs: list[str], provider: Provider | None, at: datetime,
+                  *, time_known: bool = True) -> _Found | None:
+    """Prices genai-prices gives for the first of ``refs`` it knows, at ``at``.
+
+    ``time_known`` False (no request time was given, ``at`` is now): a model whose prices
+    change with the time of day is priced as at 12:00 UTC of ``at``'s date, the same price
+    whenever the question is asked (the note says so), not the hour the report runs.
+    """
     from genai_prices.types import ConditionalPrice, StartDateConstraint, TieredPrices
 
     hit = _genai_model(refs, provider)
     if hit is None:
         return None
-    model, pid = hit
+    model, pid, genai_provider = hit
+    note = model.price_comments
+    if not time_known and _time_of_day_priced(model):
+        at = at.replace(hour=12, minute=0, second=0, microsecond=0)
+        note = "; ".join(x for x in (
+            note, "prices change with the time of day; no request time given: priced as at "
+                  "12:00 UTC") if x)
     price = model.get_prices(at)  # standard tier, the conditional price active at `at`
     effective: date | None = None
     if isinstance(model.prices, list):
@@ -315,10 +376,12 @@ def _genai_prices(refs: list[str], provider: Provider | None, at: datetime) -> _
     return _Found(
         model_id=model.id,
         provider=pid,
+        genai_provider=genai_provider,
         prices=base,
         tiers=tuple(tiers),
         effective_from=effective,
-        note=model.price_comments,
+        note=note,
+        at=at,
     )
 
 
@@ -563,10 +626,12 @@ def get_prices(model: str, *, at: datetime | date | None = None) -> ModelPrices:
     Args:
         model: a model id as sent to the API (snapshots, aliases and provider prefixes as in
             :func:`~promptcache.catalog.get_policy`); models outside the policy catalog work
-            when genai-prices or an override file knows them.
+            when genai-prices (Anthropic, OpenAI, DeepSeek and Gemini models) or an override
+            file knows them.
         at: the request time (default: now, UTC; a naive datetime is UTC, a date is midnight
             UTC). Chooses among dated prices (e.g. Claude Sonnet 5.5's read price change on
-            2026-10-07).
+            2026-10-07) and time-of-day prices (DeepSeek's off-peak hours in genai-prices;
+            with ``at=None`` those are taken at 12:00 UTC, and ``ModelPrices.at`` says so).
 
     Returns:
         :class:`ModelPrices`; use ``.for_prompt(prompt_tokens)`` for the flat prices of one
@@ -593,16 +658,20 @@ def get_prices(model: str, *, at: datetime | date | None = None) -> ModelPrices:
     if found is not None and canonical is not None and found.wins:
         source = _catalog_source(canonical, found)
     else:
-        genai = _genai_prices(refs, provider, when)
+        genai = _genai_prices(refs, provider, when, time_known=at is not None)
         if genai is not None:
             from genai_prices import __version__ as genai_version
 
             found = genai
+            other = "" if genai.provider is not None else (
+                f" (provider {genai.genai_provider!r}"
+                + (f"; {genai.note}" if genai.note else "") + ")")
             source = PriceSource(
                 kind="genai-prices",
                 url=GENAI_PRICES_URL,
                 effective_from=genai.effective_from,
-                note=f"genai-prices {genai_version} bundled data, model {genai.model_id!r}",
+                note=f"genai-prices {genai_version} bundled data, model {genai.model_id!r}"
+                + other,
             )
         elif found is not None and canonical is not None:
             source = _catalog_source(canonical, found)
@@ -648,7 +717,7 @@ def get_prices(model: str, *, at: datetime | date | None = None) -> ModelPrices:
         tier_counts=counts,
         source=source,
         field_sources=field_sources,
-        at=when,
+        at=found.at if found is not None and found.at is not None else when,
         **values,
     )
 
