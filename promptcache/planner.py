@@ -647,7 +647,14 @@ def _drop_unsupported_markers(view: PrefixView, policy: CachePolicy) -> list[Mar
 def _fix_user_markers(view: PrefixView, policy: CachePolicy,
                       max_markers: int) -> tuple[list[_Fixed], list[MarkerEdit]]:
     """Repair the caller's markers so the API accepts them (BR-09, BR-10, TTL order); on an
-    OpenAI model that takes no markers (before GPT-5.6), drop them all."""
+    OpenAI model that takes no markers (before GPT-5.6), drop them all.
+
+    Only Anthropic limits the markers of a request (``max_markers``, the automatic one
+    counted; more is an HTTP 400): the earliest are dropped there. On OpenAI GPT-5.6+
+    ``max_breakpoints`` limits cache *writes*, not markers: the API accepts any number, writes
+    at the latest ones and only reads at the earlier ones (hosted-api-rules.md 2.3), so every
+    marker is kept; the earliest is often the system prompt's, the entry a new conversation
+    reads."""
     edits: list[MarkerEdit] = []
     segs = view.segments
     if view.automatic is None:
@@ -699,7 +706,7 @@ def _fix_user_markers(view: PrefixView, policy: CachePolicy,
     order = sorted(fixed)
     budget = max_markers - (1 if (anthropic and view.automatic is not None
                                   and auto_idx is not None) else 0)
-    if len(order) > budget:
+    if anthropic and len(order) > budget:
         drop = order[: len(order) - max(budget, 0)]
         for i in drop:
             edits.append(MarkerEdit(segs[i].path, "drop", None, None,

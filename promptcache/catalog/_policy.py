@@ -142,7 +142,11 @@ class CachePolicy(BaseModel):
         provider: ``"anthropic"`` or ``"openai"``.
         aliases: other ids that resolve to this policy (dated snapshots, short names).
         min_cacheable_tokens: below this prefix length nothing is cached (no error).
-        max_breakpoints: most cache breakpoints (writes) per request; 0 when the API takes none.
+        max_breakpoints: Anthropic: most breakpoints per request, the automatic one counted
+            (more is an HTTP 400). OpenAI GPT-5.6+: most cache *writes* per request (the
+            implicit breakpoint plus the latest 3 explicit ones, or the latest 4 in
+            ``mode: "explicit"``); more markers are accepted, the earlier ones only read.
+            0 when the API takes none (OpenAI before GPT-5.6).
         lookback_positions: how many positions a breakpoint looks back for an earlier write
             (Anthropic: 20); None when there is no such limit.
         lookback_collapses_tool_runs: a run of tool_use (or tool_result) blocks is one position.

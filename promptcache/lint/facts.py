@@ -32,7 +32,11 @@ class CacheFacts:
         provider: ``"anthropic"`` or ``"openai"``.
         model: the model id asked for (None when the request names none).
         known_model: whether the catalog knows ``model``.
-        max_breakpoints: breakpoint slots per request (None: unknown).
+        max_breakpoints: the catalog's per-request breakpoint limit (None: unknown). Anthropic:
+            markers per request, the automatic one included (more is an HTTP 400). OpenAI
+            GPT-5.6+: cache *writes* per request (the implicit breakpoint plus the latest 3
+            explicit ones, or the latest 4 in ``mode: "explicit"``); more markers are accepted,
+            the earlier ones only read (hosted-api-rules.md 2.3). OpenAI before GPT-5.6: 0.
         lookback_positions: Anthropic lookback window in positions (None: none / unknown).
         min_cacheable_tokens: the smallest cacheable prefix, in tokens (None: unknown).
         longer_ttl_first: whether longer TTLs must precede shorter ones.
@@ -43,6 +47,8 @@ class CacheFacts:
             (GPT-5.6+ only; None: unknown).
         ttls: the TTL values the model takes (``("5m", "1h")``, ``("30m",)``, ``()``; None:
             unknown).
+        read_breakpoint_window: reads consider only the latest N breakpoints (OpenAI GPT-5.6+:
+            80); None: no such window, or unknown.
     """
 
     provider: str
@@ -56,6 +62,7 @@ class CacheFacts:
     explicit_breakpoints: bool | None = None
     prompt_cache_options: bool | None = None
     ttls: tuple[str, ...] | None = None
+    read_breakpoint_window: int | None = None
 
 
 #: The catalog policy fields copied into :class:`CacheFacts` (known per model; provider-wide
@@ -68,6 +75,7 @@ _FACT_FIELDS = (
     "explicit_breakpoints",
     "prompt_cache_options",
     "ttls",
+    "read_breakpoint_window",
 )
 
 
@@ -183,6 +191,7 @@ def _facts(family: str, model: str | None) -> CacheFacts:
         explicit_breakpoints=_opt_bool(src.get("explicit_breakpoints")),
         prompt_cache_options=_opt_bool(src.get("prompt_cache_options")),
         ttls=tuple(src["ttls"]) if src.get("ttls") is not None else None,
+        read_breakpoint_window=src.get("read_breakpoint_window"),
     )
 
 

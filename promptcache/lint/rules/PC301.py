@@ -6,19 +6,20 @@ from collections.abc import Iterator, Mapping
 
 from promptcache.lint.engine import RequestContext, Rule
 from promptcache.lint.finding import Finding, Severity
+from promptcache.lint.rules._common import stored_prompt_fields
 
 __all__ = ["Rule_PC301"]
 
 
 class Rule_PC301(Rule):
-    """More cache breakpoints than the model allows.
+    """More cache breakpoints than the model allows, or cache parameters it rejects.
 
     ## What it does
-    Counts the breakpoints of a request in processing order — ``cache_control`` on tools,
-    system blocks and message blocks, plus Anthropic's automatic (top-level) breakpoint, which
-    takes a slot — and reports when the count exceeds the model's limit (4 on Anthropic; 4
-    explicit on OpenAI GPT-5.6+), from the catalog. Details: ``count``, ``limit``,
-    ``paths_in_processing_order``, ``reason`` (``"too_many"``).
+    Anthropic: counts the breakpoints of a request in processing order — ``cache_control`` on
+    tools, system blocks and message blocks, plus the automatic (top-level) breakpoint, which
+    takes a slot — and reports an error when the count exceeds the model's limit (4, from the
+    catalog). Details: ``count``, ``limit``, ``paths_in_processing_order``, ``reason``
+    (``"too_many"``).
 
     On an OpenAI model before GPT-5.6 (catalog: no explicit breakpoints), which caches
     automatically, it reports instead any ``prompt_cache_breakpoint`` (``reason``
@@ -28,10 +29,29 @@ class Rule_PC301(Rule):
     ``mode`` other than ``"implicit"``/``"explicit"``, options that are not an object) make
     the request unreadable: ``promptcache lint`` stops with an error naming the field.
 
+    On GPT-5.6+ the catalog's ``max_breakpoints`` (4) is a limit on cache *writes*, not on
+    markers: any number of ``prompt_cache_breakpoint`` s is accepted. Two findings there, with
+    their own severity:
+
+    - **warning** (``"explicit_without_breakpoints"``): ``prompt_cache_options.mode`` is
+      ``"explicit"`` and no content part carries a breakpoint, so nothing is written or read
+      (silent for a prompt under the model's minimum, which is not cached anyway, and for a
+      Responses request chained with ``previous_response_id`` / ``conversation`` /
+      ``prompt``, whose stored items may carry the markers);
+    - **info** (``"writes_latest"``): more markers than the request writes (mode
+      ``"implicit"``: the implicit breakpoint plus the latest 3; ``"explicit"``: the latest 4),
+      so the earliest only read what earlier requests wrote there; more than the read window
+      (the latest 80 breakpoints) adds that the earliest are never read. Details: ``count``,
+      ``limit``, ``writes``, ``mode``, ``written_paths``, ``read_only_paths``,
+      ``read_window``, ``beyond_read_window``, ``paths_in_processing_order``.
+
     ## Why is this bad?
-    The API rejects the request outright (HTTP 400 ``invalid_request_error``). Frameworks that
-    add their own markers on top of the user's hit this (pydantic-ai #3467); code written for
-    GPT-5.6 hits it when pointed at an older model.
+    The errors: the API rejects the request outright (HTTP 400 ``invalid_request_error``).
+    Frameworks that add their own markers on top of the user's hit this on Anthropic
+    (pydantic-ai #3467); code written for GPT-5.6 hits it when pointed at an older model. The
+    warning: caching is off with no error, every prompt token billed uncached. The info is no
+    problem in a conversation whose earlier requests wrote those markers (a breakpoint per
+    turn, kept in the history); a marker that no request ever writes holds no entry to read.
 
     ## Example
     ```json
@@ -42,10 +62,12 @@ class Rule_PC301(Rule):
     ```
 
     ## Use instead
-    Drop the earliest markers first: a later marker already caches everything before it. On an
-    OpenAI model before GPT-5.6, remove ``prompt_cache_breakpoint`` and
+    Anthropic: drop the earliest markers first: a later marker already caches everything
+    before it. On an OpenAI model before GPT-5.6, remove ``prompt_cache_breakpoint`` and
     ``prompt_cache_options``: the model caches the prompt's prefix on its own. The SDK
-    wrapper's ``auto_cache`` makes the same repairs to the caller's markers.
+    wrapper's ``auto_cache`` makes the same repairs to the caller's markers (and keeps every
+    marker on GPT-5.6+). With ``mode: "explicit"``, put a breakpoint on the last part of the
+    stable prefix, or leave the mode at ``"implicit"``.
 
     ## Fix safety
     Dropping the earliest marker is safe for correctness; it may lower the hit rate when the
@@ -57,12 +79,15 @@ class Rule_PC301(Rule):
     - https://github.com/pydantic/pydantic-ai/issues/3467 (BR-09)
     - https://developers.openai.com/api/docs/guides/prompt-caching (GPT-5.6+:
       ``prompt_cache_breakpoint``, ``prompt_cache_options`` with ``ttl`` ``"30m"``; a 400
-      before GPT-5.6)
+      before GPT-5.6; at most 4 cache writes per request, earlier breakpoints read-only,
+      reads over the latest 80 breakpoints, ``mode: "explicit"`` with no breakpoint caches
+      nothing; hosted-api-rules.md 2.3 and pitfall 13)
     """
 
     code = "PC301"
     name = "breakpoint.too-many"
-    summary = "More breakpoints than the model allows, or cache parameters it rejects"
+    summary = ("More breakpoints than the model allows, or cache parameters it rejects or that "
+               "turn caching off")
     groups = ("all", "breakpoint")
     severity = Severity.ERROR
     message = "more cache breakpoints than allowed"
@@ -72,15 +97,13 @@ class Rule_PC301(Rule):
     def check_request(self, ctx: RequestContext) -> Iterator[Finding]:
         if ctx.view.provider != "anthropic":
             yield from self._openai_params(ctx)
-            if ctx.facts.explicit_breakpoints is False:
-                return  # every marker is reported by _openai_params
+            if ctx.facts.explicit_breakpoints:
+                yield from self._openai_writes(ctx)
+            return  # before GPT-5.6 every marker is reported by _openai_params
         limit = ctx.facts.max_breakpoints
         if limit is None:
             return
         bps = ctx.view.breakpoints()
-        if ctx.view.provider != "anthropic":
-            bps = [b for b in bps if b.breakpoint is not None
-                   and b.breakpoint.source == "openai-explicit"]
         if len(bps) <= limit:
             return
         paths = [b.path for b in bps]
@@ -89,6 +112,70 @@ class Rule_PC301(Rule):
                "the request (HTTP 400)")
         yield ctx.finding(self, msg, path=bps[limit].path, count=len(bps), limit=limit,
                           paths_in_processing_order=paths, reason="too_many")
+
+    def _openai_writes(self, ctx: RequestContext) -> Iterator[Finding]:
+        """GPT-5.6+: ``mode: "explicit"`` with no breakpoint (caching off), and more markers
+        than the request writes (info: the API accepts them, the earlier ones only read).
+
+        hosted-api-rules.md 2.3: at most 4 cache writes per request (implicit mode: the
+        implicit breakpoint plus the latest 3 explicit ones; explicit mode: the latest 4);
+        breakpoints from earlier turns are read-only; reads look at the latest 80 breakpoints;
+        ``mode: "explicit"`` with no breakpoint caches nothing. Pitfall 13 there."""
+        facts = ctx.facts
+        model = facts.model or ctx.view.model
+        opts = ctx.payload.get("prompt_cache_options")
+        explicit = isinstance(opts, Mapping) and opts.get("mode") == "explicit"
+        bps = [b for b in ctx.view.breakpoints() if b.breakpoint is not None
+               and b.breakpoint.source == "openai-explicit"]
+        if explicit and not bps:
+            # a chained Responses request: the stored items may carry the markers
+            if stored_prompt_fields(ctx):
+                return
+            minimum = facts.min_cacheable_tokens
+            if minimum is not None and ctx.view.total_tokens < minimum:
+                return  # under the minimum nothing would be cached anyway
+            msg = ('prompt_cache_options.mode is "explicit" and no content part carries a '
+                   f"prompt_cache_breakpoint: {model} then writes and reads no cache entry, "
+                   f"so all {ctx.view.total_tokens} prompt tokens are billed uncached on every "
+                   "call (caching is silently off)")
+            fix = ("put a prompt_cache_breakpoint on the last part of the stable prefix (the "
+                   'system/developer message), or drop mode "explicit" (the default "implicit" '
+                   "caches at the newest message); ignore PC301 here if caching off is meant")
+            yield ctx.finding(self, msg, path="prompt_cache_options.mode", fix=fix,
+                              severity=Severity.WARNING, mode="explicit", count=0,
+                              reason="explicit_without_breakpoints")
+            return
+        limit = facts.max_breakpoints
+        if not limit or not bps:
+            return
+        writes = limit if explicit else max(limit - 1, 0)
+        window = facts.read_breakpoint_window
+        unread = max(0, len(bps) - window) if window else 0
+        if len(bps) <= writes and not unread:
+            return
+        paths = [b.path for b in bps]
+        written = paths[-writes:] if writes else []
+        read_only = paths[:len(paths) - len(written)]
+        how = (f'mode "explicit": the latest {limit} explicit ones' if explicit else
+               f"the implicit one on the newest message plus the latest {writes} explicit ones")
+        n = len(bps)
+        earliest = ("the earliest marker (at {}) only reads" if len(read_only) == 1 else
+                    f"the {len(read_only)} earliest markers (from {{}}) only read").format(
+                        read_only[0])
+        msg = (f"{n} prompt_cache_breakpoint markers: {model} writes at most {limit} cache "
+               f"entries per request ({how}), so {earliest} "
+               "entries that earlier requests wrote there; the API accepts the request")
+        if unread:
+            msg += (f"; reads look at the latest {window} breakpoints only, so the {unread} "
+                    f"earliest (from {paths[0]}) are never read")
+        fix = ("nothing to fix in a conversation whose earlier requests wrote those markers; a "
+               f"marker that no earlier request wrote is not written now either: add at most "
+               f"{writes} new markers per request")
+        yield ctx.finding(self, msg, path=paths[0], fix=fix, severity=Severity.INFO, count=n,
+                          limit=limit, writes=writes, mode="explicit" if explicit else "implicit",
+                          written_paths=written, read_only_paths=read_only,
+                          read_window=window, beyond_read_window=unread,
+                          paths_in_processing_order=paths, reason="writes_latest")
 
     def _openai_params(self, ctx: RequestContext) -> Iterator[Finding]:
         """GPT-5.6+ cache parameters on a model that takes none, and a TTL it does not take."""
