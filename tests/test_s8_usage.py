@@ -175,3 +175,172 @@ def _report(path: Path, *args: str) -> dict[str, Any]:
 def _write(path: Path, *lines: dict[str, Any]) -> Path:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
+
+
+# ----------------------------------------------------------------------------------------- F2
+
+
+def test_report_prices_a_dated_responses_object_at_its_created_at(tmp_path: Path) -> None:
+    """gpt-5.6-sol: $5/MTok input before 2026-08-21, $4 from then (catalog rows)."""
+    resp = {"id": "resp_1", "object": "response", "created_at": 1785000000,  # 2026-07-25
+            "model": "gpt-5.6-sol", "output": [],
+            "usage": {"input_tokens": 1000, "output_tokens": 0,
+                      "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}}}
+    old = _report(_write(tmp_path / "old.jsonl", resp))
+    assert Decimal(old["total"]["cost_usd"]) == Decimal("0.005")
+    new = _report(_write(tmp_path / "new.jsonl", {**resp, "created_at": 1795000000}))
+    assert Decimal(new["total"]["cost_usd"]) == Decimal("0.004")
+
+
+def test_report_prices_a_dated_chat_completion_at_its_created(tmp_path: Path) -> None:
+    chat = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1785000000,
+            "model": "gpt-5.6-sol", "choices": [],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 0,
+                      "prompt_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}}}
+    data = _report(_write(tmp_path / "c.jsonl", chat))
+    assert Decimal(data["total"]["cost_usd"]) == Decimal("0.005")
+
+
+@pytest.mark.parametrize("key", ["timestamp", "start"])
+def test_report_prices_a_usage_line_at_its_timestamp(tmp_path: Path, key: str) -> None:
+    """claude-sonnet-5-5: cache read $0.20/MTok before 2026-10-07, $0.10 from then."""
+    usage = {"input_tokens": 0, "cache_read_input_tokens": 1_000_000,
+             "cache_creation_input_tokens": 0, "output_tokens": 0}
+    line = {"model": "claude-sonnet-5-5", key: "2026-09-21T14:13:20Z", "usage": usage}
+    assert Decimal(_report(_write(tmp_path / "u.jsonl", line))["total"]["cost_usd"]) == (
+        Decimal("0.20"))
+    later = {**line, key: "2026-11-18T00:00:00Z"}
+    assert Decimal(_report(_write(tmp_path / "v.jsonl", later))["total"]["cost_usd"]) == (
+        Decimal("0.10"))
+    # a relative time (a log starting at 0) is no date: today's price, not 1970's
+    relative = {**line, key: 30}
+    assert Decimal(_report(_write(tmp_path / "w.jsonl", relative))["total"]["cost_usd"]) == (
+        Decimal("0.10"))
+
+
+# ----------------------------------------------------------------------------------------- F3
+
+
+def test_report_says_why_a_gpt56_chat_cost_is_unknown_and_hides_unknown_counts(
+        tmp_path: Path) -> None:
+    chat = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1795000000,
+            "model": "gpt-5.6-sol", "choices": [],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 0,
+                      "prompt_tokens_details": {"cached_tokens": 0}}}
+    path = _write(tmp_path / "c.jsonl", chat)
+    data = _report(path)
+    total = data["total"]
+    assert total["cost_usd"] is None
+    # the writes are not reported, so neither they nor the uncached part are known
+    assert total["cache_write"] is None and total["uncached_input"] is None
+    assert total["cache_read"] == 0
+    [reason] = data["cost_unknown"]
+    assert "'gpt-5.6-sol'" in reason and "cache writes not reported" in reason
+    text = CliRunner().invoke(main, ["report", str(path)])
+    assert text.exit_code == 0
+    assert "cost unknown: 1 record of model 'gpt-5.6-sol': cache writes not reported" in (
+        text.output)
+    assert "1,000" not in text.output  # the uncached count is not shown as known
+
+
+def test_report_says_a_price_override_lacks_cache_read(tmp_path: Path) -> None:
+    prices = tmp_path / "p.toml"
+    prices.write_text('[models."my-llama"]\ninput = 1.0\noutput = 2.0\n')
+    line = {"model": "my-llama", "usage": {"prompt_tokens": 1300, "completion_tokens": 5,
+                                           "prompt_tokens_details": {"cached_tokens": 1024}}}
+    data = _report(_write(tmp_path / "l.jsonl", line), "--prices", str(prices))
+    assert data["total"]["cost_usd"] is None
+    [reason] = data["cost_unknown"]
+    assert "no cache_read price for model 'my-llama'" in reason and "--prices" in reason
+
+
+# ---------------------------------------------------------------------------------------- F12
+
+
+def _br30_events() -> list[dict[str, Any]]:
+    return [
+        {"type": "message_start",
+         "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                     "model": "claude-sonnet-4-5", "content": [],
+                     "usage": {"input_tokens": 50, "cache_read_input_tokens": 2400,
+                               "cache_creation_input_tokens": 120, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0,
+         "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "text_delta", "text": "hi"}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+         "usage": {"output_tokens": 310}},
+        {"type": "message_stop"},
+    ]
+
+
+def test_report_merges_a_streamed_anthropic_response_into_one_request(tmp_path: Path) -> None:
+    """BR-30 anthropic_official: one request, input 50 / read 2,400 / write 120 / output 310."""
+    events = _br30_events()
+    for lines in ([events[0], events[4]], events, [*events, *events]):
+        data = _report(_write(tmp_path / "e.jsonl", *lines))
+        n = 2 if len(lines) > len(events) else 1
+        total = data["total"]
+        assert (total["requests"], total["uncached_input"], total["cache_read"],
+                total["cache_write"], total["output"]) == (n, 50 * n, 2400 * n, 120 * n, 310 * n)
+        assert round(total["hit_rate"], 4) == 0.9339
+        assert total["cost_usd"] is not None and data["cost_unknown"] == []
+
+
+def test_report_merges_a_relay_stream_and_keeps_lone_deltas(tmp_path: Path) -> None:
+    relay = [{"type": "message_start", "message": {"model": "claude-sonnet-4-5"}},
+             {"type": "message_delta",
+              "usage": {"input_tokens": 50, "cache_read_input_tokens": 2400,
+                        "cache_creation_input_tokens": 120, "output_tokens": 310}}]
+    total = _report(_write(tmp_path / "r.jsonl", *relay))["total"]
+    assert (total["requests"], total["cache_read"], total["output"]) == (1, 2400, 310)
+    # a log of delta-only lines (one per request, no message_start): one record each
+    total = _report(_write(tmp_path / "d.jsonl", relay[1], relay[1]))["total"]
+    assert (total["requests"], total["cache_read"]) == (2, 4800)
+
+
+def test_report_stream_without_usage_is_bad_input_naming_its_first_line(tmp_path: Path) -> None:
+    path = _write(tmp_path / "n.jsonl", {"type": "message_start", "message": {}},
+                  {"type": "message_stop"})
+    res = CliRunner().invoke(main, ["report", str(path)])
+    assert res.exit_code == 2
+    assert f"{path}:1" in res.output and "usage" in res.output
+
+
+def test_report_merges_responses_stream_events(tmp_path: Path) -> None:
+    resp = {"id": "resp_1", "object": "response", "created_at": 1785000000,
+            "model": "gpt-5.6-sol", "usage": None}
+    done = {**resp, "usage": {"input_tokens": 1000, "output_tokens": 3,
+                              "input_tokens_details": {"cached_tokens": 0,
+                                                       "cache_write_tokens": 0}}}
+    path = _write(tmp_path / "r.jsonl", {"type": "response.created", "response": resp},
+                  {"type": "response.output_text.delta", "delta": "x"},
+                  {"type": "response.completed", "response": done})
+    data = _report(path)
+    assert data["total"]["requests"] == 1
+    # priced at the stream's created_at (2026-07-25): the $5/MTok input row, not today's $4
+    from datetime import UTC, datetime
+
+    from promptcache.catalog import get_prices
+
+    then = get_prices("gpt-5.6-sol", at=datetime.fromtimestamp(1785000000, tz=UTC))
+    assert then.input == 5
+    assert Decimal(data["total"]["cost_usd"]) == (1000 * then.input + 3 * then.output) / MTOK
+
+
+# --------------------------------------------------------------------------------- F4 report
+
+
+def test_report_lists_a_cold_write_group_once_with_its_final_count(tmp_path: Path) -> None:
+    from promptcache.usage import JsonlSink
+
+    path = tmp_path / "fan.jsonl"
+    with JsonlSink(path) as sink:
+        for r in _fan_out(5):
+            sink.write(r)
+    data = _report(path)
+    assert data["events"]["concurrent_cold_writes"] == 1
+    cold = [m for m in data["messages"] if "cold prefix" in m]
+    assert cold == [cold[0]] and cold[0].startswith("5 requests wrote the same cold prefix")
+    assert "20,000 tokens written again" in cold[0]

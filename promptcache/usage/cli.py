@@ -48,9 +48,10 @@ import click
 
 from promptcache._cliutil import PLOT_FORMATS, check_model, fail, unknown_model_message
 from promptcache._errors import CatalogError, InputError, UnknownModelError
+from promptcache.usage.billing import Cost
 from promptcache.usage.record import CLAMP_FLAG, REPORTED_FLAG, UsageRecord
 from promptcache.usage.sinks import iter_usage_log_lines
-from promptcache.usage.tracker import UsageSummary, UsageTracker
+from promptcache.usage.tracker import ColdWriteGroup, UsageSummary, UsageTracker
 
 __all__ = ["breakeven_command", "report_command"]
 
@@ -79,6 +80,12 @@ _COLUMNS = ("label", "model", "requests", "hit_rate", "request_hit_rate", "uncac
 #: record field of the same name unknown: a sum of the known values would be a wrong number
 #: (e.g. OpenAI usage without ``prompt_tokens_details`` has no cached count, so no split).
 _SPLIT_FIELDS = ("uncached_input", "cache_read")
+#: Columns unknown when a record of a model that bills cache writes does not report its writes
+#: (GPT-5.6+ chat usage without ``cache_write_tokens``): the writes, and so the uncached part
+#: (prompt - cached - written), are unknown.
+_WRITE_FIELDS = ("uncached_input", "cache_write", "cache_write_5m", "cache_write_1h")
+#: The billing note of such a record (:func:`promptcache.usage.billing.price_record`).
+_WRITES_NOT_REPORTED = "cache writes not reported"
 
 
 def _row(label: str | None, model: str | None, s: UsageSummary,
@@ -88,14 +95,17 @@ def _row(label: str | None, model: str | None, s: UsageSummary,
             **{k: None if k in unknown else d[k] for k in _COLUMNS[2:]}}
 
 
-def _unknown_fields(records: list[UsageRecord]) -> tuple[
+def _unknown_fields(records: list[UsageRecord], costs: list[Cost | None]) -> tuple[
         dict[tuple[str | None, str | None], frozenset[str]], frozenset[str]]:
-    """Per (label, model) group and for the total: the :data:`_SPLIT_FIELDS` some record of
-    the group does not report."""
+    """Per (label, model) group and for the total: the token columns some record of the group
+    does not report (:data:`_SPLIT_FIELDS`; :data:`_WRITE_FIELDS` when its model bills writes
+    it does not report)."""
     by_group: dict[tuple[str | None, str | None], set[str]] = {}
-    for rec in records:
+    for rec, cost in zip(records, costs, strict=True):
         missing = by_group.setdefault((rec.label, rec.model), set())
         missing.update(f for f in _SPLIT_FIELDS if getattr(rec, f) is None)
+        if rec.writes is None and cost is not None and _WRITES_NOT_REPORTED in cost.notes:
+            missing.update(_WRITE_FIELDS)
     groups = {k: frozenset(v) for k, v in by_group.items()}
     return groups, frozenset().union(*groups.values())
 
@@ -227,10 +237,12 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
     groups = sorted(tracker.by_label_model().items(),
                     key=lambda kv: (str(kv[0][0]), str(kv[0][1])))
     total = tracker.summary()
-    unknown, total_unknown = _unknown_fields(records)
+    unknown, total_unknown = _unknown_fields(tracker.records, tracker.costs)
     rows = [_row(label, model, s, unknown.get((label, model), frozenset()))
             for (label, model), s in groups]
-    events: Counter[str] = Counter(str(e.kind) for e in tracker.events)
+    shown = _shown_events(tracker)
+    events: Counter[str] = Counter(kind for kind, _ in shown)
+    events.update(str(e.kind) for e in tracker.events if e.kind in _UNLISTED)
     anomalies = _anomalies(tracker)
     clamped = _clamped(tracker.records)
     if plot_path is not None:  # before the report: a failed plot leaves no report behind
@@ -239,8 +251,7 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
         click.echo(json.dumps({"file": usage_file, "groups": rows,
                                "total": _row(None, None, total, total_unknown),
                                "events": dict(events),
-                               "messages": [e.message for e in tracker.events
-                                            if e.kind not in ("unpriced", "usage_anomaly")],
+                               "messages": [message for _, message in shown],
                                "anomalies": anomalies,
                                "clamped_records": len(clamped),
                                "clamped": clamped,
@@ -268,11 +279,34 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
             n = anomaly["count"]
             click.echo(f"  {anomaly['kind']} ({n} {'record' if n == 1 else 'records'}): "
                        f"{anomaly['message']}")
-        shown = [e for e in tracker.events if e.kind not in ("unpriced", "usage_anomaly")]
-        for event in shown[:_MAX_EVENTS]:
-            click.echo(f"  {event.kind}: {event.message}")
+        for kind, message in shown[:_MAX_EVENTS]:
+            click.echo(f"  {kind}: {message}")
         if len(shown) > _MAX_EVENTS:
             click.echo(f"  ... {len(shown) - _MAX_EVENTS} more (--format json lists them all)")
+
+
+#: Event kinds the report states elsewhere (``cost_unknown``, ``anomalies``), not as messages.
+_UNLISTED = ("unpriced", "usage_anomaly")
+
+
+def _shown_events(tracker: UsageTracker) -> list[tuple[str, str]]:
+    """``(kind, message)`` of the tracker's events, in order, for the report: a group of
+    concurrent cold writes once (at its first event), with its final count, tokens and
+    waste (the tracker raises it as the group grows: at 2, 4, 8... writes)."""
+    out: list[tuple[str, str]] = []
+    groups: set[int] = set()
+    for event in tracker.events:
+        if event.kind in _UNLISTED:
+            continue
+        group = event.data.get("group") if event.kind == "concurrent_cold_writes" else None
+        if isinstance(group, ColdWriteGroup):
+            if id(group) in groups:
+                continue
+            groups.add(id(group))
+            out.append((event.kind, group.message()))
+            continue
+        out.append((str(event.kind), event.message))
+    return out
 
 
 def _too_deep_line(path: str, text: str | None = None) -> str:
@@ -331,10 +365,38 @@ def _check_model(model: str, located: list[tuple[str, UsageRecord]]) -> None:
                          f"({family}); drop --model or split the log")
 
 
+#: Billing notes that state an assumption made while pricing, not why a cost is unknown.
+_ASSUMPTION_NOTES = ("write TTL not reported", "no write fee for this model")
+
+
+def _unknown_reason(note: str, model: str | None) -> str:
+    """A billing note of an unknown cost, in report terms (what to do about it)."""
+    if note == "no cache-read price for this model":
+        return (f"no cache_read price for model {model!r} while cached tokens are reported "
+                "(add cache_read to the --prices file)")
+    if note.startswith("no ") and "price" in note:
+        return f"{note} (add it to the --prices file)"
+    if note == _WRITES_NOT_REPORTED:
+        return ("cache writes not reported, and the model bills them at their own rate "
+                "(OpenAI GPT-5.6+: prompt_tokens_details.cache_write_tokens): the writes and "
+                "the uncached part are unknown")
+    return note
+
+
 def _unpriced(records: list[UsageRecord], tracker: UsageTracker) -> list[str]:
-    """One sentence per reason some records have no cost (no model; a model without prices)."""
+    """One sentence per reason some records have no cost: no model; a model without prices;
+    a price table or usage that leaves a part of the cost unknown (the billing notes: a price
+    the table lacks, a count the usage does not report)."""
+    costs = tracker.costs
     missing: Counter[str | None] = Counter(
-        r.model for r, c in zip(records, tracker.costs, strict=True) if c is None)
+        r.model for r, c in zip(records, costs, strict=True) if c is None)
+    partial: Counter[tuple[str | None, str]] = Counter()
+    for rec, cost in zip(records, costs, strict=True):
+        if cost is None or cost.total is not None:
+            continue
+        notes = [n for n in cost.notes if not n.startswith(_ASSUMPTION_NOTES)]
+        reason = "; ".join(_unknown_reason(n, rec.model) for n in notes) or "a count is unknown"
+        partial[(rec.model, reason)] += 1
     out = []
     if missing[None]:
         n = missing.pop(None)
@@ -343,6 +405,8 @@ def _unpriced(records: list[UsageRecord], tracker: UsageTracker) -> list[str]:
     for name, n in sorted(missing.items(), key=lambda kv: str(kv[0])):
         out.append(f"{n} {'record' if n == 1 else 'records'} of model {name!r}: no prices "
                    "(pass --model or --prices)")
+    for (name, reason), n in sorted(partial.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        out.append(f"{n} {'record' if n == 1 else 'records'} of model {name!r}: {reason}")
     return out
 
 
@@ -372,7 +436,8 @@ def _print_table(name: str, groups: list[tuple[tuple[str | None, str | None], Us
         table.add_row(label, model, f"{s.requests}{unknown}", _pct(s.hit_rate),
                       _pct(s.request_hit_rate), tokens("uncached_input", s.uncached_input),
                       tokens("cache_read", s.cache_read),
-                      f"{s.cache_write_5m:,}", f"{s.cache_write_1h:,}", f"{other:,}",
+                      tokens("cache_write_5m", s.cache_write_5m),
+                      tokens("cache_write_1h", s.cache_write_1h), tokens("cache_write", other),
                       f"{s.output:,}", _money(s.cost, "0.0001"), _money(s.savings, "0.0001"),
                       end_section=end)
 

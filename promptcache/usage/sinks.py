@@ -177,15 +177,28 @@ def iter_usage_log(path: str | os.PathLike[str]) -> Iterator[UsageRecord]:
     (:func:`promptcache.usage.parse.parse_usage`); a ``"model"`` key on the line (or in the
     response; failing both, in the request a request-log line carries under ``"request"`` /
     ``"body"`` / ``"payload"``, the line format ``promptcache explain`` reads) becomes the
-    record's model, otherwise the model is ``None`` (unpriced, never guessed). ``"label"`` and ``"session"`` keys on the line (e.g.
-    ``{"label": ..., "model": ..., "usage": {...}}``) become the record's label and session.
+    record's model, otherwise the model is ``None`` (unpriced, never guessed). ``"label"`` and
+    ``"session"`` keys on the line (e.g. ``{"label": ..., "model": ..., "usage": {...}}``)
+    become the record's label and session. The line's time (a ``timestamp`` / ``start`` / ...
+    key, :data:`promptcache._times.TIME_KEYS`, as ``promptcache explain`` reads it; else the
+    response's ``created_at`` (Responses) or ``created`` (Chat Completions)) becomes the
+    record's ``start``, so the catalog's dated prices apply (a relative time, under 1e9 s,
+    does not choose a price: see :meth:`~promptcache.usage.UsageTracker.prices_for`).
+
+    A streamed response logged event by event is one record: consecutive lines from an
+    Anthropic ``message_start`` to its ``message_stop`` (``message_delta``, ``content_block_*``
+    and ``ping`` between), a Responses ``response.created`` to its ``response.completed`` /
+    ``incomplete`` / ``failed``, or ``chat.completion.chunk`` lines with one ``id``, are merged
+    as :func:`promptcache.usage.parse.parse_stream` merges them (case BR-30: per counter the
+    maximum over the events, never a sum). A ``message_delta`` or ``response.completed`` line
+    on its own is a record by itself, as before.
     Blank lines are skipped, and so is an incomplete last line (no newline at its end, not
     JSON: a log being written, or whose writer crashed), with a one-line warning on stderr.
 
     Raises:
         InputError: the file cannot be read or is one (pretty-printed) JSON document, not
-            JSONL (``file`` = path), or a line is not JSON or holds no readable usage (``file``
-            = ``"path:line"``, reason says what is wrong).
+            JSONL (``file`` = path), or a line (a stream's events: its first line) is not JSON
+            or holds no readable usage (``file`` = ``"path:line"``, reason says what is wrong).
     """
     for _, record in iter_usage_log_lines(path):
         yield record
@@ -198,40 +211,156 @@ def iter_usage_log_lines(
 
     ``text``: the log's text, already read (``promptcache report -`` reads standard input
     once); it is parsed instead of the file, and ``path`` only names it (``"-"``).
+
+    Consecutive lines that are the events of one streamed response (see
+    :func:`iter_usage_log`) give one record, located at the stream's first line.
     """
+    stream: _Stream | None = None
+    for _, data, where in _json_lines(path, text=text):
+        if stream is not None:
+            if stream.takes(data):
+                stream.add(data)
+                if stream.done:
+                    yield stream.where, stream.record()
+                    stream = None
+                continue
+            yield stream.where, stream.record()
+            stream = None
+        kind = _stream_kind(data)
+        if kind is not None:
+            stream = _Stream(kind, data, where)
+            continue
+        yield where, _line_record(data, where)
+    if stream is not None:
+        yield stream.where, stream.record()
+
+
+def _line_fields(data: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str, Any]:
+    """Record fields a line carries beside its usage: ``model`` / ``label`` / ``session`` keys,
+    and its time as ``start``: a time key of the line (``timestamp``, ``start``, ... as
+    ``promptcache explain`` reads them: :data:`promptcache._times.TIME_KEYS`), else of its
+    response (``created_at`` of a Responses object, ``created`` of a ChatCompletion). The
+    time picks the catalog's dated prices; a value that is not a time is not one."""
+    from promptcache._times import timestamp_of
+
+    fields: dict[str, Any] = {}
+    for key in ("model", "label", "session"):
+        if isinstance(data.get(key), str):
+            fields[key] = data[key]
+    ts = timestamp_of(data)
+    if ts is None and target is not data:
+        ts = timestamp_of(target)
+    if ts is not None:
+        fields["start"] = ts
+    return fields
+
+
+def _line_record(data: dict[str, Any], where: str) -> UsageRecord:
+    """The record of one line that is not part of a stream (see :func:`iter_usage_log`)."""
     from promptcache.usage.parse import parse_usage
 
-    for _, data, where in _json_lines(path, text=text):
-        record_error: str | None = None
-        if isinstance(data.get("provider"), str):
-            try:
-                yield where, UsageRecord.model_validate(data)
-                continue
-            except ValidationError as exc:
-                record_error = _first_error(exc)
-        target: Mapping[str, Any] = data
-        if isinstance(data.get("response"), Mapping):
-            target = data["response"]
-        fields: dict[str, Any] = {}
-        for key in ("model", "label", "session"):
-            if isinstance(data.get(key), str):
-                fields[key] = data[key]
+    record_error: str | None = None
+    if isinstance(data.get("provider"), str):
         try:
-            record = parse_usage(target, **fields)
-        except ValidationError as exc:  # counts that break a record invariant
-            raise InputError(where, f"bad usage counts ({_first_error(exc)})") from exc
+            return UsageRecord.model_validate(data)
+        except ValidationError as exc:
+            record_error = _first_error(exc)
+    target: Mapping[str, Any] = data
+    if isinstance(data.get("response"), Mapping):
+        target = data["response"]
+    fields = _line_fields(data, target)
+    try:
+        record = parse_usage(target, **fields)
+    except ValidationError as exc:  # counts that break a record invariant
+        raise InputError(where, f"bad usage counts ({_first_error(exc)})") from exc
+    except (PromptCacheError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or str(exc)
+        if record_error is not None:
+            reason = f"not a usage record ({record_error}) nor API usage: {reason}"
+        else:
+            reason = f"not API usage: {reason}"
+        raise InputError(where, reason) from exc
+    if record.model is None:
+        asked = _request_model(data)
+        if asked is not None:
+            record = record.model_copy(update={"model": asked})
+    return record
+
+
+#: Anthropic stream events that continue a ``message_start`` (one response).
+_ANTHROPIC_EVENTS = frozenset({"message_delta", "message_stop", "content_block_start",
+                               "content_block_delta", "content_block_stop", "ping"})
+#: Responses API events that end a response's stream.
+_RESPONSES_END = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+def _stream_kind(data: Mapping[str, Any]) -> str | None:
+    """``"anthropic"`` for a ``message_start`` line, ``"responses"`` for ``response.created``,
+    ``"chat"`` for a ``chat.completion.chunk``: the first event of a streamed response whose
+    usage is spread over (or only on) later events; None for any other line."""
+    kind = data.get("type")
+    if kind == "message_start":
+        return "anthropic"
+    if kind == "response.created":
+        return "responses"
+    if data.get("object") == "chat.completion.chunk":
+        return "chat"
+    return None
+
+
+class _Stream:
+    """Consecutive lines of a log that are the events of one streamed response: merged by
+    :class:`promptcache.usage.parse.StreamUsage` (per counter, the maximum over the events,
+    case BR-30), so a ``message_start`` (input and cache counts) and its ``message_delta``
+    (output) are one request, not two."""
+
+    def __init__(self, kind: str, first: dict[str, Any], where: str) -> None:
+        self.kind, self.where, self.first = kind, where, first
+        self.id = first.get("id")
+        self.events: list[dict[str, Any]] = [first]
+        self.done = False
+
+    def takes(self, data: Mapping[str, Any]) -> bool:
+        """Whether ``data`` is the next event of this response."""
+        kind = data.get("type")
+        if self.kind == "anthropic":
+            return kind in _ANTHROPIC_EVENTS
+        if self.kind == "responses":
+            return isinstance(kind, str) and kind.startswith("response.") and (
+                kind != "response.created")
+        return data.get("object") == "chat.completion.chunk" and data.get("id") == self.id
+
+    def add(self, data: dict[str, Any]) -> None:
+        """Take the next event (``takes`` said yes)."""
+        self.events.append(data)
+        kind = data.get("type")
+        self.done = kind == "message_stop" or kind in _RESPONSES_END
+
+    def record(self) -> UsageRecord:
+        """The merged record.
+
+        Raises:
+            InputError: no event carried usage, or the events' counts are bad (``file`` =
+                the stream's first line).
+        """
+        from promptcache.usage.parse import StreamUsage
+
+        inner = self.first.get("response")
+        fields = _line_fields(self.first, inner if isinstance(inner, Mapping) else self.first)
+        n = len(self.events)
+        what = (f"a streamed response's {n} events" if n > 1
+                else f"a streamed response's first event ({self.first.get('type') or 'chunk'})")
+        try:
+            acc = StreamUsage(**fields)
+            for event in self.events:
+                acc.feed(event)
+            return acc.record()
+        except ValidationError as exc:
+            raise InputError(self.where, f"bad usage counts in {what} "
+                                         f"({_first_error(exc)})") from exc
         except (PromptCacheError, ValueError) as exc:
             reason = getattr(exc, "reason", None) or str(exc)
-            if record_error is not None:
-                reason = f"not a usage record ({record_error}) nor API usage: {reason}"
-            else:
-                reason = f"not API usage: {reason}"
-            raise InputError(where, reason) from exc
-        if record.model is None:
-            asked = _request_model(data)
-            if asked is not None:
-                record = record.model_copy(update={"model": asked})
-        yield where, record
+            raise InputError(self.where, f"{what}: {reason}") from exc
 
 
 def _request_model(line: Mapping[str, Any]) -> str | None:

@@ -87,6 +87,10 @@ __all__ = [
     "ZeroHitWarning",
 ]
 
+#: Times below this (seconds since the epoch, 2001-09-09) are relative (a log starting at 0),
+#: not dates: they do not choose a dated price (promptcache._times uses the same floor).
+_EPOCH_FLOOR = 1e9
+
 #: Events kept in :attr:`UsageTracker.events` with ``keep_records=False`` (the newest).
 EVENTS_KEPT = 10_000
 #: Distinct cold-written prefixes tracked for concurrent-write detection with
@@ -339,6 +343,14 @@ class ColdWriteGroup:
         write when its tokens per breakpoint are unknown)."""
         return sum(_shared_tokens(r, self.key) for r in self.records[1:])
 
+    def message(self, *, so_far: bool = False) -> str:
+        """One sentence: how many requests wrote the prefix, the tokens written again, the
+        wasted USD and the fix (``so_far``: the group may still grow)."""
+        wasted = "" if self.wasted_usd is None else f", ${self.wasted_usd:.6f} wasted"
+        return (f"{self.writes} requests{' so far' if so_far else ''} wrote the same cold "
+                f"prefix concurrently ({self.redundant_write_tokens:,} tokens written "
+                f"again{wasted}; send one, wait for its first token, then the rest)")
+
 
 def _cold_keys(rec: UsageRecord) -> tuple[str, ...]:
     """The prefix digests a cold write can share with another one, shortest prefix first:
@@ -504,7 +516,11 @@ class UsageTracker:
     # ------------------------------------------------------------------ pricing
 
     def prices_for(self, record: UsageRecord) -> PriceTable | None:
-        """The price table used for ``record`` (override, default, catalog) or ``None``."""
+        """The price table used for ``record`` (override, default, catalog) or ``None``.
+
+        Catalog prices are those in force at ``record.start`` (dated rows, e.g. a price
+        change); a ``start`` under 1e9 s (before 2001-09-09: a relative time, as in a log that
+        starts at 0) is no date, and today's prices apply, as for a record without one."""
         model = record.model
         if model is not None and model in self._overrides:
             return self._overrides[model]
@@ -517,6 +533,8 @@ class UsageTracker:
         if model is None:
             return None
         start = record.start
+        if start is not None and start < _EPOCH_FLOOR:
+            start = None  # a relative time (a log that starts at 0) is no date: today's prices
         # prices change by date: one lookup per model and UTC day (day number: no datetime
         # built per record)
         key = (model, -1 if start is None else int(start // 86400))
@@ -737,15 +755,11 @@ class UsageTracker:
             n = group.writes
             if n & (n - 1):  # reported at 2, 4, 8...: the count as it grows, not n-1 lines
                 return []
-            tokens = group.redundant_write_tokens
-            wasted = "" if group.wasted_usd is None else f", ${group.wasted_usd:.6f} wasted"
             return [UsageEvent(
-                "concurrent_cold_writes",
-                f"{n} requests{' so far' if n > 2 else ''} wrote the same cold prefix "
-                f"concurrently ({tokens:,} tokens written again{wasted}; send one, wait for "
-                "its first token, then the rest)",
-                rec, {"key": group.key, "group": group, "writes": n,
-                      "redundant_write_tokens": tokens, "wasted_usd": group.wasted_usd},
+                "concurrent_cold_writes", group.message(so_far=n > 2), rec,
+                {"key": group.key, "group": group, "writes": n,
+                 "redundant_write_tokens": group.redundant_write_tokens,
+                 "wasted_usd": group.wasted_usd},
             )]
         new = ColdWriteGroup(rec.model, keys[-1], [rec], shared_hashes=keys)
         for groups in lists:
