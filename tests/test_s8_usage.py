@@ -344,3 +344,32 @@ def test_report_lists_a_cold_write_group_once_with_its_final_count(tmp_path: Pat
     cold = [m for m in data["messages"] if "cold prefix" in m]
     assert cold == [cold[0]] and cold[0].startswith("5 requests wrote the same cold prefix")
     assert "20,000 tokens written again" in cold[0]
+
+
+def test_report_merges_chat_completion_chunks_of_one_id(tmp_path: Path) -> None:
+    def chunk(cid: str, usage: dict[str, Any] | None) -> dict[str, Any]:
+        return {"id": cid, "object": "chat.completion.chunk", "created": 1795000000,
+                "model": "gpt-4o", "choices": [] if usage else [{"index": 0, "delta": {}}],
+                "usage": usage}
+
+    usage = {"prompt_tokens": 2000, "completion_tokens": 7,
+             "prompt_tokens_details": {"cached_tokens": 1024}}
+    path = _write(tmp_path / "c.jsonl", chunk("a", None), chunk("a", None), chunk("a", usage),
+                  chunk("b", None), chunk("b", usage))
+    total = _report(path)["total"]
+    assert (total["requests"], total["cache_read"], total["output"]) == (2, 2048, 14)
+    assert total["cost_usd"] is not None
+
+
+def test_tracker_does_not_take_a_relative_start_for_a_date() -> None:
+    """A record with ``start`` 30.0 (a log that starts at 0) was priced at 1970's catalog row
+    (claude-sonnet-5-5's $0.20 read price); it is no date: today's row ($0.10)."""
+    t = UsageTracker(warn=False)
+    r = UsageRecord(provider="anthropic", model="claude-sonnet-5-5", uncached_input=0,
+                    cache_read=1_000_000, cache_write=0, output=0, start=30.0)
+    dated = r.model_copy(update={"start": 1790000000.0})  # 2026-09-21: the old row
+    today = r.model_copy(update={"start": None})
+    cost, old, now = t.cost_of(r), t.cost_of(dated), t.cost_of(today)
+    assert cost is not None and old is not None and now is not None
+    assert old.total != now.total  # the model has dated rows
+    assert cost.total == now.total
