@@ -7,9 +7,14 @@ whole responses, provider detected from the fields:
 ``--prices`` override file; the model is ``--model``, else the line's own ``model``, else its
 response's, else its request's (``request.model`` / ``body.model``: a request log as
 ``explain`` reads it); a record with none is reported with its tokens and an unknown cost,
-never a guessed one) and prints,
+never a guessed one; each line at its own date: a record's ``start``, else a time key of the
+line or its response's ``created_at`` / ``created``, so dated catalog prices apply; a streamed
+response logged event by event counts once) and prints,
 by label and model: requests, hit rate (ratio of sums) and request hit rate, tokens by kind,
-cost, savings, and the tracker's diagnostics. A token column that some record of a group does not
+cost, savings, and the tracker's diagnostics (a group of concurrent cold writes once, with its
+final count). An unknown cost says why (``cost unknown:`` lines; json ``cost_unknown``): no
+model, no prices, a price the table lacks (e.g. ``cache_read`` in a ``--prices`` file), or a
+count the usage does not report (GPT-5.6+ writes). A token column that some record of a group does not
 report (OpenAI usage without ``prompt_tokens_details``: no cached count, so no uncached/read split)
 is unknown (``?`` / ``null``), never a partial sum. Anomalies (the tracker's ``usage_anomaly``
 events, and OpenAI ``cached_tokens`` off the catalog's caching grid, case BR-15) are listed once
@@ -199,8 +204,10 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
 
     Each line is a usage record (as promptcache's JsonlSink writes it), a provider's raw
     usage object (Anthropic, OpenAI chat or Responses, DeepSeek, Bedrock, Gemini, LangChain
-    usage_metadata; detected from the field names) or a whole response. USAGE.jsonl '-'
-    reads standard input. Exit status: 0 success, 2 bad input.
+    usage_metadata; detected from the field names) or a whole response, priced at the line's
+    date (its timestamp / start key, or the response's created_at / created). The events of
+    one streamed response on consecutive lines count as one request. USAGE.jsonl '-' reads
+    standard input. Exit status: 0 success, 2 bad input.
     """
     from promptcache._cliutil import is_blank_file, read_text
 
