@@ -195,3 +195,47 @@ def test_wrap_lint_error_sends_six_breakpoints_on_gpt_5_6() -> None:
         sent = sent_requests(client)[-1].payload
     assert n_markers(sent) == 6
     assert "prompt_cache_breakpoint" in json.dumps(sent["messages"][0])
+
+
+# ------------------------------------------------------------------ F11: PC304 top-level TTL
+def autottl(top: dict[str, Any] | None, block: dict[str, Any]) -> dict[str, Any]:
+    """The trial's autottl.json: a top-level cache_control and a marker on the last block."""
+    body: dict[str, Any] = {"model": "claude-sonnet-4-6", "max_tokens": 5,
+                            "system": [{"type": "text", "text": SYSTEM}],
+                            "messages": [{"role": "user", "content": [
+                                {"type": "text", "text": "hi", "cache_control": block}]}]}
+    if top is not None:
+        body["cache_control"] = top
+    return body
+
+
+@pytest.mark.parametrize("top,block,ttls", [
+    ({"type": "ephemeral", "ttl": "1h"}, {"type": "ephemeral"}, ("1h", "5m")),
+    ({"type": "ephemeral"}, {"type": "ephemeral", "ttl": "1h"}, ("5m", "1h")),
+    ({"type": "ephemeral", "ttl": "5m"}, {"type": "ephemeral", "ttl": "1h"}, ("5m", "1h")),
+])
+def test_pc304_top_level_ttl_differs_from_the_last_blocks_marker(
+        top: dict[str, Any], block: dict[str, Any], ttls: tuple[str, str]) -> None:
+    [f] = codes(lint_request(autottl(top, block)), "PC304")
+    assert f.severity.value == "error" and f.path == "messages[0].content[0]"
+    assert f.details["reason"] == "automatic_ttl_mismatch"
+    assert (f.details["ttl"], f.details["block_ttl"]) == ttls
+    assert "HTTP 400" in f.message and "the same TTL" in f.fix
+
+
+@pytest.mark.parametrize("top,block", [
+    ({"type": "ephemeral"}, {"type": "ephemeral"}),
+    ({"type": "ephemeral", "ttl": "5m"}, {"type": "ephemeral"}),
+    ({"type": "ephemeral", "ttl": "1h"}, {"type": "ephemeral", "ttl": "1h"}),
+    (None, {"type": "ephemeral", "ttl": "1h"}),
+])
+def test_pc304_same_ttl_or_no_top_level_passes(top: dict[str, Any] | None,
+                                               block: dict[str, Any]) -> None:
+    assert codes(lint_request(autottl(top, block)), "PC304") == []
+
+
+def test_pc304_top_level_ttl_on_another_block_is_not_the_mismatch() -> None:
+    """The marker on an earlier block: the top-level one lands after it (the order rule)."""
+    body = autottl({"type": "ephemeral", "ttl": "1h"}, {"type": "ephemeral"})
+    body["messages"][0]["content"].append({"type": "text", "text": "more"})
+    assert [f.details["reason"] for f in codes(lint_request(body), "PC304")] == ["ttl_order"]

@@ -49,6 +49,8 @@ class CacheFacts:
             unknown).
         read_breakpoint_window: reads consider only the latest N breakpoints (OpenAI GPT-5.6+:
             80); None: no such window, or unknown.
+        default_ttl: the TTL of a marker that names none (Anthropic ``"5m"``); None: no TTL
+            parameter, or unknown.
     """
 
     provider: str
@@ -63,6 +65,7 @@ class CacheFacts:
     prompt_cache_options: bool | None = None
     ttls: tuple[str, ...] | None = None
     read_breakpoint_window: int | None = None
+    default_ttl: str | None = None
 
 
 #: The catalog policy fields copied into :class:`CacheFacts` (known per model; provider-wide
@@ -76,6 +79,7 @@ _FACT_FIELDS = (
     "prompt_cache_options",
     "ttls",
     "read_breakpoint_window",
+    "default_ttl",
 )
 
 
@@ -192,6 +196,7 @@ def _facts(family: str, model: str | None) -> CacheFacts:
         prompt_cache_options=_opt_bool(src.get("prompt_cache_options")),
         ttls=tuple(src["ttls"]) if src.get("ttls") is not None else None,
         read_breakpoint_window=src.get("read_breakpoint_window"),
+        default_ttl=src.get("default_ttl"),
     )
 
 
