@@ -239,3 +239,65 @@ def test_pc304_top_level_ttl_on_another_block_is_not_the_mismatch() -> None:
     body = autottl({"type": "ephemeral", "ttl": "1h"}, {"type": "ephemeral"})
     body["messages"][0]["content"].append({"type": "text", "text": "more"})
     assert [f.details["reason"] for f in codes(lint_request(body), "PC304")] == ["ttl_order"]
+
+
+# ------------------------------------------------------------------ F14: PC307 dynamic head
+RULES = filler(1500, "s8-pc307")
+
+
+def _log(tmp_path: Path, bodies: list[dict[str, Any]]) -> list[Finding]:
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps({"request": b}) + "\n" for b in bodies), encoding="utf-8")
+    res = lint_paths([str(log)], LintConfig(select=("PC307",)))
+    assert res.errors == []
+    return res.findings
+
+
+def _budget(credits: int, tools: bool = False) -> dict[str, Any]:
+    """The trial's pc105a.jsonl: a varying value at the start of the marked system block."""
+    body: dict[str, Any] = {"model": "claude-sonnet-4-6", "max_tokens": 5, "system": [
+        {"type": "text", "text": f"Remaining budget: {credits} credits.\n" + RULES,
+         "cache_control": {"type": "ephemeral"}}],
+        "messages": [{"role": "user", "content": "hi"}]}
+    if tools:
+        body["tools"] = [{"name": "lookup", "description": filler(1200, "s8-tool"),
+                          "input_schema": {"type": "object"},
+                          "cache_control": {"type": "ephemeral"}}]
+    return body
+
+
+def test_pc307_dynamic_head_gives_the_rewritten_tokens_and_a_fix_that_fits(
+        tmp_path: Path) -> None:
+    bodies = [_budget(c) for c in (1234, 1190, 1150)]
+    [f] = _log(tmp_path, bodies)
+    block = render(bodies[1]).segments[0]
+    assert f.details["advice"] == "move"
+    assert f.details["tokens_rewritten"] == block.end_token  # nothing before it is read
+    assert f"every request writes about {block.end_token} tokens again" in f.message
+    assert f.details["stable_tail_tokens"] > 1400
+    minimum = get_policy("claude-sonnet-4-6").min_cacheable_tokens
+    assert f"under claude-sonnet-4-6's minimum of {minimum}" in f.message
+    assert "never reusable" not in f.message
+    assert "split" not in f.fix and "move the varying value after the stable text" in f.fix
+
+
+def test_pc307_dynamic_head_after_a_readable_breakpoint(tmp_path: Path) -> None:
+    """Marked tools before the block: only the block is written again."""
+    bodies = [_budget(c, tools=True) for c in (1234, 1190)]
+    [f] = _log(tmp_path, bodies)
+    view = render(bodies[1])
+    tools, block = view.segments[0], view.segments[1]
+    assert f.details["advice"] == "move"  # the split would save 5 tokens of 1,500
+    assert f.details["tokens_rewritten"] == block.end_token - tools.end_token
+    assert "a breakpoint there would cache nothing" not in f.message
+
+
+def test_pc307_dynamic_tail_keeps_the_split_advice(tmp_path: Path) -> None:
+    bodies = [{"model": "claude-sonnet-4-6", "max_tokens": 5, "system": [
+        {"type": "text", "text": RULES + f"\n## Session\nopen files: {files}",
+         "cache_control": {"type": "ephemeral"}}],
+        "messages": [{"role": "user", "content": "hi"}]} for files in ("a.py", "b.py, c.py")]
+    [f] = _log(tmp_path, bodies)
+    assert f.details["advice"] == "split" and f.fix.startswith("split the block")
+    assert f.details["stable_tokens"] >= 1500
+    assert f"every request writes about {f.details['tokens_rewritten']} tokens" in f.message

@@ -23,7 +23,7 @@ from promptcache.prefix import Segment
 from promptcache.tokens import get_counter
 
 __all__ = ["STORED_PROMPT_FIELDS", "Divergence", "VolatileHit", "content_key", "divergence",
-           "key_order_path", "rewritten_note", "stored_prompt_fields", "stored_prompt_label",
+           "key_order_path", "readable_before", "rewritten_note", "stored_prompt_fields", "stored_prompt_label",
            "volatile_hits"]
 
 
@@ -122,7 +122,7 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
             if not seg.text or (seg.tier == "messages" and seg.role not in _REGENERATED_ROLES):
                 continue  # history is sent byte-identical on every later request
             bp = ctx.covering_breakpoint(seg) if anthropic else None
-            readable = _readable_before(ctx, seg) if anthropic else None
+            readable = readable_before(ctx, seg) if anthropic else None
             before = 0
             last = 0
             for m in scan_text(seg.text, MAX_HITS_PER_SEGMENT):
@@ -163,7 +163,7 @@ def rewritten_note(hit: VolatileHit) -> str:
             f"({hit.tokens_rewritten} per change)") + stored
 
 
-def _readable_before(ctx: RequestContext, seg: Segment) -> Segment | None:
+def readable_before(ctx: RequestContext, seg: Segment) -> Segment | None:
     """The last Anthropic breakpoint before ``seg`` whose entry a later request can read: its
     prefix reaches the model's minimum (each breakpoint finds its own entry, so the lookback
     does not limit it). None when there is none."""
