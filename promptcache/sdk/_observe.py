@@ -218,6 +218,11 @@ class Call:
         model: the request's model id (None if absent).
         start: when it was sent (seconds since the epoch; set just before sending).
         prefix_hash: digest of the prefix up to the last breakpoint (None: not computed).
+        breakpoint_hashes / breakpoint_tokens: the chained digest and the prompt tokens up to
+            each breakpoint, and to the entry the planner expects the request to read, in
+            render order (empty: not computed).
+        kept_prefix: whether the request still holds the prefix its session's previous
+            request ended its cache at (None: no previous request, or unknown).
         state: its session state (None: not remembered), where its usage goes for the live
             diff of the session's next request.
     """
@@ -229,6 +234,9 @@ class Call:
     model: str | None = None
     start: float = 0.0
     prefix_hash: str | None = None
+    breakpoint_hashes: tuple[str, ...] = ()
+    breakpoint_tokens: tuple[int, ...] = ()
+    kept_prefix: bool | None = None
     stream: bool = False
     state: _SessionState | None = None
     sent: SentRequest | None = None
@@ -625,10 +633,24 @@ class Observer:
         last_bp = last_breakpoint(view)
         if last_bp is not None:
             call.prefix_hash = digests[last_bp]
+            # the entries the request writes (its breakpoints) and the one the planner expects
+            # it to read through the lookback (an earlier request's): the usage tracker groups
+            # concurrent cold writes by the longest of these two requests share
+            end_set = {s.index for s in view.breakpoints()} or {last_bp}
+            read = plan.read_entry if plan is not None else None
+            if read is not None and read.segment_index < len(digests):
+                end_set.add(read.segment_index)
+            ends = sorted(end_set)
+            call.breakpoint_hashes = tuple(digests[i] for i in ends)
+            call.breakpoint_tokens = tuple(view.segments[i].end_token for i in ends)
         if prev is not None and call.session is not None:
             cut = first_divergence(prev.digests, digests)
-            if prev.last_breakpoint is not None and cut <= prev.last_breakpoint:
-                self._report_divergence(call, prev, body, cut)
+            if prev.last_breakpoint is not None:
+                # the previous request's cached prefix is still this one's (the tracker tells
+                # a changed prefix from an expiry or eviction by it)
+                call.kept_prefix = cut > prev.last_breakpoint
+                if not call.kept_prefix:
+                    self._report_divergence(call, prev, body, cut)
         state = _SessionState(body, call.shape, view, digests, last_bp, plan, first)
         call.state = state
         with self.shared.lock:
@@ -705,21 +727,26 @@ class Observer:
 
     def _fields(self, call: Call, end: float, first_token: float | None,
                 response: Any = None) -> dict[str, Any]:
-        fields: dict[str, Any] = {"label": call.label, "session": call.session,
-                                  "start": call.start, "end": end,
-                                  "prefix_hash": call.prefix_hash}
+        fields = self.stream_fields(call)
+        fields["end"] = end
         if first_token is not None:
             fields["first_token"] = first_token
         rid = getattr(response, "_request_id", None)
         if isinstance(rid, str):
             fields["request_id"] = rid
-        return {k: v for k, v in fields.items() if v is not None}
+        return fields
 
     def stream_fields(self, call: Call) -> dict[str, Any]:
-        """Record fields known before a stream starts (label, session, start, prefix hash)."""
-        return {k: v for k, v in {"label": call.label, "session": call.session,
-                                  "start": call.start, "prefix_hash": call.prefix_hash}.items()
-                if v is not None}
+        """Record fields known before a stream starts (label, session, start, the prefix
+        digests, whether the session's previous prefix is kept)."""
+        fields: dict[str, Any] = {k: v for k, v in {
+            "label": call.label, "session": call.session,
+            "start": call.start, "prefix_hash": call.prefix_hash,
+            "kept_prefix": call.kept_prefix}.items() if v is not None}
+        if call.breakpoint_hashes:
+            fields["breakpoint_hashes"] = call.breakpoint_hashes
+            fields["breakpoint_tokens"] = call.breakpoint_tokens
+        return fields
 
     def unknown_record(self, call: Call, end: float, first_token: float | None,
                        flag: str) -> UsageRecord:
