@@ -131,12 +131,14 @@ def test_pc301_on_a_pre_5_6_model_says_it_takes_no_breakpoint() -> None:
     assert f.path == "input[0].content[0]" and f.details["reason"] == "no_breakpoints"
 
 
-def test_pc301_too_many_on_gpt_5_6_keeps_its_message() -> None:
+def test_pc301_more_than_4_on_gpt_5_6_is_an_info_not_a_400() -> None:
+    """4 limits GPT-5.6+ cache writes, not markers (hosted-api-rules.md 2.3; trial 13, F6)."""
     body = {"model": "gpt-5.6", "input": [{"role": "user", "content": [
         {"type": "input_text", "text": f"part {i}",
          "prompt_cache_breakpoint": {"mode": "explicit"}} for i in range(5)]}]}
     [f] = codes(lint_request(body), "PC301")
-    assert f.details["reason"] == "too_many" and "earliest" in f.fix
+    assert f.details["reason"] == "writes_latest" and f.severity.value == "info"
+    assert "HTTP 400" not in f.message
 
 
 # ------------------------------------------------------------------ finding 10: PC301 options
