@@ -47,3 +47,17 @@ def test_the_types_builder_errors_name_are_public() -> None:
     for name in ("Image", "Message", "Thinking", "ToolCall", "ToolResult"):
         assert name in promptcache.__all__ and getattr(promptcache, name) is not None
     assert ToolResult.__module__ == "promptcache.builder"
+
+
+def test_from_promptcache_import_diff_is_callable_after_the_subpackage_is_imported() -> None:
+    """New-user trial 13 (found by its test): ``import promptcache.diff`` (the wrapper's live
+    diff does it on first use) made ``from promptcache import diff`` the package, and
+    ``diff(a, b)`` raised "'module' object is not callable"."""
+    code = ("import promptcache.diff\n"
+            "from promptcache import diff\n"
+            "a = {'model': 'claude-sonnet-4-6', 'max_tokens': 5,\n"
+            "     'messages': [{'role': 'user', 'content': 'hi'}]}\n"
+            "print(diff(a, a).verdict, callable(diff.explain))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["no_miss", "True"]

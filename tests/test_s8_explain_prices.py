@@ -268,3 +268,26 @@ def test_report_prices_deepseek_and_gemini_and_accepts_model_deepseek(tmp_path: 
                                     "--format", "json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["total"]["cost_usd"] is not None
+
+
+def test_diff_prices_the_miss_at_b_s_send_time() -> None:
+    """diff() with timestamps priced at today's rows (explain did since the eighth session):
+    claude-sonnet-5-5's read price changed on 2026-10-07 (catalog), so a miss on 2026-09-21
+    costs (write - read) at the September read price, more than the same miss in November."""
+    from promptcache import diff
+
+    system = "Stable rules for the agent. " * 400
+    a = {"model": "claude-sonnet-5-5", "max_tokens": 5,
+         "system": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+         "messages": [{"role": "user", "content": "hi"}]}
+    b = {**a, "system": [{"type": "text", "text": "Changed. " + system,
+                          "cache_control": {"type": "ephemeral"}}]}
+
+    def cost(day: str) -> float:
+        r = diff(a, b, timestamps=(f"{day}T10:00:00Z", f"{day}T10:01:00Z"))
+        assert r.lost_tokens and r.miss_cost_usd is not None
+        return float(r.miss_cost_usd) / r.lost_tokens
+
+    sept, nov = cost("2026-09-21"), cost("2026-11-18")
+    assert sept < nov  # a higher read price then: rewriting cost less over reading
+    assert diff(a, b, timestamps=(0.0, 60.0)).miss_cost_usd == diff(a, b).miss_cost_usd

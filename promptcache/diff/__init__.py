@@ -24,6 +24,10 @@ CLI each live in their own module, so a cause or an input kind is added in one p
 
 from __future__ import annotations
 
+import sys
+import types
+from typing import Any
+
 from promptcache.diff._causes import CAUSES, CauseInfo
 from promptcache.diff._cli import diff_command, explain_command
 from promptcache.diff._engine import Prepared, compare, diff, prepare
@@ -62,3 +66,22 @@ __all__ = [
     "explain_command",
     "prepare",
 ]
+
+
+class _CallableModule(types.ModuleType):
+    """The ``promptcache.diff`` package, callable as :func:`diff`.
+
+    ``promptcache.diff`` names both this package and the function the package root exports
+    lazily (``from promptcache import diff``). Python's import system sets the package root's
+    ``diff`` attribute to this module whenever ``promptcache.diff`` (or any module below it)
+    is imported, which the SDK wrapper's live diff does on first use; from then on
+    ``from promptcache import diff`` gave the module and ``diff(a, b)`` raised "'module'
+    object is not callable" (new-user trial 13). Calling the module calls the function, so
+    either object works.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> DiffResult:
+        return diff(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

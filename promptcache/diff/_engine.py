@@ -1666,14 +1666,16 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
             f"B continues A (previous_response_id {chain!r}), but A's output cannot be "
             f"read as input ({exc}): B's prompt cannot be rebuilt"))
     gap = None
+    sent_b = None  # B's send time: the price row in force then (a relative time: today's)
     if timestamps is not None:
-        gap = gap_seconds(parse_timestamp(timestamps[0]), parse_timestamp(timestamps[1]))
+        sent_b = parse_timestamp(timestamps[1])
+        gap = gap_seconds(parse_timestamp(timestamps[0]), sent_b)
     ua = read_usage(usage_a, pa.family)
     ub = read_usage(usage_b, pb.family)
     diag = parse_diagnostics(diagnostics_b) if diagnostics_b is not None else None
     if diag is None and isinstance(usage_b, Mapping):
         diag = parse_diagnostics(usage_b)
-    price_table = read_prices(pb.model, prices)
+    price_table = read_prices(pb.model, prices, at=sent_b)
     result = compare(pa, pb, gap=gap, usage_a=ua, usage_b=ub, diagnostics_b=diag,
                      prices=price_table, redact=redact, same_workspace=same_workspace)
     alt = _alternative(pa, pb, result, provider, model, gap, ua, price_table)
