@@ -373,3 +373,16 @@ def test_tracker_does_not_take_a_relative_start_for_a_date() -> None:
     assert cost is not None and old is not None and now is not None
     assert old.total != now.total  # the model has dated rows
     assert cost.total == now.total
+
+
+def test_report_refuses_to_price_anthropic_usage_as_a_deepseek_model(tmp_path: Path) -> None:
+    """Since DeepSeek / Gemini are priced from genai-prices (trial 13, F8), ``--model
+    deepseek-chat`` on Anthropic usage priced it at DeepSeek's rates (a wrong number, exit 0):
+    exit 2 naming the line, as for an OpenAI model on Anthropic usage."""
+    log = tmp_path / "a.jsonl"
+    log.write_text(json.dumps({"model": "claude-sonnet-4-6", "usage": {
+        "input_tokens": 1000, "output_tokens": 10, "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0}}) + "\n")
+    res = CliRunner().invoke(main, ["report", str(log), "--model", "deepseek-chat"])
+    assert res.exit_code == 2, res.output
+    assert f"{log}:1: anthropic usage cannot be priced as --model deepseek-chat" in res.output

@@ -355,7 +355,7 @@ def _check_model(model: str, located: list[tuple[str, UsageRecord]]) -> None:
     from promptcache.catalog import get_policy, get_prices
 
     try:
-        get_prices(model)
+        prices = get_prices(model)
     except UnknownModelError as exc:
         near = f"; closest known ids: {', '.join(exc.suggestions)}" if exc.suggestions else ""
         _fail("--model", f"no prices for model {exc.model!r}{near}")
@@ -363,8 +363,11 @@ def _check_model(model: str, located: list[tuple[str, UsageRecord]]) -> None:
         _fail("--model", str(exc))
     try:
         family: str | None = get_policy(model).provider
-    except (UnknownModelError, CatalogError):  # priced by an override file only
-        family = None
+    except (UnknownModelError, CatalogError):
+        # another provider's model priced from genai-prices (deepseek-chat, gemini-*), or a
+        # model priced by an override file only (a self-hosted one: any usage shape goes)
+        family = ("a model of neither Anthropic nor OpenAI"
+                  if prices.provider is None and prices.source.kind == "genai-prices" else None)
     for where, rec in located:
         other = _FAMILY.get(rec.provider)
         if family is not None and other is not None and other != family:
