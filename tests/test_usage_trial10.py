@@ -136,3 +136,13 @@ def test_report_does_not_hold_gpt_5_6_reads_to_the_128_token_grid(tmp_path: Path
     assert res.exit_code == 0, res.output
     odd = [a for a in json.loads(res.output)["anomalies"] if a["kind"] == "anomalous"]
     assert [a["count"] for a in odd] == [1] and "1470" in odd[0]["message"]
+
+
+def test_find_policy_is_lenient_for_any_non_string() -> None:
+    """Review 12: the public lenient lookup raised TypeError (unhashable) for a list or dict,
+    where its docstring promises None for anything that is not a model id string."""
+    from promptcache.catalog import find_policy
+
+    for bad in (["gpt-4o"], {"id": "gpt-4o"}, 5, None, ""):
+        assert find_policy(bad) is None
+    assert find_policy("gpt-4o") is not None

@@ -526,21 +526,29 @@ def get_policy(model: str, *, policy: CachePolicy | None = None) -> CachePolicy:
     return _catalog().policies[model_id]
 
 
-@lru_cache(maxsize=512)
-def find_policy(model: str | None) -> CachePolicy | None:
+def find_policy(model: object) -> CachePolicy | None:
     """The policy of ``model``, or None when ``model`` is None, empty, not a string or not in
     the catalog (the lenient twin of :func:`get_policy`, for code that goes on without one:
     the usage tracker, the diff, the wrapper's keepalive).
 
-    Cached per model id (512 ids): an unknown id's spellings are tried once, not per record.
+    Cached per model id (512 ids): an unknown id's spellings are tried once, not per record
+    (``find_policy.cache_clear()`` empties it).
 
     Raises:
         CatalogError: the shipped catalog data is malformed (never hidden as "unknown").
     """
     if not model or not isinstance(model, str):
         return None
+    return _find_policy(model)
+
+
+@lru_cache(maxsize=512)
+def _find_policy(model: str) -> CachePolicy | None:
     model_id = resolve_model_id(model)
     return None if model_id is None else _catalog().policies[model_id]
+
+
+find_policy.cache_clear = _find_policy.cache_clear  # type: ignore[attr-defined]
 
 
 def known_models(*, provider: Provider | None = None) -> list[str]:
