@@ -16,7 +16,9 @@ and https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prom
   (:attr:`Segment.position <promptcache.prefix.Segment.position>`: a run of tool_use or
   tool_result blocks is one position);
 * a prefix shorter than ``policy.min_cacheable_tokens`` is neither written nor read;
-* at most ``policy.max_breakpoints`` (4) markers, the top-level (automatic) one included;
+* at most ``policy.max_breakpoints`` (4) markers, the top-level (automatic) one included (on
+  OpenAI GPT-5.6+ the 4 limits the entries written per request, not the markers: the caller's
+  markers are all kept, and the planner adds its own within the write budget);
 * longer TTLs before shorter ones (``1h`` before ``5m``);
 * no marker on a block that cannot carry one (thinking, empty or whitespace-only text).
 
@@ -298,7 +300,8 @@ class BreakpointPlan:
 
     @property
     def marker_count(self) -> int:
-        """Markers the request carries, the automatic one included (the API's limit counts it)."""
+        """Markers the request carries, the automatic one included (Anthropic's limit counts
+        it)."""
         return sum(1 for b in self.breakpoints if b.source != "implicit")
 
     def written(self) -> tuple[WrittenEntry, ...]:
@@ -765,8 +768,10 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         stable_key_end: last segment of the stable prefix hashed into the OpenAI key.
 
     Returns:
-        A :class:`BreakpointPlan`; never more than ``policy.max_breakpoints`` markers, never a
-        longer TTL after a shorter one, never a marker on a block that cannot carry one.
+        A :class:`BreakpointPlan`; never more than ``policy.max_breakpoints`` markers on
+        Anthropic (on GPT-5.6+ the caller's markers are all kept; only the latest are
+        written), never a longer TTL after a shorter one, never a marker on a block that
+        cannot carry one.
 
     Raises:
         PlanError: ``ttl`` / ``stable_ttl`` is not a TTL the model supports, or the provider
