@@ -46,6 +46,20 @@ def _load(path: str) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
     return found
 
 
+def _response(w: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    """The ``"response"`` recorded beside a request (None when absent or null).
+
+    Raises:
+        InputError: it is not an object (e.g. the response id as a string).
+    """
+    response = w.get("response")
+    if response is None or isinstance(response, Mapping):
+        return response
+    kind = {str: "a string", list: "a list", bool: "a boolean"}.get(type(response), "a number")
+    raise InputError(name, f'"response" must be an object (the response body, with its '
+                     f'"id", "output" and "usage"), not {kind}')
+
+
 def _wrapper_time(w: Mapping[str, Any], name: str) -> float | None:
     """The send time recorded beside a request (``promptcache._times.TIME_KEYS``), or None.
 
@@ -100,10 +114,10 @@ def diff_command(a: str, b: str, fmt: str, redact: bool, model: str | None,
             ta, tb = _wrapper_time(wrap_a, a), _wrapper_time(wrap_b, b)
             if ta is not None and tb is not None:
                 timestamps = (ta, tb)
-        usage_a = wrap_a.get("usage") or (wrap_a.get("response") or {}).get("usage")
-        usage_b = wrap_b.get("usage") or (wrap_b.get("response") or {}).get("usage")
-        response_a = wrap_a.get("response") if isinstance(wrap_a.get("response"),
-                                                          Mapping) else None
+        response_a = _response(wrap_a, a)
+        response_b = _response(wrap_b, b)
+        usage_a = wrap_a.get("usage") or (response_a or {}).get("usage")
+        usage_b = wrap_b.get("usage") or (response_b or {}).get("usage")
         result = diff(body_a, body_b, provider=provider, model=model, timestamps=timestamps,
                       usage_a=usage_a, usage_b=usage_b, diagnostics_b=wrap_b or None,
                       redact=redact, response_a=response_a)
