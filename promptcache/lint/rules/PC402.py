@@ -8,16 +8,21 @@ from typing import Any
 
 from promptcache.lint.engine import LogContext, RequestContext, Rule
 from promptcache.lint.finding import Finding, Severity
-from promptcache.lint.rules._common import stored_prompt_label
+from promptcache.lint.rules._common import stored_prompt_fields, stored_prompt_label
 from promptcache.lint.rules.PC403 import prefix_group
 
 __all__ = ["Rule_PC402"]
 
 
 def _cacheable_openai(ctx: RequestContext) -> bool:
+    """An OpenAI request that reaches the model's minimum, or a Responses request chained with
+    a stored prompt (``previous_response_id`` / ``conversation`` / ``prompt``): its size is
+    not in the body (usually a short new input on a long stored conversation), so it may be
+    cacheable whatever the body's size."""
     minimum = ctx.facts.min_cacheable_tokens
-    return (ctx.view.provider != "anthropic" and minimum is not None
-            and ctx.view.total_tokens >= minimum)
+    if ctx.view.provider == "anthropic" or minimum is None:
+        return False
+    return ctx.view.total_tokens >= minimum or bool(stored_prompt_fields(ctx))
 
 
 class Rule_PC402(Rule):
@@ -25,7 +30,9 @@ class Rule_PC402(Rule):
 
     ## What it does
     Reports an OpenAI request of at least the minimum cacheable length that sends no
-    ``prompt_cache_key``. In a log it reports once for the file with the share of requests
+    ``prompt_cache_key``, and a Responses request chained with ``previous_response_id`` /
+    ``conversation`` / ``prompt`` that sends none, whatever its body's size (the server adds
+    the stored prompt, whose size the body does not show). In a log it reports once for the file with the share of requests
     that lack the key. Details: ``requests_without_key``, ``requests``. When the log records
     usage and the keyless requests of one prefix hit bimodally (near-full or zero, zeros after
     the prefix was cached; :func:`promptcache.usage.diagnose_hit_pattern`), the finding says

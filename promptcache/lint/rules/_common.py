@@ -16,6 +16,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from promptcache._stored import STORED_PROMPT_FIELDS as _STORED_FIELDS
+from promptcache._stored import STORED_PROMPT_LABELS
+from promptcache._stored import stored_prompt_fields as _stored_fields
 from promptcache.lint.engine import RequestContext, text_path
 from promptcache.lint.volatile import VolatileMatch, scan_text
 from promptcache.planner import segment_digest
@@ -35,27 +38,17 @@ def content_key(seg: Segment) -> bytes:
     return segment_digest(seg)
 
 
-#: OpenAI Responses parameters that make the server add a stored prompt to the one in the body:
-#: ``previous_response_id`` prepends the earlier turns (their input and output items),
-#: ``conversation`` the conversation's items, ``prompt`` a stored prompt template
-#: (https://platform.openai.com/docs/api-reference/responses/create). The body then holds only
-#: part of the prompt, so its size (and what it caches) cannot be told from the body alone.
-STORED_PROMPT_FIELDS = ("previous_response_id", "conversation", "prompt")
+#: Re-exported from :mod:`promptcache._stored` (shared with :mod:`promptcache.tokens`).
+STORED_PROMPT_FIELDS = _STORED_FIELDS
+
+_STORED_LABELS = STORED_PROMPT_LABELS
 
 
 def stored_prompt_fields(ctx: RequestContext) -> list[str]:
-    """The :data:`STORED_PROMPT_FIELDS` an OpenAI request sets (non-null), in that order; empty
-    for Anthropic and for a request whose whole prompt is in its body."""
-    if ctx.view.provider == "anthropic":
-        return []
-    return [k for k in STORED_PROMPT_FIELDS if ctx.payload.get(k) is not None]
-
-
-_STORED_LABELS = {
-    "previous_response_id": "the earlier turns previous_response_id adds",
-    "conversation": "the stored items conversation adds",
-    "prompt": "the stored prompt template prompt adds",
-}
+    """The :data:`STORED_PROMPT_FIELDS` a Responses request sets (non-null), in that order;
+    empty for Anthropic, for Chat Completions (a chat body's ``"prompt"`` key adds nothing)
+    and for a request whose whole prompt is in its body."""
+    return _stored_fields(ctx.payload, ctx.view.provider)
 
 
 def stored_prompt_label(ctx: RequestContext) -> str | None:
@@ -115,7 +108,9 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
         anthropic = ctx.view.provider == "anthropic"
         minimum = ctx.facts.min_cacheable_tokens or 0
         # the conversation a chained Responses request continues follows its tools and
-        # instructions (a stored prompt template's place is not known: no note for it)
+        # instructions and precedes every input item, a developer/system one included (a
+        # stored prompt template's place is not known: no note for it); decided by path, not
+        # by tier: the renderer puts developer/system input messages in the system tier
         chained = [f for f in stored_prompt_fields(ctx) if f != "prompt"]
         stored = _STORED_LABELS[chained[0]] if chained else None
         for seg in ctx.view.segments[:end + 1]:
@@ -140,9 +135,17 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
                 hits.append(VolatileHit(seg, m, text_path(seg), invalidated,
                                         bp.path if bp is not None else None, rewritten,
                                         readable.path if readable is not None else None,
-                                        stored if seg.tier != "messages" else None))
+                                        stored if _before_stored(seg) else None))
     ctx.scratch["volatile"] = hits
     return hits
+
+
+def _before_stored(seg: Segment) -> bool:
+    """Whether ``seg`` of a Responses request comes before the turns ``previous_response_id``
+    / ``conversation`` prepend to ``input``: only the tools and ``instructions`` do."""
+    path = seg.path
+    return path == "instructions" or path.startswith(("instructions.", "instructions[",
+                                                      "tools"))
 
 
 def rewritten_note(hit: VolatileHit) -> str:

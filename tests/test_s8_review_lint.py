@@ -1,0 +1,88 @@
+"""Session 8, review 12: lint on chained Responses requests (F10, F11), the 12h TTL (F12),
+counts of chained requests (F17) and of images of unknown size (F9).
+
+Provider facts: ../shared/reference/hosted-api-rules.md 2.1-2.3; the installed openai-python
+(3.57.0) ``types/responses/response_create_params.py`` ``PromptCacheOptions.ttl:
+Literal["30m", "12h"]`` and ``types/chat/completion_create_params.py`` ``Literal["30m"]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from promptcache.lint import lint_request
+from promptcache.lint.finding import Finding
+from tests.cases import filler
+
+LONG = filler(1500)
+
+
+def codes(findings: list[Finding], code: str) -> list[Finding]:
+    return [f for f in findings if f.code == code]
+
+
+# ------------------------------------------------------------------ F10: PC402 on a short chain
+@pytest.mark.parametrize("field,value", [
+    ("previous_response_id", "resp_1"),
+    ("conversation", "conv_1"),
+    ("prompt", {"id": "pmpt_1"}),
+])
+def test_pc402_reports_a_short_chained_turn_without_a_key(field: str, value: Any) -> None:
+    body = {"model": "gpt-5.6", field: value,
+            "input": [{"role": "user", "content": "and moss?"}]}
+    [f] = codes(lint_request(body), "PC402")
+    assert f"{field} adds, plus" in f.message and "without prompt_cache_key" in f.message
+    body["prompt_cache_key"] = "conv-1"
+    assert codes(lint_request(body), "PC402") == []
+    del body["prompt_cache_key"], body[field]
+    assert codes(lint_request(body), "PC402") == []  # a short unchained body is not cacheable
+
+
+def test_pc402_on_a_chat_body_with_a_prompt_key_sizes_it_by_the_body() -> None:
+    body = {"model": "gpt-5.6", "prompt": {"id": "pmpt_1"},
+            "messages": [{"role": "system", "content": LONG},
+                         {"role": "user", "content": "hi"}]}
+    [f] = codes(lint_request(body), "PC402")
+    assert "stored prompt template" not in f.message and "-token prompt without" in f.message
+    body["messages"] = [{"role": "user", "content": "hi"}]
+    assert codes(lint_request(body), "PC402") == []  # chat has no stored prompt
+
+
+def test_pc401_fires_on_a_short_chat_body_with_a_prompt_key() -> None:
+    short = {"model": "gpt-5.6", "prompt": {"id": "pmpt_1"},
+             "messages": [{"role": "user", "content": "hi " * 700}]}
+    plain = {k: v for k, v in short.items() if k != "prompt"}
+    assert codes(lint_request(plain), "PC401")
+    assert [f.message for f in codes(lint_request(short), "PC401")] == \
+        [f.message for f in codes(lint_request(plain), "PC401")]
+
+
+# ------------------------------------------------------------------ F11: PC101 by path
+STAMP = "Today is 2026-11-30T13:11:32Z. "
+
+
+@pytest.mark.parametrize("field", ["previous_response_id", "conversation"])
+@pytest.mark.parametrize("role", ["developer", "system"])
+def test_pc101_in_an_input_system_message_does_not_claim_stored_turns_after_it(
+        field: str, role: str) -> None:
+    body = {"model": "gpt-5.6", field: "x_1",
+            "input": [{"role": role, "content": STAMP + LONG},
+                      {"role": "user", "content": "cactus?"}]}
+    [f] = codes(lint_request(body), "PC101")
+    assert f.path == "input[0].content"
+    assert "come after it" not in f.message
+
+
+@pytest.mark.parametrize("where", ["instructions", "tools"])
+def test_pc101_before_the_input_still_names_the_stored_turns(where: str) -> None:
+    body: dict[str, Any] = {"model": "gpt-5.6", "previous_response_id": "resp_1",
+                            "input": [{"role": "user", "content": "cactus?"}]}
+    if where == "instructions":
+        body["instructions"] = STAMP + LONG
+    else:
+        body["tools"] = [{"type": "function", "name": "lookup", "description": STAMP + LONG,
+                          "parameters": {"type": "object", "properties": {}}}]
+    [f] = codes(lint_request(body), "PC101")
+    assert "previous_response_id adds come after it" in f.message
