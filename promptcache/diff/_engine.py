@@ -78,6 +78,7 @@ from promptcache.diff._inputs import (
     parse_diagnostics,
     read_prices,
     read_usage,
+    writes_known,
 )
 from promptcache.diff._model import (
     Cause,
@@ -862,6 +863,18 @@ def explicit_breakpoints(p: Prepared) -> bool:
     return p.family == "openai" and bool(getattr(p.policy, "explicit_breakpoints", False))
 
 
+def _usage_of(obj: Any, p: Prepared) -> Usage | None:
+    """``obj`` (a usage object, response or :class:`Usage`) as the :class:`Usage` of request
+    ``p``: on a model with a write category (GPT-5.6+) a write count the usage does not carry
+    is unknown (None), not 0 (hosted-api-rules.md 2.4: ``cache_write_tokens`` is optional)."""
+    if obj is None:
+        return None
+    if isinstance(obj, Usage):
+        return writes_known(obj, explicit_breakpoints(p))
+    return read_usage(obj, p.family, write_category=p.family == "openai"
+                      and explicit_breakpoints(p))
+
+
 def cache_reported(p: Prepared) -> bool:
     """Whether the usage of ``p``'s model reports what it wrote, so that A's read + write is
     A's largest entry (Anthropic; OpenAI GPT-5.6+ ``cache_write_tokens``)."""
@@ -988,10 +1001,8 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             f"B continues the stored response {chained_id(pb)!r} (previous_response_id): "
             "the server prepends that conversation to B's input, and it is not in the "
             "bodies, so B's prefix cannot be compared with A's"))
-    if usage_a is not None and not isinstance(usage_a, Usage):
-        usage_a = read_usage(usage_a, pa.family)
-    if usage_b is not None and not isinstance(usage_b, Usage):
-        usage_b = read_usage(usage_b, pb.family)
+    usage_a = _usage_of(usage_a, pa)
+    usage_b = _usage_of(usage_b, pb)
     if diagnostics_b is not None and not isinstance(diagnostics_b, RawDiagnostics):
         diagnostics_b = parse_diagnostics(diagnostics_b)
     if isinstance(prices, str) and prices == "catalog":
@@ -1401,7 +1412,7 @@ def calibration(pa: Prepared, usage_a: Usage | None) -> float:
     estimate."""
     if usage_a is None:
         return 1.0
-    if cache_reported(pa):
+    if cache_reported(pa) and usage_a.cache_write is not None:
         cached = (usage_a.cache_read or 0) + (usage_a.cache_write or 0)
         top = _top_entry(pa) if cached else 0
         if top:
@@ -1414,8 +1425,8 @@ def calibration(pa: Prepared, usage_a: Usage | None) -> float:
 def _calibration_note(pa: Prepared, usage_a: Usage | None, scale: float,
                       tail_scale: float, tail: float) -> str:
     """The note saying how estimated token counts were calibrated to A's usage."""
-    if not cache_reported(pa) or usage_a is None or not _top_entry(pa) or not (
-            (usage_a.cache_read or 0) + (usage_a.cache_write or 0)):
+    if not cache_reported(pa) or usage_a is None or usage_a.cache_write is None \
+            or not _top_entry(pa) or not (usage_a.cache_read or 0) + usage_a.cache_write:
         return f"token counts scaled by {scale:.4f} to match request A's reported usage"
     top = _top_entry(pa)
     cached = (usage_a.cache_read or 0) + (usage_a.cache_write or 0)
@@ -1444,7 +1455,8 @@ def _tail_correction(pa: Prepared, usage_a: Usage | None, scale: float
     plus what A's reported tail holds beyond its scaled estimate (a fixed framing), never
     less than minus that scaled estimate (so B's tail is not shrunk below zero by it).
     ``(scale, 0.0)`` unless :func:`calibration` calibrated A's cached prefix (Anthropic)."""
-    if usage_a is None or not cache_reported(pa) or usage_a.uncached_input is None:
+    if usage_a is None or not cache_reported(pa) or usage_a.uncached_input is None \
+            or usage_a.cache_write is None:
         return scale, 0.0
     cached = (usage_a.cache_read or 0) + (usage_a.cache_write or 0)
     top = _top_entry(pa) if cached else 0
@@ -1638,7 +1650,7 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
                    f"not A (A's response id is {a_id!r}): its prefix is that response's "
                    "conversation, which the bodies do not show")
             pa, pb = _prepare_pair(a, b, provider, model)
-            return cannot_tell(pa, pb, usage_b=read_usage(usage_b, pb.family), reason=why)
+            return cannot_tell(pa, pb, usage_b=_usage_of(usage_b, pb), reason=why)
         if isinstance(a.get("previous_response_id"), str) and a["previous_response_id"]:
             return _diff_shared_head(a, b, chain, response_output(a_response), provider,
                                      model, usage_a, usage_b, diagnostics_b, redact,
@@ -1662,7 +1674,7 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
             raise
         # the bodies render (else this raises again), A's output items do not, as input
         pa, pb = _prepare_pair(a, raw_b, provider, model)
-        return cannot_tell(pa, pb, usage_b=read_usage(usage_b, pb.family), reason=(
+        return cannot_tell(pa, pb, usage_b=_usage_of(usage_b, pb), reason=(
             f"B continues A (previous_response_id {chain!r}), but A's output cannot be "
             f"read as input ({exc}): B's prompt cannot be rebuilt"))
     gap = None
@@ -1670,8 +1682,8 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
     if timestamps is not None:
         sent_b = parse_timestamp(timestamps[1])
         gap = gap_seconds(parse_timestamp(timestamps[0]), sent_b)
-    ua = read_usage(usage_a, pa.family)
-    ub = read_usage(usage_b, pb.family)
+    ua = _usage_of(usage_a, pa)
+    ub = _usage_of(usage_b, pb)
     diag = parse_diagnostics(diagnostics_b) if diagnostics_b is not None else None
     if diag is None and isinstance(usage_b, Mapping):
         diag = parse_diagnostics(usage_b)
@@ -1710,18 +1722,16 @@ def _diff_shared_head(a: Mapping[str, Any], b: Mapping[str, Any], chain: str,
         pa, pb = _prepare_pair(a_eff, b_eff, provider, model)
     except InvalidRequestError as exc:
         pa, pb = _prepare_pair(a, b, provider, model)
-        return cannot_tell(pa, pb, usage_b=read_usage(usage_b, pb.family), reason=(
+        return cannot_tell(pa, pb, usage_b=_usage_of(usage_b, pb), reason=(
             f"B continues A (previous_response_id {chain!r}), but A's output cannot be "
             f"read as input ({exc}): B's prompt cannot be rebuilt"))
-    ua = read_usage(usage_a, pa.family)
-    ub = read_usage(usage_b, pb.family)
+    ua = _usage_of(usage_a, pa)
+    ub = _usage_of(usage_b, pb)
     res = compare(pa, pb, prices=None, redact=redact, with_checks=False)
     kept = [c for c in res.causes if c.code not in _SIZE_CAUSES]
     cutting = [c for c in kept if c.code not in NO_CHANGE_CAUSES
                and c.code not in ROUTING_CAUSES]
-    ideal = None
-    if ua is not None and ua.cache_read is not None and ua.cache_write is not None:
-        ideal = ua.cache_read + ua.cache_write
+    ideal = _left_by_a(pa, ua)
     read_b = ub.cache_read if ub is not None else None
     lost = None
     verdict = "no_miss"
@@ -1774,6 +1784,23 @@ def _diff_shared_head(a: Mapping[str, Any], b: Mapping[str, Any], chain: str,
         "observed": observed, "classification": classification, "checks": [],
         "diagnostics": _diagnostics(diag, causes[0].code, causes, res.divergence, verdict),
         "notes": [note, *(c.note for c in causes if c.note)]})
+
+
+def _left_by_a(pa: Prepared, ua: Usage | None) -> int | None:
+    """Tokens A left in the cache by its reported usage alone (None: not known).
+
+    Where the usage reports writes (:func:`cache_reported`: Anthropic, GPT-5.6+ with
+    ``cache_write_tokens``), A's read + write, its largest entry. OpenAI before GPT-5.6
+    reports no writes: A's whole prompt (reported input tokens) rounded down to the model's
+    grid, ``min_cacheable_tokens + n * cache_step_tokens`` (1,024 + 128 n; hosted-api-rules.md
+    2.1), as the implicit cache keeps it."""
+    if ua is None or ua.cache_read is None:
+        return None
+    if cache_reported(pa):
+        return None if ua.cache_write is None else ua.cache_read + ua.cache_write
+    if pa.family != "openai" or pa.policy is None or ua.total_input is None:
+        return None
+    return max(_openai_round(ua.total_input, pa.policy), ua.cache_read)
 
 
 def chained_id(p: Prepared) -> str | None:
@@ -1847,8 +1874,7 @@ def cannot_tell(pa: Prepared, pb: Prepared, *, usage_b: Any, reason: str) -> Dif
     ``previous_response_chained``, no prediction, no lost tokens and no cost (never "0
     reads"). Changes outside the input that invalidate every entry on their own (model,
     tools, documented request settings) are listed as secondary causes."""
-    if usage_b is not None and not isinstance(usage_b, Usage):
-        usage_b = read_usage(usage_b, pb.family)
+    usage_b = _usage_of(usage_b, pb)
     causes = [_make_cause(_RawCause("previous_response_chained", 0, 0, None,
                                     "previous_response_id",
                                     {"previous_response_id": chained_id(pb)}, reason))]

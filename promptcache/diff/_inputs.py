@@ -34,6 +34,7 @@ __all__ = [
     "parse_timestamp",
     "read_prices",
     "read_usage",
+    "writes_known",
 ]
 
 
@@ -45,15 +46,26 @@ class Usage:
     cache_write: int | None
     uncached_input: int | None
     total_input: int | None
+    #: False when ``cache_write`` is 0 only because the usage carried no write count (an
+    #: OpenAI usage read without knowing whether the model has a write category).
+    write_reported: bool = True
 
 
-def read_usage(obj: Any, family: str) -> Usage | None:
+def read_usage(obj: Any, family: str, *, write_category: bool | None = None) -> Usage | None:
     """Parse a usage object (or a whole response) into read / write / uncached tokens.
 
     Args:
-        obj: an Anthropic or OpenAI usage dict, response dict, SDK object, or an existing
+        obj: an Anthropic or OpenAI usage dict, response dict (a mapping holding a ``usage``
+            mapping, e.g. ``response.model_dump()``), SDK object, or an existing
             ``UsageRecord``; None gives None.
         family: ``"anthropic"`` or ``"openai"`` (the request's provider family).
+        write_category: OpenAI only: whether the model bills cache writes (GPT-5.6+, catalog
+            ``explicit_breakpoints``; ``cache_write_tokens`` is optional there, absent off the
+            Standard tier, hosted-api-rules.md 2.4). True: a missing write count stays None
+            (unknown; the uncached input, which then holds the writes, is None too). False:
+            it is 0 (no write category before GPT-5.6: writes are billed as input). None
+            (not known): 0, with :attr:`Usage.write_reported` False so a caller that learns
+            the model can undo it (:func:`writes_known`).
 
     Returns:
         The observed buckets, or None when ``obj`` is None.
@@ -74,7 +86,10 @@ def read_usage(obj: Any, family: str) -> Usage | None:
     else:
         provider = "anthropic" if family == "anthropic" else None
         if isinstance(obj, Mapping) and family != "anthropic":
-            provider = "openai-responses" if "input_tokens" in obj else "openai"
+            # a whole response (a dict, e.g. model_dump()) holds its usage under "usage"
+            inner = obj.get("usage")
+            shape = inner if isinstance(inner, Mapping) else obj
+            provider = "openai-responses" if "input_tokens" in shape else "openai"
         try:
             rec = parse_usage(obj, provider=provider)
         except PromptCacheError:
@@ -83,8 +98,21 @@ def read_usage(obj: Any, family: str) -> Usage | None:
             raise PromptCacheError(f"usage: {exc}") from None
     writes = rec.writes
     if writes is None and family != "anthropic" and rec.cache_read is not None:
-        writes = 0  # OpenAI before GPT-5.6 has no write category: writes are billed as input
+        if write_category:  # GPT-5.6+: the count is optional; missing is unknown, not 0
+            return Usage(rec.cache_read, None, None, rec.total_input, write_reported=False)
+        # OpenAI before GPT-5.6 has no write category: writes are billed as input
+        return Usage(rec.cache_read, 0, rec.uncached_input, rec.total_input,
+                     write_reported=write_category is not None)
     return Usage(rec.cache_read, writes, rec.uncached_input, rec.total_input)
+
+
+def writes_known(usage: Usage | None, write_category: bool) -> Usage | None:
+    """``usage`` with a write count that was 0 only for want of a field set back to None
+    (with the uncached input, which holds the writes) when the model has a write category
+    (``write_category``: OpenAI GPT-5.6+); else ``usage`` unchanged."""
+    if usage is None or usage.write_reported or not write_category:
+        return usage
+    return Usage(usage.cache_read, None, None, usage.total_input, write_reported=False)
 
 
 def _fallback_usage(obj: Any) -> Usage:
