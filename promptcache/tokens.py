@@ -13,7 +13,12 @@ OpenAI counts are exact for text. A whole OpenAI request is not: the API frames 
 (role header, separators), the tools block and the reply header with tokens no tokenizer count
 shows, and promptcache's renderer only estimates them (3 tokens a message, OpenAI cookbook's
 chat figure). Request counts are therefore estimates with a per-request bound in tokens
-(:func:`view_count_error`). Anthropic's tokenizer is not public: without a client the
+(:func:`view_count_error`), except where no bound holds (:func:`view_unbounded`): a Responses
+request chained with ``previous_response_id`` / ``conversation`` / ``prompt`` (the server adds
+a stored prompt the body does not hold, not counted) and media whose size the body does not
+give (an image costs 85 tokens at ``detail: low`` and, by OpenAI's tile rule, 85 + 170 per
+512-px tile at high detail, so up to 1,105 or more; the renderer counts 765:
+https://developers.openai.com/api/docs/guides/images-vision). Anthropic's tokenizer is not public: without a client the
 count is an estimate (cl100k_base ids times the model's ``token_ratio`` from the catalog, about
 1.0 before Claude 4.7 and 1.3 from Claude 4.7 on) and says so, with its error bound; with an
 ``anthropic`` client, :func:`count_tokens` calls ``client.messages.count_tokens`` (exact).
@@ -25,6 +30,7 @@ https://platform.claude.com/docs/en/build-with-claude/token-counting (see
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import tempfile
 import threading
@@ -34,6 +40,8 @@ from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 import click
+
+from promptcache._stored import STORED_PROMPT_LABELS, stored_prompt_fields
 
 if TYPE_CHECKING:
     from promptcache.prefix import PrefixView
@@ -49,6 +57,7 @@ __all__ = [
     "get_encoding_name",
     "view_count_bound",
     "view_count_error",
+    "view_unbounded",
 ]
 
 EncodingName = Literal["o200k_base", "cl100k_base"]
@@ -90,9 +99,20 @@ class TokenCount:
         method: how it was counted (``"tiktoken:o200k_base"``, ``"toktok:o200k_base"``,
             ``"anthropic-estimate:cl100k_base*1.30"``, ``"anthropic-api"``).
         error_bound: relative error bound (0.0 when exact; 0.15 means +-15 %).
+            ``math.inf`` when no bound holds (``unbounded`` says why).
         error_tokens: the error bound in tokens for a count whose bound is not a fixed rate
             (an OpenAI request: its role framing, see :func:`view_count_error`); None when
-            ``error_bound`` alone states it (text, Anthropic estimates, exact counts).
+            ``error_bound`` alone states it (text, Anthropic estimates, exact counts) and when
+            no bound holds (``unbounded``).
+        unbounded: why the count has no error bound, for an OpenAI request (None: it has
+            one): ``"images: size unknown"`` (media whose size the body does not give), or
+            ``"the earlier turns previous_response_id adds (not counted)"`` (a chained
+            Responses request: ``tokens`` is the body's count only, the prompt the server
+            bills is larger by the stored prompt). See :func:`view_unbounded`.
+        body_error_tokens: for such a count, the bound in tokens of the counted part alone
+            (the body's role framing, :func:`view_count_error`), for display; None otherwise.
+        not_counted: for a chained Responses request, what the server adds that ``tokens``
+            leaves out (``"the earlier turns previous_response_id adds"``); None otherwise.
     """
 
     tokens: int
@@ -100,6 +120,9 @@ class TokenCount:
     method: str
     error_bound: float
     error_tokens: int | None = None
+    unbounded: str | None = None
+    body_error_tokens: int | None = None
+    not_counted: str | None = None
 
 
 class _Encoder:
@@ -312,9 +335,13 @@ def count_tokens(text_or_payload: str | Mapping[str, Any], model: str | None = N
     Returns:
         A :class:`TokenCount`. Text counts are exact for OpenAI models. Payload counts sum
         the segments of :func:`promptcache.prefix.render`; an OpenAI request's count is an
-        estimate (its role framing, estimated as 3 tokens a message, and images), with its
-        bound in ``error_tokens`` (:func:`view_count_error`); an Anthropic request's is an
-        estimate at the counter's rate (+-15 %) unless ``client`` counts it.
+        estimate (its role framing, estimated as 3 tokens a message), with its bound in
+        ``error_tokens`` (:func:`view_count_error`), or with no bound (``error_tokens`` None,
+        ``error_bound`` ``math.inf``, ``unbounded`` saying why: :func:`view_unbounded`) when
+        it holds media of unknown size or is a Responses request chained on a stored prompt
+        (``previous_response_id`` / ``conversation`` / ``prompt``: only the body is counted,
+        ``not_counted`` names the rest); an Anthropic request's is an estimate at the
+        counter's rate (+-15 %) unless ``client`` counts it.
 
     Raises:
         promptcache.InvalidRequestError: a malformed payload.
@@ -341,8 +368,50 @@ def count_tokens(text_or_payload: str | Mapping[str, Any], model: str | None = N
         exact, bound = view_count_bound(view)
         return TokenCount(view.total_tokens, exact, method, bound)
     _exact, error = view_count_error(view)  # never exact: the framing is estimated
+    why = view_unbounded(view, text_or_payload)
+    if why is not None:
+        stored = stored_prompt_fields(text_or_payload, view.provider)
+        return TokenCount(view.total_tokens, False, method, math.inf, None, why, error,
+                          STORED_PROMPT_LABELS[stored[0]] if stored else None)
     return TokenCount(view.total_tokens, False, method, error / max(view.total_tokens, 1),
                       error)
+
+
+#: OpenAI segment kinds whose tokens the body does not give: an image's cost depends on its
+#: pixel size (85 at ``detail: low``; 85 + 170 per 512-px tile at high detail, up to 1,105
+#: and more, https://developers.openai.com/api/docs/guides/images-vision), which the renderer
+#: does not read (it counts 765); audio is billed by its duration and a file by its pages,
+#: where the renderer counts their JSON. Label for each, as :func:`view_unbounded` names it.
+_UNSIZED_MEDIA = {"image": "images", "input_audio": "audio", "file": "files",
+                  "input_file": "files"}
+
+
+def view_unbounded(view: PrefixView, payload: Mapping[str, Any] | None = None) -> str | None:
+    """Why an OpenAI request's count has no error bound, or None when
+    :func:`view_count_error` bounds it (and for Anthropic views).
+
+    Args:
+        view: a rendered request (:func:`promptcache.prefix.render`).
+        payload: the request body ``view`` was rendered from, to see the stored-prompt
+            fields (:data:`promptcache._stored.STORED_PROMPT_FIELDS`); None: not checked.
+
+    Returns:
+        ``"the earlier turns previous_response_id adds (not counted)"`` (or the
+        ``conversation`` / ``prompt`` wording) for a chained Responses request: the server
+        prepends a stored prompt the body does not hold, so the count is the body's only;
+        else ``"images: size unknown"`` (``"images, audio: size unknown"``, ...) when the
+        request holds media whose billed size the body does not give; else None. Never
+        raises.
+    """
+    if view.provider == "anthropic":
+        return None
+    if payload is not None:
+        stored = stored_prompt_fields(payload, view.provider)
+        if stored:
+            return f"{STORED_PROMPT_LABELS[stored[0]]} (not counted)"
+    media = sorted({_UNSIZED_MEDIA[s.kind] for s in view.segments if s.kind in _UNSIZED_MEDIA},
+                   key=("images", "audio", "files").index)
+    return f"{', '.join(media)}: size unknown" if media else None
 
 
 def _openai_framing(view: PrefixView) -> int:
@@ -366,10 +435,14 @@ def view_count_error(view: PrefixView) -> tuple[bool, int]:
     An OpenAI-format view is never exact: the API frames each message, the tools block and the
     reply header, and the renderer only estimates that framing (3 tokens a message). Its bound
     is the framing bound of :func:`_openai_framing` (a turn 16, a further content part 5, the
-    reply 16 tokens; measured against the reference backend, tests/test_s8_counts.py), plus
-    what a tool call or result may hold beyond its counted text (at most its JSON), plus the
-    counter's rate for an unknown model and 2 % for images, files, audio and schemas. An
-    Anthropic view's bound is ``view_count_bound``'s rate times its total, rounded up.
+    reply 16 tokens; measured against the reference backend on text, tool and schema
+    requests, tests/test_s8_counts.py), plus what a tool call or result may hold beyond its
+    counted text (at most its JSON), plus the counter's rate for an unknown model and 2 % for
+    images, files, audio and schemas. The 2 % is not a bound for media of unknown size (an
+    image the renderer counts as 765 tokens bills 85 to 1,105 or more): :func:`view_unbounded`
+    says when a request holds such media, or a stored prompt the body does not hold, and
+    :func:`count_tokens` then states no bound. An Anthropic view's bound is
+    ``view_count_bound``'s rate times its total, rounded up.
 
     Args:
         view: a rendered request (:func:`promptcache.prefix.render`).
@@ -377,7 +450,6 @@ def view_count_error(view: PrefixView) -> tuple[bool, int]:
     Returns:
         (False, tokens) for any estimate; (True, 0) only for an exact count.
     """
-    import math
 
     total = view.total_tokens
     if view.provider == "anthropic":
@@ -463,7 +535,11 @@ def count_command(source: str, model: str | None, as_text: bool, estimate: bool)
     with o200k_base. An Anthropic request that names no model (and no --model) is an
     Anthropic estimate too (cl100k_base x 1.00), with a note. Anthropic counts are estimates
     (+-15%); OpenAI text counts are exact; an OpenAI request's count is an estimate with its
-    bound in tokens (the API's per-message framing is estimated). Exit status: 0 counted, 2 bad input (one line:
+    bound in tokens (the API's per-message framing is estimated), or with none: "estimate
+    (images: size unknown)" for media whose size the body does not give, and for a Responses
+    request chained with previous_response_id / conversation / prompt "N tokens in the body,
+    estimate (+-M tokens) + the earlier turns previous_response_id adds (not counted)": the
+    server adds the stored prompt, which the body does not hold. Exit status: 0 counted, 2 bad input (one line:
     ``promptcache: FILE: reason``).
     """
     from promptcache._cliutil import check_model, fail, read_request, read_text
@@ -502,6 +578,15 @@ def count_command(source: str, model: str | None, as_text: bool, estimate: bool)
                    f"{_estimate_route(UNNAMED_CLAUDE)}{later}: pass --model", err=True)
     if result.exact:
         kind = "exact"
+    elif result.not_counted is not None:
+        # a chained Responses request: the body's count and bound, plus what is not counted
+        body = (f" (+-{result.body_error_tokens} tokens)"
+                if result.body_error_tokens is not None else "")
+        click.echo(f"{result.tokens} tokens in the body, estimate{body} + "
+                   f"{result.unbounded}, {result.method}")
+        return
+    elif result.unbounded is not None:
+        kind = f"estimate ({result.unbounded})"
     elif result.error_tokens is not None:
         kind = f"estimate (+-{result.error_tokens} tokens)"
     else:

@@ -86,3 +86,74 @@ def test_pc101_before_the_input_still_names_the_stored_turns(where: str) -> None
                           "parameters": {"type": "object", "properties": {}}}]
     [f] = codes(lint_request(body), "PC101")
     assert "previous_response_id adds come after it" in f.message
+
+
+# ------------------------------------------------------------------ F17: count of a chained turn
+def _cli_count(tmp_path: Any, payload: dict[str, Any]) -> str:
+    import json
+
+    from click.testing import CliRunner
+
+    from promptcache.cli import main
+
+    path = tmp_path / "req.json"
+    path.write_text(json.dumps(payload))
+    out = CliRunner().invoke(main, ["count", str(path)])
+    assert out.exit_code == 0, out.output
+    return str(out.stdout.strip())
+
+
+@pytest.mark.parametrize("field,value,label", [
+    ("previous_response_id", "resp_123", "the earlier turns previous_response_id adds"),
+    ("conversation", "conv_1", "the stored items conversation adds"),
+    ("prompt", {"id": "pmpt_1"}, "the stored prompt template prompt adds"),
+])
+def test_count_of_a_chained_responses_request_gives_no_bound(
+        tmp_path: Any, field: str, value: Any, label: str) -> None:
+    import math
+
+    from promptcache.tokens import count_tokens
+
+    body = {"model": "gpt-5.6", field: value, "input": [{"role": "user", "content": "and moss?"}]}
+    result = count_tokens(body)
+    assert not result.exact and result.error_tokens is None and math.isinf(result.error_bound)
+    assert result.not_counted == label and result.unbounded == f"{label} (not counted)"
+    assert result.body_error_tokens is not None and result.body_error_tokens > 0
+    line = _cli_count(tmp_path, body)
+    assert line.startswith(f"{result.tokens} tokens in the body, estimate "
+                           f"(+-{result.body_error_tokens} tokens) + {label} (not counted)")
+    del body[field]
+    plain = count_tokens(body)  # the same body unchained keeps its bound
+    assert plain.error_tokens is not None and plain.unbounded is None
+    assert plain.not_counted is None and "in the body" not in _cli_count(tmp_path, body)
+
+
+def test_count_of_a_chat_body_with_a_prompt_key_keeps_its_bound() -> None:
+    from promptcache.tokens import count_tokens
+
+    result = count_tokens({"model": "gpt-4o", "prompt": {"id": "pmpt_1"},
+                           "messages": [{"role": "user", "content": "hi"}]})
+    assert result.error_tokens is not None and result.unbounded is None
+
+
+# ------------------------------------------------------------------ F9: images of unknown size
+@pytest.mark.parametrize("payload", [
+    {"model": "gpt-4o", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "what is it?"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]}]},
+    {"model": "gpt-5.6", "input": [{"role": "user", "content": [
+        {"type": "input_text", "text": "what is it?"},
+        {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "low"}]}]},
+], ids=["chat-image_url", "responses-input_image-low"])
+def test_count_with_an_image_of_unknown_size_states_no_bound(tmp_path: Any,
+                                                             payload: dict[str, Any]) -> None:
+    import math
+
+    from promptcache.tokens import count_tokens
+
+    result = count_tokens(payload)
+    assert result.error_tokens is None and math.isinf(result.error_bound)
+    assert result.unbounded == "images: size unknown" and result.not_counted is None
+    line = _cli_count(tmp_path, payload)
+    assert f"{result.tokens} tokens, estimate (images: size unknown)" in line
+    assert "+-" not in line
