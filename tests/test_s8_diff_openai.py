@@ -223,8 +223,10 @@ def test_key_change_alone_is_a_routing_warning(backend: LocalBackend) -> None:
     assert r.verdict == "no_miss"
     assert r.cause != "prompt_cache_key_changed"
     key = [c for c in r.causes if c.code == "prompt_cache_key_changed"]
-    assert key and "likely but not certain" in key[0].title
+    # review 12 F5: the key steers routing, so the read is uncertain, not "likely"
+    assert key and "uncertain" in key[0].title
     assert r.predicted is not None and r.predicted.cache_read > 0 and r.lost_tokens == 0
+    assert r.predicted.read_upper_bound
 
     # observed short: then the key change is the primary cause of the miss
     short = diff(a, b, usage_b={"prompt_tokens": rb["usage"]["prompt_tokens"],

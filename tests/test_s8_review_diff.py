@@ -124,3 +124,120 @@ def test_shared_head_gpt56_a_left_is_read_plus_write() -> None:
     ua2 = copy.deepcopy(ua)
     del ua2["input_tokens_details"]["cache_write_tokens"]
     assert diff(a, b, usage_a=ua2, response_a=ra).ideal_cache_read is None
+
+
+# ---------------------------------------------------------------- F15
+def _mode_pair() -> tuple[dict[str, Any], dict[str, Any]]:
+    """gpt-5.6: a developer text with an explicit breakpoint, then a long user message (A's
+    implicit breakpoint writes the entry up to it); B is the same body."""
+    a = {"model": "gpt-5.6", "input": [
+        {"role": "developer", "content": [{"type": "input_text", "text": LONG,
+                                           "prompt_cache_breakpoint": {"mode": "explicit"}}]},
+        {"role": "user", "content": filler(300, "user").strip()}]}
+    return a, copy.deepcopy(a)
+
+
+def test_gpt56_mode_switch_to_explicit_is_a_cause() -> None:
+    """B switches to mode 'explicit': its implicit breakpoint is gone, so it reads only the
+    developer entry. It was "no miss" beside "lost 214 tokens" with no cause."""
+    a, b = _mode_pair()
+    b["prompt_cache_options"] = {"mode": "explicit"}
+    res = diff(a, b)
+    assert res.verdict == "miss_explained"
+    assert res.cause == "cache_mode_changed"
+    cause = res.causes[0]
+    assert cause.detail["from"] == "implicit" and cause.detail["to"] == "explicit"
+    # B writes nothing after its explicit breakpoint: the tokens are not read, not rewritten
+    assert cause.detail["lost_tokens_are"] == "not read"
+    assert res.predicted is not None and res.predicted.cache_write == 0
+    assert res.lost_tokens is not None and res.ideal_cache_read is not None
+    assert res.lost_tokens == res.ideal_cache_read - res.predicted.cache_read > 200
+
+
+def test_gpt56_dropped_marker_in_explicit_mode_is_breakpoint_moved() -> None:
+    """Both in explicit mode, A marks the user turn, B drops that marker: B's breakpoints no
+    longer reach A's newest entry."""
+    a, b = _mode_pair()
+    a["prompt_cache_options"] = b["prompt_cache_options"] = {"mode": "explicit"}
+    a["input"][1] = {"role": "user", "content": [{
+        "type": "input_text", "text": filler(300, "user").strip(),
+        "prompt_cache_breakpoint": {"mode": "explicit"}}]}
+    b["input"][1] = {"role": "user", "content": [{
+        "type": "input_text", "text": filler(300, "user").strip()}]}
+    res = diff(a, b)
+    assert res.verdict == "miss_explained" and res.cause == "breakpoint_moved"
+    assert res.lost_tokens is not None and res.lost_tokens > 200
+
+
+def test_gpt56_same_breakpoints_no_reach_cause() -> None:
+    a, b = _mode_pair()
+    res = diff(a, b)
+    assert res.verdict == "no_miss"
+    assert not {"breakpoint_moved", "cache_mode_changed"} & {c.code for c in res.causes}
+
+
+# ---------------------------------------------------------------- F7
+def _ttl_pair() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    a = {"model": "gpt-5.6", "input": [{"role": "developer", "content": LONG},
+                                       {"role": "user", "content": "hi"}]}
+    b = {"model": "gpt-5.6", "input": [*a["input"], {"role": "assistant", "content": "hello"},
+                                       {"role": "user", "content": "and moss?"}]}
+    ua = {"input_tokens": 1420, "output_tokens": 1,
+          "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 1410}}
+    return a, b, ua
+
+
+def _responses_usage(prompt: int, read: int, write: int) -> dict[str, Any]:
+    return {"input_tokens": prompt, "output_tokens": 1,
+            "input_tokens_details": {"cached_tokens": read, "cache_write_tokens": write}}
+
+
+def test_gpt56_gap_over_minimum_ttl_is_a_warning_not_a_miss() -> None:
+    """GPT-5.6's ttl '30m' is a minimum lifetime: 40 minutes later a read is possible."""
+    a, b, ua = _ttl_pair()
+    res = diff(a, b, timestamps=(0, 40 * 60), usage_a=ua)
+    assert res.verdict == "no_miss"
+    assert res.cause != "ttl_expired"
+    ttl = next(c for c in res.causes if c.code == "ttl_expired")
+    assert ttl.detail["level"] == "warning"
+    assert res.predicted is not None and res.predicted.cache_read == 1410
+    assert res.predicted.read_upper_bound
+    assert res.lost_tokens == 0
+
+
+def test_gpt56_gap_over_minimum_ttl_full_read_is_not_blamed_on_ttl() -> None:
+    a, b, ua = _ttl_pair()
+    res = diff(a, b, timestamps=(0, 40 * 60), usage_a=ua,
+               usage_b=_responses_usage(1440, 1410, 20))
+    assert res.verdict == "no_miss" and res.cause == "append_only"
+
+
+def test_gpt56_gap_over_minimum_ttl_primary_when_read_falls_short() -> None:
+    a, b, ua = _ttl_pair()
+    res = diff(a, b, timestamps=(0, 40 * 60), usage_a=ua,
+               usage_b=_responses_usage(1440, 0, 1430))
+    assert res.verdict == "miss_explained" and res.cause == "ttl_expired"
+    assert res.classification == "timing" and res.lost_tokens == 1410
+
+
+def test_gpt56_gap_within_ttl_no_warning() -> None:
+    a, b, ua = _ttl_pair()
+    res = diff(a, b, timestamps=(0, 20 * 60), usage_a=ua)
+    assert "ttl_expired" not in {c.code for c in res.causes}
+    assert res.predicted is not None and not res.predicted.read_upper_bound
+
+
+# ---------------------------------------------------------------- F5
+def test_prompt_cache_key_change_is_uncertain_both_ways() -> None:
+    a, b, ua = _ttl_pair()
+    a["prompt_cache_key"], b["prompt_cache_key"] = "k1", "k2"
+    res = diff(a, b, usage_a=ua)
+    assert res.verdict == "no_miss"
+    key = next(c for c in res.causes if c.code == "prompt_cache_key_changed")
+    assert "likely but not certain" not in key.title and "hit is likely" not in key.title
+    assert "uncertain" in key.title and "miss is likely" in key.title
+    assert res.predicted is not None and res.predicted.read_upper_bound
+    assert any("upper bound" in n for n in res.notes)
+    # the observed read falls short: the key change is the primary cause
+    short = diff(a, b, usage_a=ua, usage_b=_responses_usage(1440, 0, 1430))
+    assert short.verdict == "miss_explained" and short.cause == "prompt_cache_key_changed"

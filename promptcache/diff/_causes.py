@@ -192,7 +192,8 @@ CAUSES: dict[str, CauseInfo] = {
         ),
         _c(
             "prompt_cache_key_changed",
-            "prompt_cache_key changed: routing changed, the hit is likely but not certain",
+            "prompt_cache_key changed: routing changed, the read is uncertain (a miss is "
+            "likely on a busy deployment)",
             "use one stable prompt_cache_key per shared prefix (the key is a routing hint "
             "combined with the prefix hash, not part of the cached prefix)",
             O_CACHING,
@@ -209,6 +210,15 @@ CAUSES: dict[str, CauseInfo] = {
             "keep a breakpoint at (or within 20 positions after) the end of the cached "
             "prefix; in long turns add one every ~15 positions",
             A_CACHING,
+        ),
+        _c(
+            "cache_mode_changed",
+            "prompt_cache_options.mode changed: B's breakpoints no longer reach the entry "
+            "A wrote",
+            "keep prompt_cache_options.mode fixed for the conversation; in 'explicit' mode "
+            "put a prompt_cache_breakpoint at the end of the prefix A cached (the implicit "
+            "breakpoint on the newest message is not written there)",
+            O_CACHING,
         ),
         _c(
             "ttl_expired",

@@ -563,9 +563,35 @@ def _param_causes(pa: Prepared, pb: Prepared) -> list[_RawCause]:
 
 
 #: Warning-level causes: a change that makes a read less likely without invalidating any
-#: entry. They cut nothing (the prediction keeps the full read) and are the primary cause only
-#: when B's observed read falls short.
+#: entry. They cut nothing (the prediction keeps the full read, flagged as an upper bound) and
+#: are the primary cause only when B's observed read falls short.
 ROUTING_CAUSES = frozenset({"prompt_cache_key_changed"})
+
+_WARNING_WHY = {"prompt_cache_key_changed": "the changed prompt_cache_key (routing)",
+                "ttl_expired": "the gap over the minimum lifetime"}
+
+
+def is_warning(cause: Any) -> bool:
+    """Whether ``cause`` (a :class:`Cause` or the engine's raw cause) is warning-level: it cuts
+    nothing and makes a read uncertain rather than impossible (:data:`ROUTING_CAUSES`; a
+    GPT-5.6+ ``ttl_expired``, whose TTL is a minimum lifetime). Such a cause is the primary
+    one only when B's observed read falls short."""
+    return cause.code in ROUTING_CAUSES or (
+        cause.code == "ttl_expired" and cause.detail.get("level") == "warning")
+
+
+def _ttl_warning(pb: Prepared, gap: float, ttl: float) -> _RawCause:
+    """GPT-5.6+: the gap exceeds the ``prompt_cache_options.ttl``, a *minimum* lifetime ("The
+    backend may keep entries longer", hosted-api-rules.md 2.3): a read is possible, not
+    guaranteed, so the expiry is a warning that cuts nothing."""
+    minutes = f"{ttl / 60:g}m"
+    return _RawCause(
+        "ttl_expired", len(pb.segs), 4, None, None,
+        {"gap_seconds": gap, "ttl_seconds": ttl, "level": "warning", "ttl_is": "minimum"},
+        f"the gap ({gap:,.0f} s) exceeds the {minutes} cache lifetime, which on this model is "
+        "a minimum (entries are kept at least that long, possibly longer): a read is "
+        "possible but no longer guaranteed",
+        title=f"the gap exceeds the {minutes} minimum cache lifetime: a read is not guaranteed")
 
 
 def _routing_cause(pb: Prepared, key: str, before: Any, after: Any, source: str) -> _RawCause:
@@ -578,10 +604,13 @@ def _routing_cause(pb: Prepared, key: str, before: Any, after: Any, source: str)
     return _RawCause(
         "prompt_cache_key_changed", len(pb.segs), 6, None, key,
         {"from": before, "to": after, "level": "warning"},
-        "prompt_cache_key is a routing hint combined with the prefix hash "
-        f"({source}): with another key B may be routed to another machine, so the read "
-        "is likely but not certain; nothing in the cached prefix changed",
-        title="prompt_cache_key changed: routing changed, the hit is likely but not certain",
+        "prompt_cache_key is combined with the prefix hash to steer routing "
+        f"({source}): with another key B is likely routed to another machine, so the read "
+        "is uncertain: it may still happen (the same machine, or a quiet deployment) but a "
+        "miss is likely on a busy one; nothing in the cached prefix changed, so the "
+        "predicted read is an upper bound",
+        title="prompt_cache_key changed: routing changed, the read is uncertain (a miss is "
+              "likely on a busy deployment)",
         source=source)
 
 
@@ -881,6 +910,47 @@ def cache_reported(p: Prepared) -> bool:
     return p.family == "anthropic" or explicit_breakpoints(p)
 
 
+def _cache_mode(p: Prepared) -> str:
+    """GPT-5.6+ ``prompt_cache_options.mode`` (``"implicit"`` when not set)."""
+    opts = p.view.params.get("prompt_cache_options")
+    mode = opts.get("mode") if isinstance(opts, Mapping) else None
+    return mode if isinstance(mode, str) else "implicit"
+
+
+def _reach_cause(pa: Prepared, pb: Prepared, alive: list[int], p: _Prediction) -> _RawCause:
+    """GPT-5.6+: A wrote an entry B's prefix still holds, but none of B's breakpoints (its
+    implicit one, its explicit ones) lies at or after it, so B reads a shorter entry (reads
+    look back from B's breakpoints; hosted-api-rules.md 2.3). ``cache_mode_changed`` when
+    ``prompt_cache_options.mode`` differs (``"explicit"`` drops the implicit breakpoint),
+    else ``breakpoint_moved``. The detail says whether B rewrites the tokens it does not
+    read or only sends them uncached (``"not read"``)."""
+    best = max(alive, key=pb.end)
+    minimum = int(getattr(pb.policy, "min_cacheable_tokens", 1024) or 0)
+    top_b = max((pb.end(k) for k in openai_written(pb) if pb.end(k) >= minimum), default=0)
+    rewritten = top_b >= pb.end(best)
+    reach = max([*openai_written(pb), *pb.bps], default=-1)
+    detail: dict[str, Any] = {
+        "cached_entry": pb.segs[best].path, "cached_tokens": pb.end(best),
+        "read_up_to": pb.segs[p.read_index].path if p.read_index is not None else None,
+        "b_last_breakpoint": pb.segs[reach].path if reach >= 0 else None,
+        "lost_tokens_are": "rewritten" if rewritten else "not read",
+        "subtype": "no breakpoint at or after the cached entry"}
+    after = _after(pb, p.read_index)
+    what = ("B writes them again" if rewritten else
+            "they are not read, and B writes no entry over them: they are billed as "
+            "uncached input (not rewritten)")
+    note = (f"A's entry up to {pb.segs[best].path} is still in B's prefix, but B's last "
+            f"breakpoint is {detail['b_last_breakpoint'] or 'none'}, before it: B reads "
+            f"only up to {detail['read_up_to'] or 'nothing'}, so the tokens from there to "
+            f"the end of A's entry are lost: {what}")
+    mode_a, mode_b = _cache_mode(pa), _cache_mode(pb)
+    if mode_a != mode_b:
+        detail.update({"from": mode_a, "to": mode_b})
+        return _RawCause("cache_mode_changed", after, 5, _tier_at(pb, after),
+                         "prompt_cache_options.mode", detail, note)
+    return _RawCause("breakpoint_moved", after, 5, _tier_at(pb, after), None, detail, note)
+
+
 def openai_written(p: Prepared) -> list[int]:
     """GPT-5.6+: indices (into ``p.segs``) of the breakpoints that write an entry.
 
@@ -1062,9 +1132,9 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             if not pa.bps and not pb.bps:
                 notes.append("neither request carries a cache breakpoint: nothing is cached")
         elif explicit_breakpoints(pa) and explicit_breakpoints(pb):
-            # GPT-5.6+: entries at the breakpoints, not on the 128-token grid
-            p = _predict_openai_bp(pa, pb, cut, gap)
-            p_nottl = _predict_openai_bp(pa, pb, cut, None)
+            # GPT-5.6+: entries at the breakpoints, not on the 128-token grid. The TTL is a
+            # minimum lifetime (hosted-api-rules.md 2.3): a longer gap cuts nothing (below)
+            p = _predict_openai_bp(pa, pb, cut, None)
             minimum = int(getattr(pa.policy, "min_cacheable_tokens", 1024) or 0)
             top_a = max((pa.end(j) for j in _openai_entries(pa, n_a, None)), default=0)
             ideal = min(top_a, pb.total)
@@ -1076,9 +1146,11 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
                     "minimum_tokens": minimum,
                     "largest_breakpoint_prefix_tokens": max(
                         (pa.end(j) for j in openai_written(pa)), default=0)}))
-            if p_nottl.read > p.read:
-                raw.append(_RawCause("ttl_expired", 0, 4, "tools", None,
-                                     {"gap_seconds": gap, "ttl_seconds": _openai_ttl(pa)}))
+            if gap is not None and gap > _openai_ttl(pa) and p.read:
+                raw.append(_ttl_warning(pb, gap, _openai_ttl(pa)))
+            alive = _openai_entries(pa, min(cut, n_b), None)
+            if max((pb.end(j) for j in alive), default=0) > p.read:
+                raw.append(_reach_cause(pa, pb, alive, p))
         else:  # scaled before the 128-token grid: predictions stay on the grid
             p = _predict_openai(pa, pb, identical, cut, gap, scale)
             p_nottl = _predict_openai(pa, pb, identical, cut, None, scale)
@@ -1126,9 +1198,18 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
                     pred_plain += pred_read - cap
                 pred_read = cap
             ideal = min(ideal, cap)
+        # a warning-level cause (routing key, GPT-5.6 gap over the minimum lifetime) cuts
+        # nothing: the predicted read is what B can read at best, not what it will read
+        bound = bool(pred_read) and any(is_warning(c) for c in raw)
         predicted = PredictedUsage.model_construct(cache_read=pred_read,
                                                    cache_write=pred_write,
-                                                   uncached_input=pred_plain)
+                                                   uncached_input=pred_plain,
+                                                   read_upper_bound=bound)
+        if bound:
+            notes.append(f"the predicted read ({pred_read:,} tokens) is an upper bound: "
+                         + " and ".join(sorted({_WARNING_WHY[c.code] for c in raw
+                                                if is_warning(c)}))
+                         + " may make B miss it")
     else:
         notes.append(_no_policy_note(pa, pb))
 
@@ -1163,11 +1244,12 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             if shortfall > tol:
                 notes.append(f"observed cache read is {shortfall} tokens below the prediction "
                              "even after these causes")
-        elif shortfall > tol and any(c.code in ROUTING_CAUSES for c in causes):
-            # the read fell short and B changed its routing key: the likely reason
+        elif shortfall > tol and any(is_warning(c) for c in causes):
+            # the read fell short and B changed its routing key, or came after the minimum
+            # lifetime (GPT-5.6+): the likely reason
             verdict = "miss_explained"
-            classification = "client_side"
-            causes.sort(key=lambda c: c.code not in ROUTING_CAUSES)
+            causes.sort(key=lambda c: not is_warning(c))
+            classification = "timing" if causes[0].code == "ttl_expired" else "client_side"
         elif shortfall > tol:
             verdict = "unexplained_miss"
             classification = "provider_side"
@@ -1178,7 +1260,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             verdict = "miss_explained"
             classification = "client_side"
 
-    cutting = [c for c in raw if c.code not in ROUTING_CAUSES]
+    cutting = [c for c in raw if not is_warning(c)]
     if verdict == "unexplained_miss" or not causes or (
             not cutting and verdict == "no_miss"):
         # warning-level causes only (a routing key change): B still reads; they stay secondary
@@ -1544,8 +1626,10 @@ def _checks(pa: Prepared, pb: Prepared, first: int, gap: float | None,
             ttl = max((_ttl_seconds(pa.bp_ttl.get(j)) for j in pa.bps), default=300.0)
         else:
             ttl = _openai_ttl(pa)
+        minimum = (" (a minimum lifetime: a read is still possible)"
+                   if explicit_breakpoints(pa) and gap > ttl else "")
         checks.append(Check.model_construct(name="gap < TTL", passed=gap <= ttl,
-                            detail=f"gap {gap:g} s, TTL {ttl:g} s"))
+                            detail=f"gap {gap:g} s, TTL {ttl:g} s{minimum}"))
     checks.append(Check.model_construct(name="prefix above minimum",
                         passed=None if ideal is None else ideal > 0))
     return checks

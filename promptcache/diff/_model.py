@@ -101,11 +101,16 @@ class PredictedUsage(_Frozen):
         cache_write: tokens written (Anthropic cache creation; OpenAI GPT-5.6+ cache writes;
             0 where the provider bills no writes).
         uncached_input: the remaining input tokens.
+        read_upper_bound: True when ``cache_read`` is what B can read at best, not what it
+            is expected to read: a warning-level cause (a changed ``prompt_cache_key``,
+            which steers routing; a GPT-5.6+ gap over the minimum cache lifetime) makes
+            the read uncertain without invalidating anything.
     """
 
     cache_read: int
     cache_write: int
     uncached_input: int
+    read_upper_bound: bool = False
 
 
 class ObservedUsage(_Frozen):
