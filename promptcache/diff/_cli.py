@@ -378,7 +378,7 @@ def _print_report(r: ExplainReport, log: str, show_all: bool) -> None:
         if x.status == "unexplained_miss":
             what = "unexplained (provider side?)"
         elif x.status == "cannot_tell":
-            what = "cannot tell (previous_response_id)"
+            what = f"cannot tell ({x.path or 'previous_response_id'})"
         elif x.detail.get("routing") and x.cause != "prompt_cache_key_changed":
             what = f"{what} (prompt_cache_key changed: routing hint)"
         vs = "-" if x.compared_with_line is None else str(x.compared_with_line)
@@ -392,9 +392,16 @@ def _print_report(r: ExplainReport, log: str, show_all: bool) -> None:
 
 
 def _print_cannot_tell(r: ExplainReport) -> None:
-    """One line for the requests whose prefix the log cannot show (previous_response_id)."""
-    n = sum(1 for x in r.requests if x.status == "cannot_tell")
+    """One line for the requests whose prefix the log cannot show (previous_response_id),
+    and one for those continuing a stored ``conversation``."""
+    held = [x for x in r.requests if x.status == "cannot_tell"]
+    n = sum(1 for x in held if x.path != "conversation")
     if n:
         _console().print(f"{_count(n, 'request')} continue{'s' if n == 1 else ''} a response "
                          "the log does not hold with its output (previous_response_id): "
+                         "cannot tell what they could read")
+    n = len(held) - n
+    if n:
+        _console().print(f"{_count(n, 'request')} continue{'s' if n == 1 else ''} a stored "
+                         "conversation (conversation): the server prepends its items, so "
                          "cannot tell what they could read")

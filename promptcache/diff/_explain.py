@@ -55,11 +55,20 @@ Responses ``previous_response_id``: the server prepends the stored conversation 
 response's input and output) to the request's input. When the named response is an earlier
 line of the log with its ``response.output``, the request is explained as that conversation
 followed by its own input (:func:`~promptcache.diff._engine.chained_body`; chains of chains
-resolve line by line), so a chained turn reads what the turn before wrote. When it is not (the
-log starts mid-conversation, the response was logged without its output), the row's status is
-``cannot_tell`` with cause ``previous_response_chained`` and no prediction (never "0 reads").
-Only the conversations of responses that a later line continues are kept, until the last such
-line (the light scan counts them).
+resolve line by line), so a chained turn reads what the turn before wrote. When the named
+response is a line of the log whose conversation is not known (it continues one the log does
+not hold: a log that starts mid-conversation; or it was logged without its output), the request
+is diffed against that line as ``promptcache diff`` does (:func:`~promptcache.diff._engine.diff`:
+when that line itself continues a response, the structure is compared without the shared head,
+and the two lines' usage gives the ideal read and the loss). When the named response is not in
+the log at all, or the request names a ``conversation`` (the server prepends the
+conversation's items, openai-python ``ResponseCreateParams.conversation``), the row's status
+is ``cannot_tell`` with cause ``previous_response_chained`` and no prediction (never "0
+reads"), its ``path`` the field; changes against the session's last line that invalidate every
+entry (model, tools, settings: :func:`~promptcache.diff._engine.cannot_tell`) are its
+``secondary`` causes, and with a read short of what that line left cached (its usage) the row
+is a ``miss_explained`` by the first of them. Only the conversations (or lines) of responses
+that a later line continues are kept, until the last such line (the light scan counts them).
 
 Provider diagnostics are judged against the baseline the provider used: the request's
 ``diagnostics.previous_message_id`` (Anthropic) or ``prompt_cache_options.comparison_response_id``
@@ -72,8 +81,9 @@ longest match's writer does not give the read, e.g. after a side request).
 ``bench/explain_speed.py`` times a 1,000-request log.
 
 Memory: the log is read twice, line by line: a light scan (the line count, and the response
-ids requests name as their diagnostics baseline; a text line is parsed only when it holds one
-of :data:`_NAMING_NEEDLES`), then the explaining pass, which lets each line's parsed body go
+ids requests name as their diagnostics baseline or continue; a text line is parsed only when
+it holds one of :data:`_NAMING_NEEDLES`, and a plain ``"previous_response_id": "..."`` is read
+from the text; only the request's ids are read), then the explaining pass, which lets each line's parsed body go
 once the line is explained. A request's prepared view (and so its body) stays only while a
 later request can still use it: as its session's last request, as a writer in the session's
 baseline index (at most the last ``_WINDOW`` requests, ``_WRITERS_PER_DIGEST`` per prefix), or
@@ -90,6 +100,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import stat
 import sys
 from collections import deque
@@ -112,7 +123,11 @@ from promptcache.diff._causes import NO_CHANGE_CAUSES
 from promptcache.diff._engine import (
     ROUTING_CAUSES,
     Prepared,
+    _costs,
+    _openai_round,
+    cache_reported,
     calibration,
+    cannot_tell,
     chained_body,
     compare,
     entry_ttl_seconds,
@@ -130,7 +145,13 @@ from promptcache.diff._inputs import (
     read_prices,
     read_usage,
 )
-from promptcache.diff._model import CauseSummary, DiffResult, ExplainReport, RequestExplanation
+from promptcache.diff._model import (
+    CauseSummary,
+    DiffResult,
+    ExplainReport,
+    PredictedUsage,
+    RequestExplanation,
+)
 from promptcache.lint.sources.request_json import WRAPPER_KEYS, usage_of
 
 __all__ = ["explain", "explain_counted", "iter_log"]
@@ -168,8 +189,21 @@ class _Entry:
     prefix_hash: str | None = None  # the usage record's prompt fingerprint, if logged
     family: str | None = None  # provider family, once known
     output: list[Any] | None = None  # the Responses response's output items, if logged
-    chained: str | None = None  # previous_response_id that could not be resolved
+    chained: str | None = None  # previous_response_id (or conversation) not resolved
     continues: str | None = None  # previous_response_id resolved from the log
+    via: str = "previous_response_id"  # the field ``chained`` comes from
+    head: _Head | None = None  # the logged line ``chained`` names (its conversation is not)
+
+
+@dataclass(slots=True, eq=False)
+class _Head:
+    """A logged line whose response a later line continues, kept as logged because its
+    conversation is not known (it continues one the log does not hold, or its output was not
+    logged): the later line is diffed against it as ``promptcache diff`` would."""
+
+    entry: _Entry
+    request: Mapping[str, Any]
+    output: list[Any] | None
 
 
 @dataclass(slots=True)
@@ -426,6 +460,7 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
     # requests still to come name each; stored: the conversation each of them holds
     n_lines, named, chains = _scan(source, label)
     stored: dict[str, list[Any]] = {}
+    heads: dict[str, _Head] = {}  # the lines they continue, when their conversation is not
     baselines: dict[str, Prepared] = {}
     show = progress if progress is not None else (
         n_lines >= PROGRESS_THRESHOLD and sys.stderr.isatty())
@@ -455,7 +490,7 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
         try:
             if e.request is not None:
                 with_request += 1
-                body = _resolve_chain(e, prov, stored, chains)
+                body = _resolve_chain(e, prov, stored, heads, chains)
                 try:
                     e.prepared = prepare(body, prov, model=model or e.model,
                                          model_given=model is not None)
@@ -466,7 +501,7 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
                     e.chained, e.continues, body = e.continues, None, e.request
                     e.prepared = prepare(body, prov, model=model or e.model,
                                          model_given=model is not None)
-                _store_chain(e, body, stored, chains)
+                _store_chain(e, body, stored, heads, chains)
             family = e.prepared.family if e.prepared is not None else _usage_family(e, prov)
             e.usage = read_usage(e.usage_raw, family)
             e.family = family
@@ -503,7 +538,7 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
             if e.prepared is None:  # usage only: the append-only identity, same provider/model
                 prev, res = _usage_baseline(sess, usage_key), None
             elif e.chained is not None:  # continues a conversation the log does not hold
-                prev, res = sess.last, None
+                prev, res = _chained_baseline(e, sess, prov, model, prices)
             else:
                 prev, res = _baseline(e, sess, prices_for)
             row = _explain_one(e, prev, sess, res, prices_for)
@@ -537,6 +572,22 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
     return _report(out, len(sessions)), with_request
 
 
+def _conversation_id(request: Mapping[str, Any], provider: str | None) -> str | None:
+    """The ``conversation`` of a Responses request (its id; None: none, or not Responses).
+
+    The server prepends the conversation's items to the input, as for
+    ``previous_response_id`` (openai-python ``ResponseCreateParams.conversation``: "Items from
+    this conversation are prepended to ``input_items``")."""
+    value = request.get("conversation")
+    if value is None or value == "" or "messages" in request:
+        return None
+    if provider not in (None, "", "auto", "openai", "openai-responses"):
+        return None
+    if isinstance(value, Mapping):
+        value = value.get("id") or "?"
+    return str(value)
+
+
 def _chain_id(request: Mapping[str, Any] | None, provider: str | None) -> str | None:
     """The ``previous_response_id`` of a Responses request (None: none, or not Responses)."""
     if not isinstance(request, Mapping):
@@ -550,39 +601,52 @@ def _chain_id(request: Mapping[str, Any] | None, provider: str | None) -> str | 
 
 
 def _resolve_chain(e: _Entry, provider: str | None, stored: dict[str, list[Any]],
-                   chains: dict[str, int]) -> Mapping[str, Any]:
+                   heads: dict[str, _Head], chains: dict[str, int]) -> Mapping[str, Any]:
     """The body to explain for ``e``: with ``previous_response_id`` naming a logged response,
     that response's conversation (its effective input, then its output items) followed by
     ``e``'s own input, as the server builds it (:func:`~promptcache.diff._engine.chained_body`);
     a chain the log does not resolve (the response is not logged, holds no output, or
-    continues one that is not) marks ``e.chained`` and returns the body as logged."""
+    continues one that is not) marks ``e.chained`` (and ``e.head``: the logged line it names,
+    if any) and returns the body as logged. So does a ``conversation`` (``e.via``)."""
     assert e.request is not None
     prev = _chain_id(e.request, provider)
+    conversation = _conversation_id(e.request, provider)
+    head = None
+    conv = None
+    if prev is not None:
+        if prev in chains:  # one request fewer still continues it
+            chains[prev] -= 1
+        conv, head = stored.get(prev), heads.get(prev)
+        if prev in chains and not chains[prev]:
+            del chains[prev]
+            stored.pop(prev, None)
+            heads.pop(prev, None)
+    if conversation is not None:  # its prompt starts with the conversation's stored items
+        e.chained, e.via = conversation, "conversation"
+        return e.request
     if prev is None:
         return e.request
-    if prev in chains:  # one request fewer still continues it
-        chains[prev] -= 1
-    conv = stored.get(prev)
-    if prev in chains and not chains[prev]:
-        del chains[prev]
-        stored.pop(prev, None)
     if conv is None:
-        e.chained = prev
+        e.chained, e.head = prev, head
         return e.request
     e.continues = prev
     return chained_body({"input": conv}, (), e.request)
 
 
 def _store_chain(e: _Entry, body: Mapping[str, Any], stored: dict[str, list[Any]],
-                 chains: dict[str, int]) -> None:
+                 heads: dict[str, _Head], chains: dict[str, int]) -> None:
     """Keep ``e``'s conversation (effective input + output) when a later request continues
-    its response and both are known; let the output go."""
+    its response and both are known; else (it continues a response the log does not resolve,
+    or its output was not logged) keep ``e`` as logged, a :class:`_Head`, for that request to
+    be diffed against; let the output go."""
     output, e.output = e.output, None
-    if e.response_id is None or e.response_id not in chains or e.chained is not None:
+    if e.response_id is None or e.response_id not in chains:
         return
-    if output is None or not isinstance(body.get("input", []), (list, str)):
-        return
-    stored[e.response_id] = [*_as_items(body.get("input")), *output]
+    if e.chained is None and output is not None \
+            and isinstance(body.get("input", []), (list, str)):
+        stored[e.response_id] = [*_as_items(body.get("input")), *output]
+    elif e.via != "conversation":
+        heads[e.response_id] = _Head(e, body, output)
 
 
 def _as_items(value: Any) -> list[Any]:
@@ -591,6 +655,62 @@ def _as_items(value: Any) -> list[Any]:
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
     return list(value)
+
+
+def _chained_baseline(e: _Entry, sess: _Session, provider: str | None, model: str | None,
+                      prices: Any) -> tuple[_Entry | None, DiffResult | None]:
+    """The baseline and comparison of ``e``, whose prompt starts with a stored conversation
+    the log does not resolve (``e.chained``).
+
+    When the response it continues is an earlier line of the log (``e.head``), ``e`` is
+    diffed against that line as ``promptcache diff`` does (:func:`~promptcache.diff._engine.diff`:
+    B's prompt is A's prompt + A's output + B's input; when A itself continues a response the
+    log does not hold, the structure is compared and A's and B's usage give the numbers).
+    Otherwise (the response is not in the log, or ``e`` names a ``conversation``), the
+    session's last request is the baseline of :func:`~promptcache.diff._engine.cannot_tell`:
+    no prediction, but changes that invalidate every entry (model, tools, settings) are
+    listed. ``(baseline, None)`` when nothing can be compared."""
+    from promptcache.diff._engine import diff
+
+    assert e.request is not None and e.prepared is not None
+    if e.head is not None:
+        a = e.head.entry
+        stamps = (a.timestamp, e.timestamp) if a.timestamp is not None \
+            and e.timestamp is not None else None
+        own_model = model or (e.model if "model" not in e.request else None)
+        try:
+            return a, diff(e.head.request, e.request, provider=provider, model=own_model,
+                           timestamps=stamps, usage_a=a.usage_raw, usage_b=e.usage_raw,
+                           prices=prices, response_a={"id": e.chained,
+                                                      "output": e.head.output})
+        except (PromptCacheError, ValueError, TypeError):
+            pass  # not comparable as a pair: as if the response were not logged
+    prev = sess.last
+    if prev is None or prev.prepared is None or prev.prepared.family != e.prepared.family:
+        return prev, None
+    if e.via == "conversation":
+        why = (f"it continues the conversation {e.chained!r}: the server prepends the "
+               "conversation's items to its input, so its prefix cannot be compared from "
+               "the log")
+    else:
+        why = ("the response it continues is not in the log (or was logged without its "
+               "output, or continues one that is not): the server prepends that "
+               "conversation to its input, so its prefix cannot be compared from the log")
+    return prev, cannot_tell(prev.prepared, e.prepared, usage_b=e.usage, reason=why)
+
+
+def _left_by(prev: _Entry) -> int | None:
+    """Tokens ``prev``'s usage shows in the cache after it (None: unknown): its read + write
+    where the usage reports writes (Anthropic, OpenAI GPT-5.6+), else (OpenAI's automatic
+    prefix) its whole prompt rounded down to the cached grid."""
+    u, p = prev.usage, prev.prepared
+    if u is None or p is None or u.cache_read is None:
+        return None
+    if cache_reported(p):
+        return None if u.cache_write is None else u.cache_read + u.cache_write
+    if p.family != "openai" or u.uncached_input is None:
+        return None
+    return _openai_round(u.cache_read + (u.cache_write or 0) + u.uncached_input, p.policy)
 
 
 def _baseline_id(request: Mapping[str, Any] | None) -> str | None:
@@ -736,6 +856,9 @@ def _replayable(log: str | Path | Iterable[Any], label: str) -> str | Path | Ite
 _NAMING_NEEDLES = ("previous_message_id", "comparison_response_id", "\\u00",
                    '"previous_response_id":"', '"previous_response_id": "',
                    '\\"previous_response_id\\":\\"', '\\"previous_response_id\\": \\"')
+_NEEDLES_RE = re.compile("|".join(re.escape(needle) for needle in _NAMING_NEEDLES))
+#: A plain ``"previous_response_id": "<id>"`` (no escapes in the id), as JSON writers space it.
+_CHAIN_RE = re.compile(r'"previous_response_id": ?"([^"\\]+)"')
 
 
 def _scan(log: str | Path | Iterable[Any], label: str
@@ -753,8 +876,8 @@ def _scan(log: str | Path | Iterable[Any], label: str
 
     def note(n: int, obj: Any) -> None:
         try:
-            request = _entry(n, obj, label).request
-        except (InputError, RecursionError):
+            request = _scan_request(obj)
+        except RecursionError:
             return
         wanted = _baseline_id(request)
         if wanted is not None:
@@ -767,7 +890,16 @@ def _scan(log: str | Path | Iterable[Any], label: str
         nonlocal count
         if text.strip():
             count += 1
-            if any(needle in text for needle in _NAMING_NEEDLES):
+            hits = _NEEDLES_RE.findall(text)
+            if hits:
+                if len(hits) == 1 and hits[0].startswith('"') \
+                        and text.count("previous_response_id") == 1:
+                    # the usual chained line: the id straight from the text, nothing parsed
+                    found = _CHAIN_RE.search(text)
+                    if found is not None:
+                        chain = found.group(1)
+                        chains[chain] = chains.get(chain, 0) + 1
+                        return
                 try:
                     obj = json.loads(text)
                 except (ValueError, RecursionError):
@@ -790,6 +922,27 @@ def _scan(log: str | Path | Iterable[Any], label: str
             count += 1
             note(n, item)
     return count, named, chains
+
+
+def _scan_request(obj: Any) -> Mapping[str, Any] | None:
+    """The request of a log line as :func:`_entry` finds it (under a wrapper key, a bare body,
+    or a JSON string under a wrapper key), for the light scan: nothing else of the line is read
+    or validated (no usage, diagnostics, timestamps or output items). None: no request."""
+    if not isinstance(obj, Mapping):
+        return None
+    request: Any = None
+    if not _is_usage_record(obj):
+        found = unwrap_request(obj)
+        if found is not None:
+            request = found[0]
+    if request is None:
+        raw = next((obj[k] for k in WRAPPER_KEYS if isinstance(obj.get(k), str)), None)
+        if raw is not None and raw.lstrip().startswith("{"):
+            try:
+                request = json.loads(raw)
+            except ValueError:
+                return None
+    return request if isinstance(request, Mapping) else None
 
 
 def _raise_unreadable_first(lines: Iterator[tuple[int, Any]], label: str) -> None:
@@ -1020,15 +1173,20 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session, res: DiffResult
                             "response_id": e.response_id,
                             "compared_with_line": prev.line if prev is not None else None}
     observed = e.usage.cache_read if e.usage is not None else None
-    if e.chained is not None:  # its prompt starts with a conversation the log does not hold
+    if e.chained is not None and res is None:  # a conversation the log does not hold
         return RequestExplanation(
             **base, status="cannot_tell", cause="previous_response_chained",
-            path="previous_response_id", observed_cache_read=observed,
-            detail={"previous_response_id": e.chained,
-                    "reason": "the response it continues is not in the log (or was logged "
-                              "without its output, or continues one that is not): the "
-                              "server prepends that conversation to its input, so its "
+            path=e.via, observed_cache_read=observed,
+            detail={e.via: e.chained,
+                    "reason": f"it continues the conversation {e.chained!r}: the server "
+                              "prepends its items to the input" if e.via == "conversation"
+                              else "the response it continues is not in the log (or was "
+                              "logged without its output, or continues one that is not): "
+                              "the server prepends that conversation to its input, so its "
                               "prefix cannot be compared from the log"})
+    if res is not None and res.verdict == "cannot_tell":
+        assert prev is not None
+        return _cannot_tell_row(e, prev, res, base, observed, prices_for)
     if prev is None:
         facts = _below_minimum(e.prepared)
         if facts is not None:  # writes nothing: not a cold start (case BR-14)
@@ -1061,7 +1219,8 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session, res: DiffResult
             miss_cost_usd=res.miss_cost_usd if missed else 0.0,
             diagnostics=res.diagnostics, detail={
                 **_detail(res, gap, missed, pred, observed),
-                **({"previous_response_id": e.continues} if e.continues else {})})
+                **({"previous_response_id": e.continues} if e.continues else {}),
+                **({e.via: e.chained} if e.chained else {})})
     # usage only: the append-only identity
     if e.usage is None or prev.usage is None or e.usage.cache_read is None \
             or prev.usage.cache_read is None:
@@ -1087,6 +1246,50 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session, res: DiffResult
                 "rule": "in an append-only conversation within TTL, read[n] should be >= "
                         "read[n-1] + creation[n-1]",
                 **({"gap_seconds": gap, "ttl_seconds": ttl} if gap is not None else {})})
+
+
+def _cannot_tell_row(e: _Entry, prev: _Entry, res: DiffResult, base: dict[str, Any],
+                     observed: int | None, prices_for: Any) -> RequestExplanation:
+    """The row of a request whose prefix cannot be compared from the log (``res`` is a
+    ``cannot_tell`` result against ``prev``). A change that invalidates every entry (model,
+    tools, settings: the secondary causes) together with an observed read short of what
+    ``prev`` left cached (its usage) is a miss (``miss_explained``), priced as ``diff``
+    prices one; with no read at all and ``prev``'s usage unknown, a miss of unknown size."""
+    cutting = [c for c in res.causes[1:]
+               if c.code not in NO_CHANGE_CAUSES and c.code not in ROUTING_CAUSES]
+    ideal = _left_by(prev)
+    short = observed is not None and (
+        observed < ideal - read_tolerance(ideal) if ideal is not None else observed == 0)
+    detail: dict[str, Any] = {e.via: e.chained, "reason": res.causes[0].note
+                              or "the prefix cannot be compared from the log"}
+    gap = _gap(e, prev)
+    if gap is not None:
+        detail["gap_seconds"] = gap
+    if cutting and short:
+        assert e.prepared is not None
+        lost = None if ideal is None or observed is None else ideal - observed
+        usd = None
+        if lost is not None and e.usage is not None:
+            seen = PredictedUsage.model_construct(
+                cache_read=observed or 0, cache_write=e.usage.cache_write or 0,
+                uncached_input=e.usage.uncached_input or 0)
+            usd = _costs(e.prepared, lost, seen, e.usage,
+                         prices_for(e.prepared.model, e.timestamp))[0]
+        detail["expected_read"] = ideal
+        detail["note"] = ("the prefix is not compared (the conversation it continues is not "
+                          "in the log), but these changes invalidate every cached entry, and "
+                          "the read fell short of what the compared line left cached")
+        return RequestExplanation(
+            **base, status="miss_explained", cause=cutting[0].code,
+            secondary=[c.code for c in res.causes if c is not cutting[0]],
+            path=cutting[0].path, observed_cache_read=observed, lost_tokens=lost,
+            miss_cost_usd=usd, detail=detail)
+    if cutting and observed:
+        detail["causes_not_confirmed_by_usage"] = [c.code for c in cutting]
+    return RequestExplanation(
+        **base, status="cannot_tell", cause=res.cause,
+        secondary=[c.code for c in res.causes[1:]], path=e.via,
+        observed_cache_read=observed, detail=detail)
 
 
 def _detail(res: DiffResult, gap: float | None, missed: bool, pred: int | None,
