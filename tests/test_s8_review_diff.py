@@ -241,3 +241,61 @@ def test_prompt_cache_key_change_is_uncertain_both_ways() -> None:
     # the observed read falls short: the key change is the primary cause
     short = diff(a, b, usage_a=ua, usage_b=_responses_usage(1440, 0, 1430))
     assert short.verdict == "miss_explained" and short.cause == "prompt_cache_key_changed"
+
+
+# ---------------------------------------------------------------- F1
+def _conv_pair(model: str = "gpt-5.6") -> tuple[dict[str, Any], dict[str, Any]]:
+    a = {"model": model, "instructions": LONG, "conversation": "conv_abc",
+         "input": [{"role": "user", "content": "How do I water a fern?"}]}
+    b = {"model": model, "instructions": LONG, "conversation": "conv_abc",
+         "input": [{"role": "user", "content": "And a cactus?"}]}
+    return a, b
+
+
+def test_conversation_turn_cannot_tell() -> None:
+    """The server prepends the conversation's items: not a history edit (it was
+    message_rewritten with 1,448 lost tokens on gpt-5.6)."""
+    for model in ("gpt-4o", "gpt-5.6"):
+        a, b = _conv_pair(model)
+        res = diff(a, b)
+        assert res.verdict == "cannot_tell", model
+        assert res.cause == "conversation_chained"
+        assert res.causes[0].detail == {"conversation": "conv_abc"}
+        assert res.predicted is None and res.lost_tokens is None
+
+
+def test_conversation_object_form_and_compare() -> None:
+    from promptcache.diff import compare, prepare
+
+    a, b = _conv_pair()
+    b["conversation"] = {"id": "conv_abc"}
+    assert diff(a, b).cause == "conversation_chained"
+    res = compare(prepare(a), prepare(b))
+    assert res.verdict == "cannot_tell" and res.cause == "conversation_chained"
+
+
+def test_conversation_keeps_invalidating_changes_as_secondary() -> None:
+    a, b = _conv_pair()
+    b["model"] = "gpt-5.6-mini"
+    b["tools"] = [{"type": "function", "name": "lookup", "parameters": {"type": "object"}}]
+    res = diff(a, b, model=None)
+    codes = [c.code for c in res.causes]
+    assert codes[0] == "conversation_chained"
+    assert "model_changed" in codes and "tools_changed" in codes
+
+
+def test_conversation_turns_pass_assert_cache_stable() -> None:
+    from promptcache import assert_cache_stable
+
+    a, b = _conv_pair()
+    assert_cache_stable([a, b], provider="openai-responses")
+
+
+def test_conversation_exported_helper() -> None:
+    from promptcache.diff._engine import conversation_id
+
+    a, _ = _conv_pair()
+    assert conversation_id(a) == "conv_abc"
+    assert conversation_id({**a, "conversation": None}) is None
+    assert conversation_id({"model": "gpt-4o", "messages": [], "conversation": "c"}) is None
+    assert conversation_id(a, "anthropic") is None

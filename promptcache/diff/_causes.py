@@ -31,7 +31,8 @@ A_CACHING = "https://platform.claude.com/docs/en/build-with-claude/prompt-cachin
 #: (``append_only``; ``previous_response_chained`` when it does so through a stored response),
 #: or nothing differs (``no_difference``). A miss with one of them is not
 #: explained by the payload (provider side).
-NO_CHANGE_CAUSES = frozenset({"append_only", "no_difference", "previous_response_chained"})
+NO_CHANGE_CAUSES = frozenset({"append_only", "no_difference", "previous_response_chained",
+                              "conversation_chained"})
 A_SKILL = (
     "https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md"
 )
@@ -250,6 +251,16 @@ CAUSES: dict[str, CauseInfo] = {
             "nothing to fix in the payload: a chained turn reads what the earlier turns "
             "wrote; to compare prefixes, log each request with its response (the output) or "
             "send the whole history in input",
+            O_CONVERSATION,
+            client_side=False,
+        ),
+        _c(
+            "conversation_chained",
+            "B belongs to a stored conversation (conversation): the server prepends that "
+            "conversation's items to B's input",
+            "nothing to fix in the payload: a conversation turn reads what the earlier "
+            "turns wrote; to compare prefixes, send the whole history in input (or compare "
+            "with the conversation's items logged)",
             O_CONVERSATION,
             client_side=False,
         ),

@@ -1071,6 +1071,10 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             f"B continues the stored response {chained_id(pb)!r} (previous_response_id): "
             "the server prepends that conversation to B's input, and it is not in the "
             "bodies, so B's prefix cannot be compared with A's"))
+    conv = conversation_id(pb.payload, pb.view.provider)
+    if conv is not None:
+        return cannot_tell(pa, pb, usage_b=usage_b, reason=_conversation_reason(conv),
+                           cause="conversation_chained")
     usage_a = _usage_of(usage_a, pa)
     usage_b = _usage_of(usage_b, pb)
     if diagnostics_b is not None and not isinstance(diagnostics_b, RawDiagnostics):
@@ -1722,6 +1726,13 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
     """
     from promptcache._times import gap_seconds, parse_timestamp
 
+    conv = conversation_id(b, provider)
+    if conv is not None:  # the server prepends the conversation's items: not in the bodies
+        pa, pb = _prepare_pair(a, b, provider, model)
+        if pb.view.provider == "openai-responses":
+            return cannot_tell(pa, pb, usage_b=_usage_of(usage_b, pb),
+                               reason=_conversation_reason(conv),
+                               cause="conversation_chained")
     chain = _chain_of(b, provider)
     a_response = usage_a if response_a is None else response_a
     chain_note: str | None = None
@@ -1887,6 +1898,42 @@ def _left_by_a(pa: Prepared, ua: Usage | None) -> int | None:
     return max(_openai_round(ua.total_input, pa.policy), ua.cache_read)
 
 
+def conversation_id(body: Any, provider: str | None = None) -> str | None:
+    """The ``conversation`` of a Responses request body (None: none, not a Responses body, or
+    ``provider`` names another shape).
+
+    A Responses request with a non-null ``conversation`` (an id string, or an object with an
+    ``id``) belongs to a stored conversation: "Items from this conversation are prepended to
+    ``input_items`` for this response request" (openai-python ``ResponseCreateParams``), the
+    same situation as a ``previous_response_id`` the diff cannot resolve. :func:`diff` and
+    :func:`compare` give verdict ``cannot_tell`` with cause ``conversation_chained`` for such
+    a B (see :func:`cannot_tell`).
+
+    Args:
+        body: a request body (a mapping; anything else gives None).
+        provider: the caller's provider, or None / ``"auto"`` / ``"openai"`` to accept any
+            body that is not a Chat Completions one (no ``messages``).
+
+    Returns:
+        The conversation id (``"<conversation>"`` when the object carries no string id).
+    """
+    if not isinstance(body, Mapping) or "messages" in body:
+        return None
+    if provider not in (None, "", "auto", "openai", "openai-responses"):
+        return None
+    value = body.get("conversation")
+    if isinstance(value, Mapping):
+        cid = value.get("id")
+        return cid if isinstance(cid, str) and cid else "<conversation>"
+    return value if isinstance(value, str) and value else None
+
+
+def _conversation_reason(conv: str) -> str:
+    return (f"B belongs to the stored conversation {conv!r} (conversation): the server "
+            "prepends that conversation's items to B's input, and they are not in the "
+            "bodies, so B's prefix cannot be compared with A's")
+
+
 def chained_id(p: Prepared) -> str | None:
     """The ``previous_response_id`` of a Responses request (None: none, or another shape)."""
     if p.view.provider != "openai-responses":
@@ -1952,16 +1999,28 @@ def chained_body(a: Mapping[str, Any], a_output: Sequence[Any],
     return body
 
 
-def cannot_tell(pa: Prepared, pb: Prepared, *, usage_b: Any, reason: str) -> DiffResult:
+def cannot_tell(pa: Prepared, pb: Prepared, *, usage_b: Any, reason: str,
+                cause: str = "previous_response_chained") -> DiffResult:
     """The result when B's prefix cannot be compared from the bodies (B continues a stored
-    response the diff does not have): verdict ``cannot_tell``, cause
-    ``previous_response_chained``, no prediction, no lost tokens and no cost (never "0
+    response the diff does not have, or belongs to a stored ``conversation``): verdict
+    ``cannot_tell``, cause ``previous_response_chained`` (or ``cause``:
+    ``"conversation_chained"``), no prediction, no lost tokens and no cost (never "0
     reads"). Changes outside the input that invalidate every entry on their own (model,
-    tools, documented request settings) are listed as secondary causes."""
+    tools, documented request settings) are listed as secondary causes.
+
+    Args:
+        pa, pb: the prepared requests (B's body as sent).
+        usage_b: B's usage (any form :func:`compare` takes; None: not given).
+        reason: the note saying why the prefix cannot be compared.
+        cause: ``"previous_response_chained"`` or ``"conversation_chained"``."""
     usage_b = _usage_of(usage_b, pb)
-    causes = [_make_cause(_RawCause("previous_response_chained", 0, 0, None,
-                                    "previous_response_id",
-                                    {"previous_response_id": chained_id(pb)}, reason))]
+    if cause == "conversation_chained":
+        head = _RawCause(cause, 0, 0, None, "conversation",
+                         {"conversation": conversation_id(pb.payload)}, reason)
+    else:
+        head = _RawCause("previous_response_chained", 0, 0, None, "previous_response_id",
+                         {"previous_response_id": chained_id(pb)}, reason)
+    causes = [_make_cause(head)]
     if pa.model and pb.model and pa.model != pb.model:
         causes.append(_make_cause(_RawCause("model_changed", 0, 0, "tools", "model",
                                             {"from": pa.model, "to": pb.model})))
