@@ -299,3 +299,36 @@ def test_conversation_exported_helper() -> None:
     assert conversation_id({**a, "conversation": None}) is None
     assert conversation_id({"model": "gpt-4o", "messages": [], "conversation": "c"}) is None
     assert conversation_id(a, "anthropic") is None
+
+
+# ---------------------------------------------------------------- F18
+def _siblings(question_b: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    tools = [{"type": "function", "name": "f", "description": "d",
+              "parameters": {"type": "object", "properties": {}}}]
+    a = {"model": "gpt-5.6", "tools": tools, "previous_response_id": "resp_X",
+         "input": [{"role": "user", "content": "How do I water a fern?"}]}
+    b = {"model": "gpt-5.6", "tools": tools, "previous_response_id": "resp_X",
+         "input": [{"role": "user", "content": question_b}]}
+    return a, b
+
+
+def test_siblings_edited_turn_is_a_rewrite_not_a_continuation() -> None:
+    """A and B both continue resp_X: B's edited question rewrites A's last input (it was
+    "no miss" as if B continued A)."""
+    a, b = _siblings("How do I water a cactus?")
+    ua = _responses_usage(3000, 2980, 18)
+    res = diff(a, b, usage_a=ua, usage_b=_responses_usage(3000, 2980, 18))
+    assert res.verdict == "miss_explained" and res.cause == "message_rewritten"
+    assert res.predicted is None
+    assert res.ideal_cache_read == 2998 and res.lost_tokens == 18
+    head = next(c for c in res.causes if c.code == "previous_response_chained")
+    assert head.detail["relation"] == "sibling"
+    assert any("siblings" in n for n in res.notes)
+    assert not any("A's prompt + A's output" in n for n in res.notes)
+
+
+def test_siblings_given_a_response_id_are_still_compared() -> None:
+    """A's response id (not resp_X) is known: B is still A's sibling, not 'cannot tell'."""
+    a, b = _siblings("How do I water a fern?")
+    res = diff(a, b, response_a={"id": "resp_A", "output": []})
+    assert res.verdict == "no_miss" and res.cause == "previous_response_chained"

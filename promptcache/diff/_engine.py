@@ -1740,6 +1740,10 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
     raw_b = b
     if chain is not None:
         a_id = _response_id(a_response)
+        if a.get("previous_response_id") == chain:  # siblings (edit and regenerate)
+            return _diff_shared_head(a, b, chain, None, provider, model, usage_a, usage_b,
+                                     diagnostics_b, redact, prices, checked=False,
+                                     sibling=True)
         if a_id is not None and a_id != chain:
             why = (f"B continues the stored response {chain!r} (previous_response_id), "
                    f"not A (A's response id is {a_id!r}): its prefix is that response's "
@@ -1801,9 +1805,11 @@ _SIZE_CAUSES = frozenset({"below_minimum", "ttl_expired", "breakpoint_moved"})
 def _diff_shared_head(a: Mapping[str, Any], b: Mapping[str, Any], chain: str,
                       output: list[Any] | None, provider: str | None, model: str | None,
                       usage_a: Any, usage_b: Any, diagnostics_b: Any, redact: bool,
-                      prices: Any, *, checked: bool) -> DiffResult:
+                      prices: Any, *, checked: bool, sibling: bool = False) -> DiffResult:
     """B chains on A, and A itself continues a stored response: both prompts start with the
-    same conversation (A's), which the bodies do not show.
+    same conversation (A's), which the bodies do not show. ``sibling``: A and B name the
+    same ``previous_response_id`` (edit and regenerate): both continue that response, B does
+    not continue A, so their bodies are compared as they are, without the shared head.
 
     The structure is still known: B's prompt is A's prompt + A's output + B's input. The
     bodies are compared without that shared head, so the causes (a tool, instructions or
@@ -1812,7 +1818,8 @@ def _diff_shared_head(a: Mapping[str, Any], b: Mapping[str, Any], chain: str,
     A's usage (read + write: A's largest entry) the ideal read is known, and with B's the
     lost tokens (priced at B's reported write) and an unexplained shortfall."""
     a_eff = {k: v for k, v in a.items() if k != "previous_response_id"}
-    b_eff = chained_body(a_eff, output or [], b)
+    b_eff = ({k: v for k, v in b.items() if k != "previous_response_id"} if sibling
+             else chained_body(a_eff, output or [], b))
     try:
         pa, pb = _prepare_pair(a_eff, b_eff, provider, model)
     except InvalidRequestError as exc:
@@ -1852,19 +1859,27 @@ def _diff_shared_head(a: Mapping[str, Any], b: Mapping[str, Any], chain: str,
         code=info.code, title=info.title, tier=None, path="previous_response_id",
         segment_index=len(pb.segs), detail={"previous_response_id": chain,
                                             "a_previous_response_id": a["previous_response_id"],
-                                            "a_output": "known" if output is not None
-                                            else "left out (not given)"},
+                                            **({"relation": "sibling"} if sibling else {
+                                                "a_output": "known" if output is not None
+                                                else "left out (not given)"})},
         fix_hint=info.fix_hint, source=info.source, note="")
     causes = cutting + [head] + [c for c in kept if c.code in ROUTING_CAUSES]
     if verdict == "unexplained_miss" or not cutting:
         causes = [head] + [c for c in causes if c is not head]
     diag = parse_diagnostics(diagnostics_b) if diagnostics_b is not None else None
-    note = (f"previous_response_id {chain!r}: B's prompt is A's prompt + A's output + B's "
-            f"input (that it names A is {'checked' if checked else 'assumed'}); A itself "
-            f"continues {a['previous_response_id']!r}, so both start with a stored "
-            "conversation the bodies do not show: the structure is compared, token numbers "
-            "are not predicted" + ("" if ideal is None else
-                                   f" (A's usage: {ideal:,} tokens cached after A)"))
+    if sibling:
+        note = (f"previous_response_id {chain!r}: A and B both continue that stored "
+                "response (siblings, e.g. an edited and regenerated turn), so B does not "
+                "continue A: both prompts start with that conversation, which the bodies do "
+                "not show; their own inputs are compared, token numbers are not predicted")
+    else:
+        note = (f"previous_response_id {chain!r}: B's prompt is A's prompt + A's output + "
+                f"B's input (that it names A is {'checked' if checked else 'assumed'}); A "
+                f"itself continues {a['previous_response_id']!r}, so both start with a "
+                "stored conversation the bodies do not show: the structure is compared, "
+                "token numbers are not predicted")
+    if ideal is not None:
+        note += f" (A's usage: {ideal:,} tokens cached after A)"
     observed = None
     if ub is not None:
         observed = ObservedUsage.model_construct(cache_read=ub.cache_read,
