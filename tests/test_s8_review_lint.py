@@ -157,3 +157,70 @@ def test_count_with_an_image_of_unknown_size_states_no_bound(tmp_path: Any,
     line = _cli_count(tmp_path, payload)
     assert f"{result.tokens} tokens, estimate (images: size unknown)" in line
     assert "+-" not in line
+
+
+# ------------------------------------------------------------------ F12: ttl "12h" on Responses
+def _opts(ttl: str) -> dict[str, Any]:
+    return {"mode": "implicit", "ttl": ttl}
+
+
+def test_pc301_12h_on_responses_is_an_info_naming_the_sdk_not_a_400() -> None:
+    body = {"model": "gpt-5.6", "input": [{"role": "user", "content": "hi"}],
+            "prompt_cache_options": _opts("12h")}
+    [f] = codes(lint_request(body), "PC301")
+    assert f.severity.value == "info" and f.details["reason"] == "ttl_unconfirmed"
+    assert "HTTP 400" not in f.message and "openai-python 3.57.0" in f.message
+    assert "not confirmed by promptcache's reference" in f.message
+    assert f.details["confirmed"] is False
+    assert f.details["documented_by"] == "https://github.com/openai/openai-python"
+
+
+def test_pc301_12h_on_chat_stays_an_error() -> None:
+    body = {"model": "gpt-5.6", "messages": [{"role": "user", "content": "hi"}],
+            "prompt_cache_options": _opts("12h")}
+    [f] = codes(lint_request(body), "PC301")
+    assert f.severity.value == "error" and f.details["reason"] == "ttl_unsupported"
+    assert "HTTP 400" in f.message and "for the Responses API only" in f.message
+
+
+def test_catalog_records_12h_with_its_sdk_source_unconfirmed() -> None:
+    from promptcache.catalog import catalog_sources, get_policy
+    from promptcache.lint.facts import sdk_ttls
+
+    sdk = sdk_ttls("gpt-5.6", "openai-responses")
+    assert sdk is not None and sdk.ttls == ("12h",) and sdk.confirmed is False
+    assert "openai-python 3.57.0" in (sdk.source_note or "")
+    assert "types/responses/response_create_params.py" in (sdk.source_note or "")
+    assert catalog_sources()[sdk.tag].url == sdk.url
+    assert sdk_ttls("gpt-5.6", "openai-chat") is None
+    assert sdk_ttls("gpt-4o", "openai-responses") is None
+    assert get_policy("gpt-5.6").ttls == ("30m",)  # the confirmed list, shared by every API
+
+
+def test_backend_accepts_12h_on_responses_keeps_it_12h_and_reports_ttl_12h_tokens() -> None:
+    import openai
+
+    from promptcache.local.testing import SMALL_MODEL, LocalBackend
+
+    with LocalBackend(mode="fast", pool_mb=48, **SMALL_MODEL) as backend:
+        client = backend.openai()
+        body = {"model": "gpt-5.6", "max_output_tokens": 2,
+                "input": [{"role": "developer", "content": LONG},
+                          {"role": "user", "content": "hi"}]}
+        first = client.responses.create(**body, extra_body={"prompt_cache_options": _opts("12h")})
+        d = first.usage.input_tokens_details
+        assert d.cache_write_tokens > 0 and d.cached_tokens == 0
+        assert d.cache_write_tokens_details.ttl_12h_tokens == d.cache_write_tokens
+        assert d.cache_write_tokens_details.ttl_30m_tokens == 0
+        backend.clock.advance(6 * 3600)  # a 30m entry would be gone
+        again = client.responses.create(**body, extra_body={"prompt_cache_options": _opts("12h")})
+        assert again.usage.input_tokens_details.cached_tokens == d.cache_write_tokens
+        backend.clock.advance(13 * 3600)
+        late = client.responses.create(**body, extra_body={"prompt_cache_options": _opts("30m")})
+        ld = late.usage.input_tokens_details
+        assert ld.cached_tokens == 0 and ld.cache_write_tokens_details.ttl_30m_tokens > 0
+        assert ld.cache_write_tokens_details.ttl_12h_tokens == 0
+        with pytest.raises(openai.BadRequestError, match="Supported values are: '30m'"):
+            client.chat.completions.create(
+                model="gpt-5.6", messages=[{"role": "user", "content": "x"}], max_tokens=2,
+                extra_body={"prompt_cache_options": _opts("12h")})

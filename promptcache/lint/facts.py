@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["MODEL_RULES", "CacheFacts", "facts_for", "model_rules_skipped", "provider_family"]
+__all__ = ["MODEL_RULES", "CacheFacts", "SdkTTLs", "facts_for", "model_rules_skipped",
+           "provider_family", "sdk_ttls"]
 
 _LOCK = threading.Lock()
 
@@ -218,3 +219,74 @@ def facts_for(provider: str, model: str | None) -> CacheFacts:
     """
     with _LOCK:
         return _facts(provider_family(provider), model)
+
+
+@dataclass(frozen=True, slots=True)
+class SdkTTLs:
+    """TTLs an official SDK newer than the reference documents for one API of a model, and
+    that the reference does not confirm (policies.toml ``[sdk_ttls]``).
+
+    Attributes:
+        api: the request shape they hold for (``"openai-responses"``).
+        ttls: the values (``("12h",)``), beyond the model's catalog ``ttls``.
+        tag: the catalog source tag (``"O3b"``).
+        url: the source's URL (``https://github.com/openai/openai-python``).
+        source_note: the source's own note (the SDK version and file paths).
+        confirmed: False: the reference does not confirm them.
+        note: what the entry says (which API, what the reference says).
+    """
+
+    api: str
+    ttls: tuple[str, ...]
+    tag: str
+    url: str
+    source_note: str | None
+    confirmed: bool
+    note: str | None
+
+
+@lru_cache(maxsize=1)
+def _sdk_ttl_table() -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """(``[sdk_ttls]`` by profile, model id -> profile) from the shipped policies.toml."""
+    import tomllib
+    from importlib import resources
+
+    text = resources.files("promptcache.catalog").joinpath("policies.toml").read_text("utf-8")
+    raw = tomllib.loads(text)
+    profiles = {mid: str(spec.get("profile")) for mid, spec in raw.get("models", {}).items()
+                if isinstance(spec, dict)}
+    return dict(raw.get("sdk_ttls", {})), profiles
+
+
+def sdk_ttls(model: str | None, provider: str) -> SdkTTLs | None:
+    """The TTLs an official SDK documents for ``model`` on the API of ``provider`` beyond the
+    model's catalog ``ttls`` (policies.toml ``[sdk_ttls]``); None when there are none.
+
+    Args:
+        model: the model id (any spelling :func:`promptcache.catalog.resolve_model_id` takes).
+        provider: the request shape (``"openai-responses"``, ``"openai-chat"``,
+            ``"anthropic"``).
+
+    Returns:
+        :class:`SdkTTLs` (for GPT-5.6+ on Responses: ``("12h",)`` from openai-python
+        3.57.0, ``confirmed`` False), or None (Chat Completions, older models, an unknown
+        model). Never raises: a catalog that cannot be read gives None.
+    """
+    if not model or not isinstance(model, str):
+        return None
+    try:
+        from promptcache.catalog import catalog_sources, resolve_model_id
+
+        model_id = resolve_model_id(model)
+        if model_id is None:
+            return None
+        with _LOCK:
+            table, profiles = _sdk_ttl_table()
+        entry = table.get(profiles.get(model_id, ""), {}).get(provider)
+        if not isinstance(entry, dict) or not entry.get("value"):
+            return None
+        src = catalog_sources()[str(entry["source"])]
+        return SdkTTLs(provider, tuple(str(v) for v in entry["value"]), src.tag, src.url,
+                       src.note, bool(entry.get("confirmed", True)), entry.get("note"))
+    except Exception:  # a catalog that cannot load: nothing documented, never a guess
+        return None

@@ -10,8 +10,10 @@ Usage (hosted-api-rules.md 2.1-2.4; https://developers.openai.com/api/docs/guide
   ``cache_write_tokens`` absent; Responses: its required ``cache_write_tokens`` is 0, there is
   no write fee). ``prompt_cache_options`` / ``prompt_cache_breakpoint`` -> 400.
 * ``prompt_cache_options`` (GPT-5.6+): not an object, a ``mode`` other than ``"implicit"`` /
-  ``"explicit"`` or a ``ttl`` other than the catalog's (``"30m"``) -> 400 naming the field
-  (:func:`check_cache_options`).
+  ``"explicit"`` or a ``ttl`` other than the catalog's (``"30m"``; on Responses also
+  ``"12h"``, which openai-python 3.57.0 documents there and the reference does not confirm:
+  catalog ``[sdk_ttls]``) -> 400 naming the field (:func:`check_cache_options`). A 12h write
+  keeps its entries 12 h and is reported as ``cache_write_tokens_details.ttl_12h_tokens``.
 * GPT-5.6+ (catalog ``explicit_breakpoints``): entries at the implicit breakpoint (newest
   message) and the latest explicit ``prompt_cache_breakpoint`` s, no lookback limit, TTL 30m;
   ``cache_write_tokens`` reports what was written.
@@ -56,6 +58,7 @@ from fastapi.responses import JSONResponse, Response
 
 from promptcache._errors import InvalidRequestError
 from promptcache.catalog import CachePolicy
+from promptcache.lint.facts import sdk_ttls
 from promptcache.local.accounting import (
     CachePlan,
     openai_automatic_cached_tokens,
@@ -146,11 +149,14 @@ class OpenAIUsageCounts:
         prompt_tokens: the whole prompt (includes cached and written tokens).
         cached_tokens: cache reads.
         cache_write_tokens: tokens written (GPT-5.6+); None where the model has no writes.
+        cache_write_12h_tokens: of those, the tokens written with ``ttl: "12h"`` (Responses
+            ``prompt_cache_options``); the rest are 30m writes.
     """
 
     prompt_tokens: int
     cached_tokens: int
     cache_write_tokens: int | None
+    cache_write_12h_tokens: int = 0
 
 
 def _int(body: dict[str, Any], key: str, *, minimum: int) -> int | None:
@@ -270,14 +276,18 @@ _CACHE_MODES = ("implicit", "explicit")
 """``prompt_cache_options.mode`` values (hosted-api-rules.md 2.3)."""
 
 
-def check_cache_options(body: dict[str, Any], policy: CachePolicy) -> None:
+def check_cache_options(body: dict[str, Any], policy: CachePolicy,
+                        shape: Shape = "openai-chat") -> None:
     """Validate ``prompt_cache_options`` as the API does, before the prompt is read.
 
     The model must take it (GPT-5.6+, catalog ``prompt_cache_options``); it must be an object;
     ``mode`` one of ``"implicit"`` / ``"explicit"``; ``ttl`` one of the model's catalog TTLs
-    (``"30m"``, the only value: hosted-api-rules.md 2.3,
-    https://developers.openai.com/api/docs/guides/prompt-caching). A null field counts as
-    absent; other keys are passed over.
+    (``"30m"``: hosted-api-rules.md 2.3,
+    https://developers.openai.com/api/docs/guides/prompt-caching) or, for ``shape``
+    ``"openai-responses"``, one an official SDK documents for that API (``"12h"``:
+    openai-python 3.57.0 ``types/responses/response_create_params.py``; catalog
+    ``[sdk_ttls]``, :func:`promptcache.lint.facts.sdk_ttls`; Chat Completions takes
+    ``"30m"`` only). A null field counts as absent; other keys are passed over.
 
     Raises:
         BackendAPIError: 400 ``invalid_request_error`` whose ``param`` names the field.
@@ -293,7 +303,11 @@ def check_cache_options(body: dict[str, Any], policy: CachePolicy) -> None:
         )
     if not isinstance(opts, dict):
         raise _invalid_type("prompt_cache_options", "an object", opts)
-    for field, supported in (("mode", _CACHE_MODES), ("ttl", tuple(policy.ttls))):
+    ttls = tuple(policy.ttls)
+    sdk = sdk_ttls(policy.model_id, shape)
+    if sdk is not None:
+        ttls += tuple(t for t in sdk.ttls if t not in ttls)
+    for field, supported in (("mode", _CACHE_MODES), ("ttl", ttls)):
         value = opts.get(field)
         param = f"prompt_cache_options.{field}"
         if value is None:
@@ -327,7 +341,9 @@ def usage_counts(outcome: GenerationOutcome) -> OpenAIUsageCounts:
     """The usage a finished OpenAI request reports."""
     total = outcome.prompt.total_tokens
     if outcome.plan is not None:
-        return OpenAIUsageCounts(total, outcome.plan.read_tokens, outcome.plan.write_tokens)
+        plan = outcome.plan
+        return OpenAIUsageCounts(total, plan.read_tokens, plan.write_tokens,
+                                 plan.write_tokens_by_ttl().get("12h", 0))
     policy = outcome.policy
     cached = openai_automatic_cached_tokens(
         int(outcome.result.reused_tokens),
@@ -367,8 +383,8 @@ def responses_usage(counts: OpenAIUsageCounts, output_tokens: int) -> dict[str, 
     }
     if counts.cache_write_tokens is not None:
         details["cache_write_tokens_details"] = {
-            "ttl_30m_tokens": counts.cache_write_tokens,
-            "ttl_12h_tokens": 0,
+            "ttl_30m_tokens": counts.cache_write_tokens - counts.cache_write_12h_tokens,
+            "ttl_12h_tokens": counts.cache_write_12h_tokens,
         }
     return {
         "input_tokens": counts.prompt_tokens,
@@ -497,7 +513,7 @@ def router(service: BackendService) -> APIRouter:
         if req is None:
             req = parse_request(body, shape, service.options.default_max_tokens)
         policy = service.policy(req.model, "openai")
-        check_cache_options(body, policy)  # the API's wording, before the renderer's own check
+        check_cache_options(body, policy, shape)  # the API's wording, before the renderer's
         try:
             prompt = apply_template(body, shape, model=policy.model_id)
         except InvalidRequestError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from promptcache.lint.engine import RequestContext, Rule
+from promptcache.lint.facts import SdkTTLs, sdk_ttls
 from promptcache.lint.finding import Finding, Severity
 from promptcache.lint.rules._common import stored_prompt_fields
 
@@ -25,7 +26,11 @@ class Rule_PC301(Rule):
     automatically, it reports instead any ``prompt_cache_breakpoint`` (``reason``
     ``"no_breakpoints"``) and a ``prompt_cache_options`` (``"options_unsupported"``): both are
     GPT-5.6+ parameters. On GPT-5.6+ it reports a ``prompt_cache_options.ttl`` the model does
-    not take (``"ttl_unsupported"``; the catalog lists ``"30m"`` only). Malformed values (a
+    not take (``"ttl_unsupported"``; the catalog lists ``"30m"`` only), except one an official
+    SDK documents for the request's API (catalog ``[sdk_ttls]``: ``"12h"`` on Responses, from
+    openai-python 3.57.0, which the reference does not confirm): that is an **info**
+    (``"ttl_unconfirmed"``, details ``documented_by``, ``documented_ttls``, ``confirmed``),
+    not a 400. On Chat Completions ``"12h"`` stays an error (the SDK types it ``"30m"`` only). Malformed values (a
     ``mode`` other than ``"implicit"``/``"explicit"``, options that are not an object) make
     the request unreadable: ``promptcache lint`` stops with an error naming the field.
 
@@ -82,6 +87,9 @@ class Rule_PC301(Rule):
       before GPT-5.6; at most 4 cache writes per request, earlier breakpoints read-only,
       reads over the latest 80 breakpoints, ``mode: "explicit"`` with no breakpoint caches
       nothing; hosted-api-rules.md 2.3 and pitfall 13)
+    - https://github.com/openai/openai-python 3.57.0, ``types/responses/response_create_params.py``
+      (``PromptCacheOptions.ttl: Literal["30m", "12h"]``) and
+      ``types/chat/completion_create_params.py`` (``Literal["30m"]``)
     """
 
     code = "PC301"
@@ -211,8 +219,32 @@ class Rule_PC301(Rule):
         ttl = opts.get("ttl") if isinstance(opts, Mapping) else None
         if facts.prompt_cache_options and ttls and isinstance(ttl, str) and ttl not in ttls:
             accepted = ", ".join(repr(t) for t in ttls)
+            fix = f"set ttl to {ttls[0]!r}, or leave it out ({ttls[0]!r} is the default)"
+            sdk = sdk_ttls(model, ctx.view.provider)
+            if sdk is not None and ttl in sdk.ttls:
+                # an official SDK documents it for this API: no claim of a 400
+                msg = (f"prompt_cache_options.ttl {ttl!r} is documented for this API by "
+                       f"{_sdk_name(sdk)} but not confirmed by promptcache's reference, which "
+                       f"lists {accepted} only: the request is expected to be accepted (no 400); "
+                       f"the write price of a {ttl} entry is not in the catalog")
+                yield ctx.finding(self, msg, path="prompt_cache_options.ttl",
+                                  fix=f"nothing to fix if {ttl!r} is meant; {fix}",
+                                  severity=Severity.INFO, ttl=ttl, ttls=list(ttls),
+                                  documented_by=sdk.url, documented_ttls=list(sdk.ttls),
+                                  confirmed=sdk.confirmed, reason="ttl_unconfirmed")
+                return
             msg = (f"prompt_cache_options.ttl {ttl!r} is not a TTL {model} takes "
                    f"({accepted}): the API rejects the request (HTTP 400)")
-            fix = f"set ttl to {ttls[0]!r}, or leave it out ({ttls[0]!r} is the default)"
+            other = sdk_ttls(model, "openai-responses")
+            if ctx.view.provider == "openai-chat" and other is not None and ttl in other.ttls:
+                msg += (f"; {_sdk_name(other)} documents {ttl!r} for the Responses API only "
+                        "(Chat Completions: '30m')")
             yield ctx.finding(self, msg, path="prompt_cache_options.ttl", fix=fix, ttl=ttl,
                               ttls=list(ttls), reason="ttl_unsupported")
+
+
+def _sdk_name(sdk: SdkTTLs) -> str:
+    """``"openai-python 3.57.0"`` from the source's note (its first words), else its URL."""
+    note = sdk.source_note or ""
+    head = note.split(" (", 1)[0].strip()
+    return head or sdk.url
