@@ -386,3 +386,23 @@ def test_report_refuses_to_price_anthropic_usage_as_a_deepseek_model(tmp_path: P
     res = CliRunner().invoke(main, ["report", str(log), "--model", "deepseek-chat"])
     assert res.exit_code == 2, res.output
     assert f"{log}:1: anthropic usage cannot be priced as --model deepseek-chat" in res.output
+
+
+def test_report_counts_prompts_under_the_minimum_as_not_cacheable(tmp_path: Path) -> None:
+    """New-user trial 13 (BR-15 partial): the below-minimum classification existed in the
+    Python API but `report` never said why a short prompt's hit rate is 0 %."""
+    log = tmp_path / "u.jsonl"
+    lines = [{"usage": {"prompt_tokens": 912, "completion_tokens": 150,
+                        "prompt_tokens_details": {"cached_tokens": 0}}},
+             {"usage": {"prompt_tokens": 2006, "completion_tokens": 300,
+                        "prompt_tokens_details": {"cached_tokens": 1920}}},
+             {"model": "claude-sonnet-4-6", "usage": {"input_tokens": 800, "output_tokens": 1,
+                                                      "cache_read_input_tokens": 0,
+                                                      "cache_creation_input_tokens": 0}}]
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    res = CliRunner().invoke(main, ["report", str(log), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    notes = {(n["model"], n["minimum"]): n["count"] for n in json.loads(res.output)["not_cacheable"]}
+    assert notes == {(None, 1024): 1, ("claude-sonnet-4-6", 1024): 1}
+    text = CliRunner().invoke(main, ["report", str(log)]).output
+    assert "not cacheable (1 record): prompt under the 1,024-token minimum: nothing" in text

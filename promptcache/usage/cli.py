@@ -18,7 +18,9 @@ count the usage does not report (GPT-5.6+ writes). A token column that some reco
 report (OpenAI usage without ``prompt_tokens_details``: no cached count, so no uncached/read split)
 is unknown (``?`` / ``null``), never a partial sum. Anomalies (the tracker's ``usage_anomaly``
 events, and OpenAI ``cached_tokens`` off the catalog's caching grid, case BR-15) are listed once
-per distinct message with their count (json: ``anomalies``). ``--format text|json|csv``;
+per distinct message with their count (json: ``anomalies``); records whose prompt is under
+the model's minimum cacheable length (nothing can be cached: not a miss, case BR-15) are
+counted per model (json: ``not_cacheable``). ``--format text|json|csv``;
 ``--plot FILE`` draws cumulative hit rate and cost over time (needs the ``plot`` extra:
 matplotlib); the suffix of ``FILE`` picks the format (``.png``, ``.svg``, ``.pdf``), and the
 target is checked before anything is read or printed.
@@ -159,6 +161,36 @@ def _anomalies(tracker: UsageTracker) -> list[dict[str, Any]]:
             for (kind, message), recs in found.items()]
 
 
+def _not_cacheable(records: list[UsageRecord]) -> list[dict[str, Any]]:
+    """Records whose prompt is under the model's minimum cacheable length and read nothing,
+    counted per model: nothing could be cached, so their 0 % is not a miss (case BR-15). The
+    minimum is the catalog's (OpenAI-format records without a model: OpenAI's 1,024 tokens,
+    source: ../shared/reference/hosted-api-rules.md 2.1); records of a model the catalog does
+    not know, or without an input total, are not judged."""
+    from promptcache.catalog import find_policy
+
+    found: dict[tuple[str | None, int], list[UsageRecord]] = {}
+    for rec in records:
+        total = rec.total_input
+        if total is None or rec.cache_read not in (0, None):
+            continue
+        pol = find_policy(rec.model)
+        if pol is not None:
+            minimum = pol.min_cacheable_tokens
+        elif rec.model is None and rec.provider in ("openai", "openai-responses"):
+            minimum = 1024
+        else:
+            continue
+        if minimum and total < minimum:
+            found.setdefault((rec.model, minimum), []).append(rec)
+    return [{"model": model, "minimum": minimum, "count": len(recs),
+             "labels": sorted({r.label for r in recs if r.label is not None}),
+             "message": (f"prompt under the {minimum:,}-token minimum"
+                         f"{'' if model is None else f' of {model}'}: nothing can be cached "
+                         "(not a miss)")}
+            for (model, minimum), recs in found.items()]
+
+
 def _flags_message(rec: UsageRecord) -> str:
     """The anomaly message of a record's parse flags, the same for every record with the same
     flags: the per-record numbers of ``input_parts_reported:...`` are left out (records are
@@ -251,6 +283,7 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
     events: Counter[str] = Counter(kind for kind, _ in shown)
     events.update(str(e.kind) for e in tracker.events if e.kind in _UNLISTED)
     anomalies = _anomalies(tracker)
+    not_cacheable = _not_cacheable(tracker.records)
     clamped = _clamped(tracker.records)
     if plot_path is not None:  # before the report: a failed plot leaves no report behind
         _plot(tracker, plot_path)
@@ -260,6 +293,7 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
                                "events": dict(events),
                                "messages": [message for _, message in shown],
                                "anomalies": anomalies,
+                               "not_cacheable": not_cacheable,
                                "clamped_records": len(clamped),
                                "clamped": clamped,
                                "cost_unknown": _unpriced(records, tracker)},
@@ -286,6 +320,10 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
             n = anomaly["count"]
             click.echo(f"  {anomaly['kind']} ({n} {'record' if n == 1 else 'records'}): "
                        f"{anomaly['message']}")
+        for short in not_cacheable:
+            count = short["count"]
+            click.echo(f"  not cacheable ({count} {'record' if count == 1 else 'records'}): "
+                       f"{short['message']}")
         for kind, message in shown[:_MAX_EVENTS]:
             click.echo(f"  {kind}: {message}")
         if len(shown) > _MAX_EVENTS:
