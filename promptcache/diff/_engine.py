@@ -1058,7 +1058,8 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
     A Responses ``pb`` that still names a ``previous_response_id`` gives verdict
     ``cannot_tell`` (:func:`cannot_tell`): its prompt starts with a stored conversation that
     ``pb`` does not hold. Resolve the chain first (:func:`chained_body`), as :func:`diff`
-    and ``explain`` do.
+    and ``explain`` do. A Responses ``pb`` that names a ``conversation``
+    (:func:`conversation_id`) gives ``cannot_tell`` with cause ``conversation_chained``.
 
     Raises:
         InvalidRequestError: the two requests are of different provider families.
@@ -1714,7 +1715,14 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
     lower bounds; the read is not affected (A's entries end before A's output). When A itself
     names a ``previous_response_id``, both prompts start with a conversation of unknown size:
     the structure is compared (causes found as usual) but no token numbers are predicted;
-    A's usage (read + write) gives the ideal read and B's usage the lost tokens.
+    A's usage gives the ideal read (read + write where the usage reports writes; before
+    GPT-5.6, A's prompt on the 1,024 + 128 n grid) and B's usage the lost tokens. When A and B
+    name the *same* ``previous_response_id`` (siblings: an edited and regenerated turn), B
+    does not continue A: their own bodies are compared the same way, without numbers.
+
+    ``conversation`` (Responses API): the server prepends the stored conversation's items to
+    B's input, so a B that names one gives verdict ``cannot_tell`` with cause
+    ``conversation_chained`` (model, tool and setting changes as secondary causes).
 
     Returns:
         A :class:`DiffResult` (tokens; USD; see its attribute docs).

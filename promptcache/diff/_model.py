@@ -161,8 +161,10 @@ class DiffResult(_Frozen):
         verdict: ``miss_explained`` (a cause in the requests explains lost cache reads),
             ``unexplained_miss`` (observed reads fall short and nothing in the payload
             explains it: provider side), ``no_miss``, ``cannot_tell`` (B continues a stored
-            Responses conversation, ``previous_response_id``, that is not A's or not known:
-            its prefix cannot be compared from the bodies; no prediction, no lost tokens).
+            Responses conversation, ``previous_response_id``, that is not A's or not known,
+            cause ``previous_response_chained``; or B names a stored ``conversation``, cause
+            ``conversation_chained``: its prefix cannot be compared from the bodies; no
+            prediction, no lost tokens).
         cause: the primary cause code (the earliest in prefix order); ``append_only`` when B
             is A plus new segments and nothing else differs (the healthy next turn),
             ``no_difference`` when the cached contents do not differ.
