@@ -332,3 +332,27 @@ def test_siblings_given_a_response_id_are_still_compared() -> None:
     a, b = _siblings("How do I water a fern?")
     res = diff(a, b, response_a={"id": "resp_A", "output": []})
     assert res.verdict == "no_miss" and res.cause == "previous_response_chained"
+
+
+def test_diff_cli_words_an_upper_bound_and_tokens_not_read(tmp_path: Any) -> None:
+    """The CLI said "B reads 1,480" for a key change (an upper bound since review 12) and
+    "214 tokens rewritten" for tokens B does not read but does not rewrite either."""
+    import json
+
+    from click.testing import CliRunner
+
+    from promptcache.cli import main
+
+    a, b = _mode_pair()
+    b["prompt_cache_options"] = {"mode": "explicit"}
+    key_a = {**a, "prompt_cache_key": "conv-1"}
+    key_b = {**a, "prompt_cache_key": "conv-2"}
+    paths = {}
+    for name, body in (("a", a), ("b", b), ("ka", key_a), ("kb", key_b)):
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_text(json.dumps(body))
+    mode = CliRunner().invoke(main, ["diff", str(paths["a"]), str(paths["b"])]).output
+    assert "not read (billed as uncached input)" in mode and "rewritten" not in mode.split(
+        "lost", 1)[1].splitlines()[0]
+    key = CliRunner().invoke(main, ["diff", str(paths["ka"]), str(paths["kb"])]).output
+    assert "B reads up to " in key

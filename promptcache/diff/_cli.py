@@ -199,7 +199,8 @@ def _print_diff(r: DiffResult, a: str, b: str) -> None:
                  else ", estimated counts")
         partial = any(str(c.detail.get("a_output", "")).startswith("left out")
                       for c in r.causes)  # a chained B without A's output: lower bounds
-        grid.add_row("tokens", f"A left {_tokens(r.ideal_cache_read)} cached; B reads "
+        upper = "up to " if getattr(r.predicted, "read_upper_bound", False) else ""
+        grid.add_row("tokens", f"A left {_tokens(r.ideal_cache_read)} cached; B reads {upper}"
                                f"{_tokens(r.predicted.cache_read)} and writes "
                                f"{'at least ' if partial else ''}"
                                f"{_tokens(r.predicted.cache_write)} (predicted{basis})")
@@ -216,7 +217,10 @@ def _print_diff(r: DiffResult, a: str, b: str) -> None:
     if r.lost_tokens is not None:
         base = "" if r.extra_cost_base_tokens is None else \
             f" ({r.extra_cost_base_tokens:,.2f} base-token units)"
-        grid.add_row("lost", f"{_count(r.lost_tokens, 'token')} rewritten; "
+        how = ("not read (billed as uncached input)"
+               if primary is not None and primary.detail.get("lost_tokens_are") == "not read"
+               else "rewritten")
+        grid.add_row("lost", f"{_count(r.lost_tokens, 'token')} {how}; "
                              f"{_usd(r.miss_cost_usd)} extra{base}")
     if primary is not None and r.verdict != "no_miss":  # nothing missed: nothing to fix
         grid.add_row("fix", primary.fix_hint)

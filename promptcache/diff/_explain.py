@@ -132,6 +132,7 @@ from promptcache.diff._engine import (
     compare,
     entry_ttl_seconds,
     explicit_breakpoints,
+    is_warning,
     openai_written,
     prepare,
     read_tolerance,
@@ -1256,7 +1257,7 @@ def _cannot_tell_row(e: _Entry, prev: _Entry, res: DiffResult, base: dict[str, A
     ``prev`` left cached (its usage) is a miss (``miss_explained``), priced as ``diff``
     prices one; with no read at all and ``prev``'s usage unknown, a miss of unknown size."""
     cutting = [c for c in res.causes[1:]
-               if c.code not in NO_CHANGE_CAUSES and c.code not in ROUTING_CAUSES]
+               if c.code not in NO_CHANGE_CAUSES and not is_warning(c)]
     ideal = _left_by(prev)
     short = observed is not None and (
         observed < ideal - read_tolerance(ideal) if ideal is not None else observed == 0)
@@ -1297,13 +1298,16 @@ def _detail(res: DiffResult, gap: float | None, missed: bool, pred: int | None,
     out: dict[str, Any] = {}
     if gap is not None:
         out["gap_seconds"] = gap
+    # warning-level causes (a routing key change, a GPT-5.6+ gap over its minimum TTL) cut
+    # nothing: a read after them confirms nothing and contradicts nothing
     found = [c.code for c in res.causes
-             if c.code not in NO_CHANGE_CAUSES and c.code not in ROUTING_CAUSES]
+             if c.code not in NO_CHANGE_CAUSES and not is_warning(c)]
     routing = next((c for c in res.causes if c.code in ROUTING_CAUSES), None)
     if routing is not None:  # a routing hint changed: name it, whatever the outcome
         out["routing"] = (f"prompt_cache_key changed from {routing.detail.get('from')!r} to "
-                          f"{routing.detail.get('to')!r}: a routing hint, the read is likely "
-                          "but not certain" + (" (and it was read)" if observed else ""))
+                          f"{routing.detail.get('to')!r}: a routing hint, the read is uncertain "
+                          "(a miss is likely on a busy deployment)"
+                          + (" (and it was read)" if observed else ""))
     if found and res.observed is not None and (not missed or (
             pred is not None and observed is not None
             and observed > pred + read_tolerance(res.ideal_cache_read))):
