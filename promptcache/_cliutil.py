@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 import click
 
 from promptcache._errors import InputError, UnknownModelError
+from promptcache._stored import STORED_PROMPT_FIELDS
 
 __all__ = ["NOT_A_REQUEST", "PLOT_FORMATS", "REQUEST_FIELDS", "check_model", "fail",
            "incomplete_last_line", "is_blank_file", "json_document_reason", "loads_json",
@@ -180,8 +181,6 @@ def plot_target_problem(path: str) -> str | None:
     return None
 
 
-#: Responses parameters that point at a prompt kept server-side (its text is not in the body).
-_STORED_PROMPT_FIELDS = ("prompt", "previous_response_id", "conversation")
 
 
 def not_a_request_reason(obj: Any) -> str:
@@ -194,7 +193,7 @@ def not_a_request_reason(obj: Any) -> str:
 
         for inner in (obj, *(obj.get(k) for k in WRAPPER_KEYS)):
             if isinstance(inner, Mapping):
-                held = [k for k in _STORED_PROMPT_FIELDS if k in inner]
+                held = [k for k in STORED_PROMPT_FIELDS if k in inner]
                 if held:
                     return (f"not a request promptcache can read: its prompt is stored "
                             f"server-side ({' / '.join(held)}) and its text is not in the "

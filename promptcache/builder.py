@@ -421,8 +421,9 @@ class Explanation:
             (the API's per-message framing is estimated, 3 tokens a message), and for Anthropic
             (cl100k_base ids times the model's ratio, +-15 %).
         error_tokens: error bound of ``plan.total_tokens``, in tokens (0 when exact; see
-            :func:`promptcache.tokens.view_count_error`; measured against the reference
-            backend for the OpenAI formats).
+            :func:`promptcache.tokens.view_count_error`: the OpenAI role framing's bound holds
+            against the reference backend on text, tools and schemas; images of unknown size
+            are outside it, see :func:`promptcache.tokens.view_unbounded`).
     """
 
     rows: tuple[ExplainRow, ...]

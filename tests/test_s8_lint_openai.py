@@ -189,7 +189,7 @@ def _responses(client: openai.OpenAI, model: str, opts: Any) -> Any:
     ({"mode": "bogus"}, "prompt_cache_options.mode", "invalid_value",
      "Invalid value: 'bogus'. Supported values are: 'implicit' and 'explicit'."),
     ({"mode": "implicit", "ttl": "5h"}, "prompt_cache_options.ttl", "invalid_value",
-     "Invalid value: '5h'. Supported values are: '30m'."),
+     "Invalid value: '5h'. Supported values are: '30m'"),
     ({"ttl": 30}, "prompt_cache_options.ttl", "invalid_type",
      "Invalid type for 'prompt_cache_options.ttl': expected a string, but got an integer"),
     ("explicit", "prompt_cache_options", "invalid_type",

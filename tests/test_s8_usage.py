@@ -406,3 +406,17 @@ def test_report_counts_prompts_under_the_minimum_as_not_cacheable(tmp_path: Path
     assert notes == {(None, 1024): 1, ("claude-sonnet-4-6", 1024): 1}
     text = CliRunner().invoke(main, ["report", str(log)]).output
     assert "not cacheable (1 record): prompt under the 1,024-token minimum: nothing" in text
+
+
+def test_a_12h_write_is_priced_at_the_documented_write_rate_with_a_note() -> None:
+    """Review 12 follow-up: a Responses write reported as ttl_12h (openai-python 3.57.0; the
+    reference lists 30m only) was priced at the write rate without saying it assumed so."""
+    tracker = UsageTracker()
+    rec = UsageRecord(provider="openai-responses", model="gpt-5.6", uncached_input=10,
+                      cache_read=0, cache_write=3528, cache_write_ttl="12h", output=1)
+    tracker.add(rec)
+    cost = tracker.costs[-1]
+    assert cost is not None and cost.cache_write is not None
+    assert any(n.startswith("write TTL 12h") for n in cost.notes)
+    tracker.add(rec.model_copy(update={"cache_write_ttl": "30m"}))
+    assert tracker.costs[-1].cache_write == cost.cache_write and not tracker.costs[-1].notes

@@ -309,6 +309,12 @@ def _write_cost(
     ttl = rec.cache_write_ttl
     if ttl in ("5m", "1h"):
         chosen = prices.cache_write_5m if ttl == "5m" else prices.cache_write_1h
+    elif ttl in ("12h", "24h") and prices.cache_write is not None:
+        # OpenAI documents one write rate, 1.25x input, for every write (hosted-api-rules.md
+        # 2.3); a 12h write (openai-python 3.57.0, unconfirmed) has no price of its own
+        notes.append(f"write TTL {ttl}: priced at the model's one documented write rate "
+                     "(no price of its own is documented)")
+        chosen = prices.cache_write
     elif prices.cache_write is not None:
         chosen = prices.cache_write
     else:

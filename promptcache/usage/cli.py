@@ -414,7 +414,8 @@ def _check_model(model: str, located: list[tuple[str, UsageRecord]]) -> None:
 
 
 #: Billing notes that state an assumption made while pricing, not why a cost is unknown.
-_ASSUMPTION_NOTES = ("write TTL not reported", "no write fee for this model")
+_ASSUMPTION_NOTES = ("write TTL not reported", "no write fee for this model", "write TTL 12h",
+                     "write TTL 24h")
 
 
 def _unknown_reason(note: str, model: str | None) -> str:
