@@ -132,10 +132,12 @@ def _no_bp(shape: str, **extra: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("shape", ["chat", "responses"])
-def test_pc301_explicit_mode_without_a_breakpoint_is_a_warning(shape: str) -> None:
+def test_pc301_explicit_mode_without_a_breakpoint_is_an_info(shape: str) -> None:
+    """An info, not a warning: the reference (2.3) calls it the documented way to turn caching
+    off, so wrap(lint="error") must not refuse it (review 13)."""
     body = _no_bp(shape)
     [f] = codes(lint_request(body), "PC301")
-    assert f.severity.value == "warning" and f.path == "prompt_cache_options.mode"
+    assert f.severity.value == "info" and f.path == "prompt_cache_options.mode"
     assert f.details["reason"] == "explicit_without_breakpoints"
     assert "caching is silently off" in f.message
     assert f"all {render(body).total_tokens} prompt tokens" in f.message

@@ -375,17 +375,18 @@ def test_tracker_does_not_take_a_relative_start_for_a_date() -> None:
     assert cost.total == now.total
 
 
-def test_report_refuses_to_price_anthropic_usage_as_a_deepseek_model(tmp_path: Path) -> None:
-    """Since DeepSeek / Gemini are priced from genai-prices (trial 13, F8), ``--model
-    deepseek-chat`` on Anthropic usage priced it at DeepSeek's rates (a wrong number, exit 0):
-    exit 2 naming the line, as for an OpenAI model on Anthropic usage."""
-    log = tmp_path / "a.jsonl"
-    log.write_text(json.dumps({"model": "claude-sonnet-4-6", "usage": {
-        "input_tokens": 1000, "output_tokens": 10, "cache_read_input_tokens": 0,
-        "cache_creation_input_tokens": 0}}) + "\n")
-    res = CliRunner().invoke(main, ["report", str(log), "--model", "deepseek-chat"])
-    assert res.exit_code == 2, res.output
-    assert f"{log}:1: anthropic usage cannot be priced as --model deepseek-chat" in res.output
+def test_report_prices_openai_shaped_usage_as_a_gemini_model(tmp_path: Path) -> None:
+    """Review 13: Gemini's and DeepSeek's OpenAI- (and Anthropic-) compatible endpoints return
+    those usage shapes, so `--model gemini-2.5-flash` on OpenAI-shaped usage is priced (a
+    refusal added earlier this session, exit 2, is gone)."""
+    log = tmp_path / "g.jsonl"
+    log.write_text(json.dumps({"usage": {"prompt_tokens": 5000, "completion_tokens": 10,
+                                         "prompt_tokens_details": {"cached_tokens": 4000}}})
+                   + "\n")
+    res = CliRunner().invoke(main, ["report", str(log), "--model", "gemini-2.5-flash",
+                                    "--format", "json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["total"]["cost_usd"] is not None
 
 
 def test_report_counts_prompts_under_the_minimum_as_not_cacheable(tmp_path: Path) -> None:

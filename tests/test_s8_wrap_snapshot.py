@@ -60,3 +60,29 @@ def test_an_in_place_history_edit_is_seen_as_one(backend: LocalBackend, provider
     assert len(breaks) == 1 and "message_rewritten" in breaks[0], breaks
     with pytest.raises(AssertionError, match="message_rewritten"):
         assert_cache_stable(client)
+
+
+def test_clearing_an_old_tool_result_in_place_is_seen(backend: LocalBackend,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """Review 13: the snapshot stopped one level short of a tool_result's own blocks; an
+    agent clearing an old tool output in place rewrote the kept request, and the live diff
+    said "append_only, 0 lost" (the backend read nothing after the edit)."""
+    client = wrap(backend.anthropic(), tracker=UsageTracker(), lint="off", session="s")
+    inner = {"type": "text", "text": "big tool output " + filler(200, 3)}
+    msgs: list[dict[str, Any]] = [
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f",
+                                           "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": [inner]}]}]
+    kw: dict[str, Any] = {"model": "claude-sonnet-4-6", "max_tokens": 2, "system": SYSTEM,
+                          "cache_control": {"type": "ephemeral"}}
+    client.messages.create(messages=msgs, **kw)
+    inner["text"] = "[cleared]"  # context management: an old tool output cleared in place
+    msgs += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]
+    with caplog.at_level(logging.WARNING, logger="promptcache"):
+        client.messages.create(messages=msgs, **kw)
+    first = sent_requests(client)[0].payload["messages"][2]["content"][0]["content"][0]
+    assert first["text"].startswith("big tool output")
+    [brk] = [r.getMessage() for r in caplog.records if "diverges" in r.getMessage()]
+    assert "append_only" not in brk and "message_rewritten" in brk, brk

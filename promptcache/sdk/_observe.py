@@ -263,10 +263,13 @@ def _dump(value: Any, depth: int = 4) -> Any:
     The copy is what the wrapper keeps of a sent request (:class:`SentRequest`, the session's
     previous request for the live diff): an agent loop appends to and edits its ``messages``
     list in place, and a kept reference would show the request as it is later, not as it was
-    sent (new-user trial 13). Strings are immutable, so copying the containers down to the
-    content blocks (body -> list -> message -> content list -> block -> a tool_result's
-    blocks) is a full snapshot of what those edits reach. SDK response objects that callers
-    pass back (``message.content``, Responses output items) sit within these levels too.
+    sent (new-user trial 13). Strings are immutable, so copying the containers is a snapshot
+    of what those edits reach: :func:`body_of` copies the messages (or Responses input) six
+    levels down (list -> message -> content list -> block -> a tool_result's content list ->
+    its blocks, whose text an agent clears in place; review 13), and the other fields three.
+    Below that (an image's ``source``, a tool input's nested values) nodes are shared. SDK
+    response objects that callers pass back (``message.content``, Responses output items) sit
+    within these levels too.
     """
     t = type(value)
     if t is dict:
@@ -313,9 +316,9 @@ def body_of(kwargs: Mapping[str, Any]) -> dict[str, Any]:
         if type(value) in _SCALARS:
             continue
         # three levels below the body: a message's content blocks, a tool's schema (OpenAI:
-        # tools[i].function.parameters) may be pydantic models; five in the messages, where a
-        # tool_result's own content blocks sit two levels below its block
-        body[key] = _dump(value, 5 if key in _DEEP_KEYS else 3)
+        # tools[i].function.parameters) may be pydantic models; six in the messages, where a
+        # tool_result's own content blocks sit two levels below its block (copied too)
+        body[key] = _dump(value, 6 if key in _DEEP_KEYS else 3)
     return body
 
 

@@ -393,7 +393,7 @@ def _check_model(model: str, located: list[tuple[str, UsageRecord]]) -> None:
     from promptcache.catalog import get_policy, get_prices
 
     try:
-        prices = get_prices(model)
+        get_prices(model)
     except UnknownModelError as exc:
         near = f"; closest known ids: {', '.join(exc.suggestions)}" if exc.suggestions else ""
         _fail("--model", f"no prices for model {exc.model!r}{near}")
@@ -402,10 +402,10 @@ def _check_model(model: str, located: list[tuple[str, UsageRecord]]) -> None:
     try:
         family: str | None = get_policy(model).provider
     except (UnknownModelError, CatalogError):
-        # another provider's model priced from genai-prices (deepseek-chat, gemini-*), or a
-        # model priced by an override file only (a self-hosted one: any usage shape goes)
-        family = ("a model of neither Anthropic nor OpenAI"
-                  if prices.provider is None and prices.source.kind == "genai-prices" else None)
+        # another provider's model priced from genai-prices (deepseek-chat, gemini-*: their
+        # OpenAI- and Anthropic-compatible endpoints return those shapes), or a model priced
+        # by an override file only (a self-hosted one): any usage shape goes
+        family = None
     for where, rec in located:
         other = _FAMILY.get(rec.provider)
         if family is not None and other is not None and other != family:

@@ -38,8 +38,10 @@ class Rule_PC301(Rule):
     markers: any number of ``prompt_cache_breakpoint`` s is accepted. Two findings there, with
     their own severity:
 
-    - **warning** (``"explicit_without_breakpoints"``): ``prompt_cache_options.mode`` is
+    - **info** (``"explicit_without_breakpoints"``): ``prompt_cache_options.mode`` is
       ``"explicit"`` and no content part carries a breakpoint, so nothing is written or read
+      (the documented way to turn caching off, and a pitfall when not meant, reference 2.3
+      and pitfall 13: an info, so ``wrap(lint="error")`` does not refuse it; review 13)
       (silent for a prompt under the model's minimum, which is not cached anyway, and for a
       Responses request chained with ``previous_response_id`` / ``conversation`` /
       ``prompt``, whose stored items may carry the markers);
@@ -54,7 +56,8 @@ class Rule_PC301(Rule):
     The errors: the API rejects the request outright (HTTP 400 ``invalid_request_error``).
     Frameworks that add their own markers on top of the user's hit this on Anthropic
     (pydantic-ai #3467); code written for GPT-5.6 hits it when pointed at an older model. The
-    warning: caching is off with no error, every prompt token billed uncached. The info is no
+    explicit-mode info: caching is off with no error, every prompt token billed uncached
+    (fine when meant). The info is no
     problem in a conversation whose earlier requests wrote those markers (a breakpoint per
     turn, kept in the history); a marker that no request ever writes holds no entry to read.
 
@@ -150,7 +153,7 @@ class Rule_PC301(Rule):
                    'system/developer message), or drop mode "explicit" (the default "implicit" '
                    "caches at the newest message); ignore PC301 here if caching off is meant")
             yield ctx.finding(self, msg, path="prompt_cache_options.mode", fix=fix,
-                              severity=Severity.WARNING, mode="explicit", count=0,
+                              severity=Severity.INFO, mode="explicit", count=0,
                               reason="explicit_without_breakpoints")
             return
         limit = facts.max_breakpoints
