@@ -421,3 +421,20 @@ def test_a_12h_write_is_priced_at_the_documented_write_rate_with_a_note() -> Non
     assert any(n.startswith("write TTL 12h") for n in cost.notes)
     tracker.add(rec.model_copy(update={"cache_write_ttl": "30m"}))
     assert tracker.costs[-1].cache_write == cost.cache_write and not tracker.costs[-1].notes
+
+
+def test_report_keeps_usage_chunks_without_an_id_apart(tmp_path: Path) -> None:
+    """Review 13: two requests' final usage chunks logged without their ids were merged into
+    one record (per counter the maximum): a request and its tokens vanished."""
+    def chunk(prompt: int, cached: int, out: int) -> dict[str, Any]:
+        return {"object": "chat.completion.chunk", "model": "gpt-4o", "choices": [],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": out,
+                          "prompt_tokens_details": {"cached_tokens": cached}}}
+
+    log = tmp_path / "c.jsonl"
+    log.write_text("".join(json.dumps(x) + "\n" for x in (chunk(5000, 4864, 10),
+                                                          chunk(5100, 4992, 20))))
+    res = CliRunner().invoke(main, ["report", str(log), "--format", "json"])
+    assert res.exit_code == 0, res.output
+    total = json.loads(res.output)["total"]
+    assert (total["requests"], total["cache_read"], total["output"]) == (2, 9856, 30)

@@ -328,13 +328,18 @@ class _Stream:
         if self.kind == "responses":
             return isinstance(kind, str) and kind.startswith("response.") and (
                 kind != "response.created")
-        return data.get("object") == "chat.completion.chunk" and data.get("id") == self.id
+        # chunks of one completion share its id: without one (a log that dropped it) two
+        # requests' usage chunks cannot be told apart, so none is merged (review 13)
+        return (data.get("object") == "chat.completion.chunk" and isinstance(self.id, str)
+                and bool(self.id) and data.get("id") == self.id)
 
     def add(self, data: dict[str, Any]) -> None:
         """Take the next event (``takes`` said yes)."""
         self.events.append(data)
         kind = data.get("type")
-        self.done = kind == "message_stop" or kind in _RESPONSES_END
+        self.done = kind == "message_stop" or kind in _RESPONSES_END or (
+            # a chat stream's usage rides on its last chunk (choices: [], usage set)
+            self.kind == "chat" and data.get("usage") is not None)
 
     def record(self) -> UsageRecord:
         """The merged record.
