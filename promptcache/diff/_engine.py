@@ -1718,7 +1718,11 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
     A's usage gives the ideal read (read + write where the usage reports writes; before
     GPT-5.6, A's prompt on the 1,024 + 128 n grid) and B's usage the lost tokens. When A and B
     name the *same* ``previous_response_id`` (siblings: an edited and regenerated turn), B
-    does not continue A: their own bodies are compared the same way, without numbers.
+    does not continue A: their own bodies are compared the same way, without numbers. In
+    both cases a change is charged at most the tokens of A's prompt that follow it (the
+    stored conversation before an edited input item stays readable: on the grid before
+    GPT-5.6, up to A's last breakpoint before the change on GPT-5.6+); a read short of the
+    rest is an ``unexplained_miss`` (provider side), as for the same bodies without the chain.
 
     ``conversation`` (Responses API): the server prepends the stored conversation's items to
     B's input, so a B that names one gives verdict ``cannot_tell`` with cause
@@ -1846,10 +1850,15 @@ def _diff_shared_head(a: Mapping[str, Any], b: Mapping[str, Any], chain: str,
     lost = None
     verdict = "no_miss"
     classification = None
+    explained = None
     if cutting:
         verdict, classification = "miss_explained", "client_side"
         if ideal is not None:
-            lost = max(0, ideal - (read_b or 0))
+            bound = _edit_bound(pa, pb, cutting, res.divergence, ua, ideal)
+            explained = ideal if bound is None else min(ideal, bound)
+            lost = explained if read_b is None else max(0, ideal - read_b)
+            if lost > explained + read_tolerance(ideal):  # the head was readable: not the edit
+                verdict, classification = "unexplained_miss", "provider_side"
     elif ideal is not None and read_b is not None:
         lost = max(0, ideal - read_b)
         if lost > read_tolerance(ideal):
@@ -1874,6 +1883,8 @@ def _diff_shared_head(a: Mapping[str, Any], b: Mapping[str, Any], chain: str,
     causes = cutting + [head] + [c for c in kept if c.code in ROUTING_CAUSES]
     if verdict == "unexplained_miss" or not cutting:
         causes = [head] + [c for c in causes if c is not head]
+    if verdict == "unexplained_miss" and cutting:  # changes found, but they are not causal
+        causes.insert(0, _make_cause(_no_change_cause(pa, pb, 0, True, 1.0)))
     diag = parse_diagnostics(diagnostics_b) if diagnostics_b is not None else None
     if sibling:
         note = (f"previous_response_id {chain!r}: A and B both continue that stored "
@@ -1888,6 +1899,15 @@ def _diff_shared_head(a: Mapping[str, Any], b: Mapping[str, Any], chain: str,
                 "token numbers are not predicted")
     if ideal is not None:
         note += f" (A's usage: {ideal:,} tokens cached after A)"
+    if ideal is not None and explained is not None and explained < ideal and lost is not None:
+        codes = ", ".join(dict.fromkeys(c.code for c in cutting))
+        note += (f"; the change ({codes}) costs at most {explained:,} of those tokens, what "
+                 f"follows it in A's prompt: B could still read {ideal - explained:,} (what "
+                 "precedes it, the stored conversation included when the change lies in "
+                 "input)")
+        if verdict == "unexplained_miss" and read_b is not None:
+            note += (f", it read {read_b:,}: the other {lost - explained:,} lost tokens are "
+                     "not explained by the payload (a provider-side miss)")
     observed = None
     if ub is not None:
         observed = ObservedUsage.model_construct(cache_read=ub.cache_read,
@@ -1902,6 +1922,60 @@ def _diff_shared_head(a: Mapping[str, Any], b: Mapping[str, Any], chain: str,
         "observed": observed, "classification": classification, "checks": [],
         "diagnostics": _diagnostics(diag, causes[0].code, causes, res.divergence, verdict),
         "notes": [note, *(c.note for c in causes if c.note)]})
+
+
+def _edit_bound(pa: Prepared, pb: Prepared, cutting: Sequence[Cause],
+                divergence: Divergence | None, ua: Usage | None, ideal: int) -> int | None:
+    """Most of A's ``ideal`` cached tokens the ``cutting`` causes can cost B, when both
+    prompts start with a stored conversation the bodies do not show (None: not known; the
+    caller then takes all of them).
+
+    The server puts that conversation right before the first ``input`` item (after tools
+    and instructions), so a prompt is: tools + instructions + stored conversation + input.
+    The first cut's position in A's whole prompt is its position in A's body when it lies
+    before ``input``, else A's reported input tokens (``ua.total_input``) minus A's body
+    tokens from the cut on (estimated tokens). B still reads what A left before the cut:
+    before GPT-5.6 (automatic prefix caching), A's entry less the tokens from the cut on,
+    rounded up to the model's grid (``cache_step_tokens``, 128; nothing below
+    ``min_cacheable_tokens``, 1,024; hosted-api-rules.md 2.1); on GPT-5.6+ the longest entry
+    A wrote at a breakpoint before the cut that one of B's breakpoints reaches (breakpoints
+    in the stored conversation are not seen: none is assumed; hosted-api-rules.md 2.3).
+    Returns A's tokens (reported) after what B can read, at most ``ideal``."""
+    idx = [c.segment_index for c in cutting if c.segment_index is not None]
+    if not idx or ua is None or pa.policy is None:
+        return None
+    cut = min(min(idx), len(pa.segs))
+    head_at = next((s.index for s in pa.segs if s.path.startswith("input")), len(pa.segs))
+    total_a = ua.total_input
+
+    def whole(body_tokens: int, in_input: bool) -> int | None:
+        """Position in A's whole prompt of a position in A's body."""
+        if not in_input:
+            return body_tokens
+        return None if total_a is None else total_a - max(0, pa.total - body_tokens)
+
+    minimum = int(getattr(pa.policy, "min_cacheable_tokens", 1024) or 0)
+    if explicit_breakpoints(pa):
+        reach = max([*openai_written(pb), *pb.bps], default=-1)
+        best = 0
+        for j in openai_written(pa):
+            if j >= cut or j > reach:
+                continue
+            end = whole(pa.end(j), j >= head_at)
+            if end is not None and end >= minimum:
+                best = max(best, min(end, ideal))
+        return ideal - best
+    if divergence is not None and divergence.segment_index == cut:
+        same = divergence.token_offset
+    else:
+        same = pa.start(cut)
+    start = whole(same, cut >= head_at)
+    if start is None or total_a is None:
+        return None
+    step = int(getattr(pa.policy, "cache_step_tokens", 128) or 1)
+    tail = max(0, total_a - start)
+    explained = min(ideal, -(-tail // step) * step)
+    return ideal if ideal - explained < minimum else explained
 
 
 def _left_by_a(pa: Prepared, ua: Usage | None) -> int | None:
