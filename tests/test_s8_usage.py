@@ -438,3 +438,27 @@ def test_report_keeps_usage_chunks_without_an_id_apart(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     total = json.loads(res.output)["total"]
     assert (total["requests"], total["cache_read"], total["output"]) == (2, 9856, 30)
+
+
+@pytest.mark.parametrize("order", [(10, 18), (18, 10)])
+def test_deepseek_is_priced_at_each_record_s_time_of_day(order: tuple[int, int]) -> None:
+    """Review 13: the tracker cached prices per model and UTC day, but genai-prices gives
+    DeepSeek off-peak prices (16:30-00:30 UTC): the day's first record priced them all."""
+    from datetime import UTC, datetime
+
+    from promptcache.catalog import get_prices
+
+    def at(hour: int) -> datetime:
+        return datetime(2026, 11, 2, hour, 0, tzinfo=UTC)
+
+    tracker = UsageTracker()
+    for hour in order:
+        tracker.add(UsageRecord(provider="deepseek", model="deepseek-chat",
+                                uncached_input=1_000_000, cache_read=0, cache_write=0,
+                                output=0, start=at(hour).timestamp()))
+    for rec, cost in zip(tracker.records, tracker.costs, strict=True):
+        assert rec.start is not None and cost is not None
+        hour = datetime.fromtimestamp(rec.start, UTC).hour
+        assert cost.total == get_prices("deepseek-chat", at=at(hour)).input
+    assert get_prices("deepseek-chat", at=at(10)).input != get_prices("deepseek-chat",
+                                                                        at=at(18)).input

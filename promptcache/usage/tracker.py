@@ -511,7 +511,9 @@ class UsageTracker:
         self._warm: dict[tuple[str | None, str | None], list[int]] = {}
         self._alarmed: set[tuple[str | None, str | None]] = set()
         self._cold: dict[tuple[str | None, str], list[ColdWriteGroup]] = {}
-        self._price_cache: dict[tuple[str, int], PriceTable | None] = {}
+        self._price_cache: dict[tuple[str, int, int], PriceTable | None] = {}
+        #: models whose prices may change within a day (see prices_for)
+        self._half_hour_priced: set[str] = set()
 
     # ------------------------------------------------------------------ pricing
 
@@ -536,16 +538,23 @@ class UsageTracker:
         if start is not None and start < _EPOCH_FLOOR:
             start = None  # a relative time (a log that starts at 0) is no date: today's prices
         # prices change by date: one lookup per model and UTC day (day number: no datetime
-        # built per record)
-        key = (model, -1 if start is None else int(start // 86400))
+        # built per record); another provider's model from genai-prices may change with the
+        # time of day (DeepSeek's off-peak hours, on the half hour): one per half hour
+        span = 1800 if model in self._half_hour_priced else 86400
+        key = (model, span, -1 if start is None else int(start // span))
         cache = self._price_cache
         if key not in cache:
             try:
                 from promptcache.catalog import get_prices
 
-                cache[key] = get_prices(model, at=utc(start))
+                found = get_prices(model, at=utc(start))
             except (ImportError, PromptCacheError):
-                cache[key] = None
+                found = None
+            if (span == 86400 and found is not None and found.provider is None
+                    and found.source.kind == "genai-prices"):
+                self._half_hour_priced.add(model)
+                return self.prices_for(record)
+            cache[key] = found
         return cache[key]
 
     def cost_of(self, record: UsageRecord) -> Cost | None:
