@@ -462,3 +462,22 @@ def test_deepseek_is_priced_at_each_record_s_time_of_day(order: tuple[int, int])
         assert cost.total == get_prices("deepseek-chat", at=at(hour)).input
     assert get_prices("deepseek-chat", at=at(10)).input != get_prices("deepseek-chat",
                                                                         at=at(18)).input
+
+
+def test_a_short_gpt56_prompt_without_cache_write_tokens_is_priced(tmp_path: Path) -> None:
+    """Review 13: GPT-5.6 chat usage off the Standard tier omits cache_write_tokens; under the
+    1,024-token minimum nothing can be written, yet the record's cost (and the log's total)
+    was unknown while report also called it "not cacheable"."""
+    log = tmp_path / "g.jsonl"
+    log.write_text(json.dumps({"model": "gpt-5.6", "usage": {
+        "prompt_tokens": 500, "completion_tokens": 5,
+        "prompt_tokens_details": {"cached_tokens": 0}}}) + "\n")
+    out = json.loads(CliRunner().invoke(main, ["report", str(log), "--format", "json"]).output)
+    assert out["cost_unknown"] == [] and out["total"]["cost_usd"] is not None
+    assert out["total"]["uncached_input"] == 500 and out["not_cacheable"][0]["count"] == 1
+    long = tmp_path / "l.jsonl"  # above the minimum the writes stay unknown
+    long.write_text(json.dumps({"model": "gpt-5.6", "usage": {
+        "prompt_tokens": 1500, "completion_tokens": 5,
+        "prompt_tokens_details": {"cached_tokens": 0}}}) + "\n")
+    out = json.loads(CliRunner().invoke(main, ["report", str(long), "--format", "json"]).output)
+    assert out["total"]["cost_usd"] is None and out["cost_unknown"]

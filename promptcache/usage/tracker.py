@@ -406,6 +406,22 @@ def _policy(model: str | None) -> Any:
     return find_policy(model)
 
 
+def _short_prompt_writes(record: UsageRecord) -> UsageRecord:
+    """``record`` with its unreported cache writes set to 0 when its prompt is under the
+    model's minimum cacheable length (nothing can be written there, hosted-api-rules.md 2.1 /
+    2.3) and it read nothing: GPT-5.6+ Chat Completions usage off the Standard tier omits
+    ``cache_write_tokens`` (2.4), which left such a record's cost and uncached part unknown
+    although both are known (review 13). Any other record is returned as is."""
+    if record.writes is not None or record.cache_read or record.input_total is None:
+        return record
+    pol = _policy(record.model)
+    if pol is None or not pol.min_cacheable_tokens or \
+            record.input_total >= pol.min_cacheable_tokens:
+        return record
+    return record.model_copy(update={
+        "cache_write": 0, "uncached_input": record.input_total - (record.cache_read or 0)})
+
+
 def _check_record(record: Any, method: str) -> None:
     """TypeError unless ``record`` is a :class:`UsageRecord` (the commonest mistake is the SDK
     response itself, which :meth:`UsageTracker.add_response` parses)."""
@@ -604,6 +620,7 @@ class UsageTracker:
         return record
 
     def _ingest(self, record: UsageRecord) -> tuple[UsageEvent, ...]:
+        record = _short_prompt_writes(record)
         cost = self.cost_of(record)
         cacheable = self._is_cacheable(record)
         with self._lock:
