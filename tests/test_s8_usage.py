@@ -225,7 +225,8 @@ def test_report_says_why_a_gpt56_chat_cost_is_unknown_and_hides_unknown_counts(
         tmp_path: Path) -> None:
     chat = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1795000000,
             "model": "gpt-5.6-sol", "choices": [],
-            "usage": {"prompt_tokens": 1000, "completion_tokens": 0,
+            # above the 1,024-token minimum: under it no write can happen (writes are 0)
+            "usage": {"prompt_tokens": 1500, "completion_tokens": 0,
                       "prompt_tokens_details": {"cached_tokens": 0}}}
     path = _write(tmp_path / "c.jsonl", chat)
     data = _report(path)
@@ -240,7 +241,7 @@ def test_report_says_why_a_gpt56_chat_cost_is_unknown_and_hides_unknown_counts(
     assert text.exit_code == 0
     assert "cost unknown: 1 record of model 'gpt-5.6-sol': cache writes not reported" in (
         text.output)
-    assert "1,000" not in text.output  # the uncached count is not shown as known
+    assert "1,500" not in text.output  # the uncached count is not shown as known
 
 
 def test_report_says_a_price_override_lacks_cache_read(tmp_path: Path) -> None:
