@@ -291,3 +291,16 @@ def test_diff_prices_the_miss_at_b_s_send_time() -> None:
     sept, nov = cost("2026-09-21"), cost("2026-11-18")
     assert sept < nov  # a higher read price then: rewriting cost less over reading
     assert diff(a, b, timestamps=(0.0, 60.0)).miss_cost_usd == diff(a, b).miss_cost_usd
+
+
+def test_deepseek_priced_for_a_date_uses_noon_not_midnight() -> None:
+    """Review 13: a plain date (no time of day) was priced at midnight UTC, inside DeepSeek's
+    off-peak window (half price), while at=None deliberately takes 12:00 UTC."""
+    from datetime import UTC, date, datetime
+
+    from promptcache.catalog import get_prices
+
+    noon = get_prices("deepseek-chat", at=datetime(2026, 11, 2, 12, tzinfo=UTC))
+    assert get_prices("deepseek-chat", at=date(2026, 11, 2)).input == noon.input
+    assert get_prices("deepseek-chat",
+                      at=datetime(2026, 11, 2, 18, tzinfo=UTC)).input < noon.input

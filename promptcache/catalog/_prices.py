@@ -631,7 +631,8 @@ def get_prices(model: str, *, at: datetime | date | None = None) -> ModelPrices:
         at: the request time (default: now, UTC; a naive datetime is UTC, a date is midnight
             UTC). Chooses among dated prices (e.g. Claude Sonnet 5.5's read price change on
             2026-10-07) and time-of-day prices (DeepSeek's off-peak hours in genai-prices;
-            with ``at=None`` those are taken at 12:00 UTC, and ``ModelPrices.at`` says so).
+            with ``at=None`` or a date (no time of day) those are taken at 12:00 UTC of that
+            day, and ``ModelPrices.at`` says so).
 
     Returns:
         :class:`ModelPrices`; use ``.for_prompt(prompt_tokens)`` for the flat prices of one
@@ -658,7 +659,9 @@ def get_prices(model: str, *, at: datetime | date | None = None) -> ModelPrices:
     if found is not None and canonical is not None and found.wins:
         source = _catalog_source(canonical, found)
     else:
-        genai = _genai_prices(refs, provider, when, time_known=at is not None)
+        # a date carries no time of day, like None: a model priced by the hour is taken at
+        # 12:00 UTC of that date, not at midnight (DeepSeek's off-peak window; review 13)
+        genai = _genai_prices(refs, provider, when, time_known=isinstance(at, datetime))
         if genai is not None:
             from genai_prices import __version__ as genai_version
 
