@@ -73,7 +73,7 @@ from promptcache.planner import (
     plan_breakpoints,
 )
 from promptcache.prefix import PrefixView, render
-from promptcache.tokens import view_count_error
+from promptcache.tokens import view_count_error, view_unbounded
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -424,12 +424,16 @@ class Explanation:
             :func:`promptcache.tokens.view_count_error`: the OpenAI role framing's bound holds
             against the reference backend on text, tools and schemas; images of unknown size
             are outside it, see :func:`promptcache.tokens.view_unbounded`).
+        unbounded: why the total has no error bound (``"images: size unknown"``: an OpenAI
+            request with images, audio or files whose billed size the request does not give),
+            or None; when set, ``error_tokens`` is not a bound and the title says so.
     """
 
     rows: tuple[ExplainRow, ...]
     plan: BreakpointPlan
     estimate: bool
     error_tokens: int = 0
+    unbounded: str | None = None
 
     def table(self) -> Table:
         """A :class:`rich.table.Table` of the rows."""
@@ -454,6 +458,8 @@ class Explanation:
     def _estimate_note(self) -> str:
         if not self.estimate:
             return ""
+        if self.unbounded:
+            return f" (estimate, {self.unbounded})"
         if self.error_tokens:
             return f" (estimate, +-{self.error_tokens} tokens)"
         return " (estimate)"
@@ -1231,7 +1237,9 @@ class PromptBuilder:
             rows.append(ExplainRow(seg.index, seg.path, sec, seg.kind, seg.tokens,
                                    seg.end_token, seg.position, bp, "; ".join(note_parts)))
         exact, error = view_count_error(view)
-        return Explanation(tuple(rows), plan, not exact, error)
+        unbounded = view_unbounded(view)
+        return Explanation(tuple(rows), plan, not exact or unbounded is not None, error,
+                           unbounded)
 
 
 def _token_limits(fmt: OutputFormat, rules: ProviderRules) -> dict[str, tuple[int, str]]:

@@ -195,3 +195,18 @@ def test_builder_explain_marks_openai_totals_as_estimates(fmt: str) -> None:
         assert ex.plan.total_tokens < billed <= ex.plan.total_tokens + ex.error_tokens
         assert f"(estimate, +-{ex.error_tokens} tokens)" in str(ex.table().title)
         hist += [{"role": "user", "content": q}, {"role": "assistant", "content": "ok"}]
+
+
+def test_builder_explain_says_an_image_request_has_no_bound() -> None:
+    """Review 12 follow-up: explain() stated "+-N tokens" for an OpenAI request with an image
+    of unknown size (85 to 1,105+ tokens by OpenAI's tile rule): no bound holds there."""
+    from promptcache.builder import Image, PromptBuilder
+
+    b = PromptBuilder("gpt-4o").system("Stable rules. " * 300).turn(
+        "What is in this picture?", Image(url="https://example.com/fern.png"))
+    ex = b.explain("openai-chat")
+    assert ex.estimate and ex.unbounded == "images: size unknown"
+    assert "(estimate, images: size unknown)" in ex._estimate_note()
+    plain = PromptBuilder("gpt-4o").system("Stable rules. " * 300).turn("hi").explain(
+        "openai-chat")
+    assert plain.unbounded is None and "+-" in plain._estimate_note()
