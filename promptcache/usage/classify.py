@@ -52,6 +52,7 @@ __all__ = [
     "classify_collapse",
     "classify_openai",
     "diagnose_hit_pattern",
+    "minimum_cacheable_tokens",
     "predicted_openai_cached",
     "ttl_seconds",
 ]
@@ -84,6 +85,22 @@ def ttl_seconds(ttl: str) -> float:
         return float(ttl[:-1]) * _UNITS[ttl[-1]]
     except ValueError:
         raise ValueError(f"not a TTL: {ttl!r} (expected e.g. '5m', '1h')") from None
+
+
+def minimum_cacheable_tokens(record: UsageRecord) -> int | None:
+    """The shortest prompt (tokens) ``record``'s model caches: the catalog's
+    ``min_cacheable_tokens``; for an OpenAI-format record without a model, OpenAI's 1,024
+    (the default :func:`classify_openai` uses; source: ../shared/reference/hosted-api-rules.md
+    2.1); None for a model the catalog does not know. Never raises for an unknown model
+    (``promptcache.catalog.find_policy``)."""
+    from promptcache.catalog import find_policy  # local: the catalog loads TOML on first use
+
+    pol = find_policy(record.model)
+    if pol is not None:
+        return int(pol.min_cacheable_tokens or 0) or None
+    if record.model is None and record.provider in ("openai", "openai-responses"):
+        return 1024
+    return None
 
 
 def predicted_openai_cached(identical_prefix_tokens: int, *, minimum: int = 1024,

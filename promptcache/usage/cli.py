@@ -167,21 +167,15 @@ def _not_cacheable(records: list[UsageRecord]) -> list[dict[str, Any]]:
     minimum is the catalog's (OpenAI-format records without a model: OpenAI's 1,024 tokens,
     source: ../shared/reference/hosted-api-rules.md 2.1); records of a model the catalog does
     not know, or without an input total, are not judged."""
-    from promptcache.catalog import find_policy
+    from promptcache.usage.classify import minimum_cacheable_tokens
 
     found: dict[tuple[str | None, int], list[UsageRecord]] = {}
     for rec in records:
         total = rec.total_input
         if total is None or rec.cache_read not in (0, None):
             continue
-        pol = find_policy(rec.model)
-        if pol is not None:
-            minimum = pol.min_cacheable_tokens
-        elif rec.model is None and rec.provider in ("openai", "openai-responses"):
-            minimum = 1024
-        else:
-            continue
-        if minimum and total < minimum:
+        minimum = minimum_cacheable_tokens(rec)
+        if minimum is not None and total < minimum:
             found.setdefault((rec.model, minimum), []).append(rec)
     return [{"model": model, "minimum": minimum, "count": len(recs),
              "labels": sorted({r.label for r in recs if r.label is not None}),

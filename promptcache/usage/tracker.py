@@ -70,6 +70,7 @@ from promptcache.usage.billing import Cost, PriceTable, TierLike, price_record, 
 from promptcache.usage.classify import (
     check_append_only,
     classify_collapse,
+    minimum_cacheable_tokens,
     ttl_seconds,
 )
 from promptcache.usage.parse import parse_usage
@@ -412,11 +413,11 @@ def _short_prompt_writes(record: UsageRecord) -> UsageRecord:
     2.3) and it read nothing: GPT-5.6+ Chat Completions usage off the Standard tier omits
     ``cache_write_tokens`` (2.4), which left such a record's cost and uncached part unknown
     although both are known (review 13). Any other record is returned as is."""
-    if record.writes is not None or record.cache_read or record.input_total is None:
+    if record.writes is not None or record.cache_read or record.input_total is None or \
+            record.model is None:  # without a model, no price: nothing to make known
         return record
-    pol = _policy(record.model)
-    if pol is None or not pol.min_cacheable_tokens or \
-            record.input_total >= pol.min_cacheable_tokens:
+    minimum = minimum_cacheable_tokens(record)
+    if minimum is None or record.input_total >= minimum:
         return record
     return record.model_copy(update={
         "cache_write": 0, "uncached_input": record.input_total - (record.cache_read or 0)})
