@@ -36,6 +36,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from promptcache._errors import InvalidRequestError, PromptCacheLintError, UnknownModelError
+from promptcache._stored import stored_prompt_fields
 
 if TYPE_CHECKING:
     from promptcache.planner import BreakpointPlan
@@ -667,10 +668,10 @@ class Observer:
         try:
             # calibrated to the previous request's reported usage when its response arrived
             result = _diff(prev.payload, body, call.shape, call.model, usage_a=prev.usage)
-            if result.verdict != "miss_explained" and _chained(call.shape, body):
-                # B continues a stored Responses conversation: its body holds only the new
-                # input, so the bodies diverge at the start while the server prepends what A
-                # sent and got (new-user trial 12); only a miss the diff finds is a break
+            if result.verdict != "miss_explained" and stored_prompt_fields(body, call.shape):
+                # B's prompt starts with stored items the server prepends (previous_response_id,
+                # conversation, prompt): its body holds only the new input, so the bodies
+                # diverge at the start (new-user trial 12); only a miss the diff finds is a break
                 return
             explanation = _explanation(result)
         except Exception as exc:  # the diff's fault, not the caller's
@@ -902,11 +903,6 @@ def _diff(a: Mapping[str, Any], b: Mapping[str, Any], provider: str, model: str 
     return diff(a, b, provider=provider, model=model, usage_a=usage_a)
 
 
-def _chained(shape: str, body: Mapping[str, Any]) -> bool:
-    """Whether a Responses body continues a stored conversation (``previous_response_id`` or
-    ``conversation``): the server prepends turns the body does not hold."""
-    return shape == "openai-responses" and any(
-        body.get(k) not in (None, "") for k in ("previous_response_id", "conversation"))
 
 
 def _explanation(result: Any) -> str:
