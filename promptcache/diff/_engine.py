@@ -95,7 +95,8 @@ from promptcache.tokens import count_text
 
 __all__ = ["ROUTING_CAUSES", "Prepared", "calibration", "cannot_tell", "chained_body",
            "chained_id", "compare", "diff", "entry_ttl_seconds", "explicit_breakpoints",
-           "mark_chained", "openai_written", "prepare", "read_tolerance", "response_output"]
+           "mark_chained", "miss_costs", "openai_cacheable_tokens", "openai_written", "prepare",
+           "read_tolerance", "response_output"]
 
 TIERS = ("tools", "system", "messages")
 _TIER_RANK = {t: i for i, t in enumerate(TIERS)}
@@ -859,7 +860,11 @@ def _predict_anthropic(pa: Prepared, pb: Prepared, cut: int, gap: float | None,
     return _Prediction(best, best_j, write, uncached)
 
 
-def _openai_round(tokens: int, policy: Any) -> int:
+def openai_cacheable_tokens(tokens: int, policy: Any) -> int:
+    """Tokens of a ``tokens``-long OpenAI prompt that implicit caching can store or read: 0
+    under the model's minimum (``policy.min_cacheable_tokens``, 1,024), else the minimum plus
+    whole steps of ``policy.cache_step_tokens`` (128). Source:
+    https://developers.openai.com/api/docs/guides/prompt-caching (hosted-api-rules.md 2)."""
     minimum = int(getattr(policy, "min_cacheable_tokens", 1024) or 1024)
     step = int(getattr(policy, "cache_step_tokens", 128) or 1)
     if tokens < minimum:
@@ -1013,7 +1018,7 @@ def _predict_openai(pa: Prepared, pb: Prepared, identical: int, cut: int,
     else:
         common = round(min(identical, pa.total) * scale)
         # prompt_cache_options.mode == "explicit": only explicit breakpoints are written
-        read = 0 if _openai_explicit_only(pa) else _openai_round(common, pb.policy)
+        read = 0 if _openai_explicit_only(pa) else openai_cacheable_tokens(common, pb.policy)
         for j in pa.bps:  # explicit breakpoints (GPT-5.6+): boundaries are not rounded
             end_j = round(pa.end(j) * scale)
             if j < cut and end_j <= common and end_j >= int(
@@ -1026,7 +1031,7 @@ def _predict_openai(pa: Prepared, pb: Prepared, identical: int, cut: int,
         write = round(max((pb.end(k) for k in pb.bps), default=0) * scale)
         write = max(0, write - read)
     else:
-        write = max(0, _openai_round(total_b, pb.policy) - read)
+        write = max(0, openai_cacheable_tokens(total_b, pb.policy) - read)
     idx = None
     if read:
         idx = next((s.index for s in pb.segments if round(s.end_token * scale) >= read), None)
@@ -1159,9 +1164,9 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
         else:  # scaled before the 128-token grid: predictions stay on the grid
             p = _predict_openai(pa, pb, identical, cut, gap, scale)
             p_nottl = _predict_openai(pa, pb, identical, cut, None, scale)
-            ideal = min(_openai_round(round(pa.total * scale), pa.policy),
+            ideal = min(openai_cacheable_tokens(round(pa.total * scale), pa.policy),
                         round(pb.total * scale))
-            ideal = _openai_round(ideal, pb.policy)
+            ideal = openai_cacheable_tokens(ideal, pb.policy)
             if pa.total < int(getattr(pa.policy, "min_cacheable_tokens", 1024) or 1024):
                 raw.append(_RawCause("below_minimum", 0, 4, None, None, {
                     "minimum_tokens": int(getattr(pa.policy, "min_cacheable_tokens", 1024)),
@@ -1287,7 +1292,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
                 "+".join(t for t in TIERS if _TIER_RANK[t] < _TIER_RANK[invalidated[0]])
                 or "none")
 
-    usd, base = _costs(pb, lost, predicted, usage_b, prices)
+    usd, base = miss_costs(pb, lost, predicted, usage_b, prices)
     checks: list[Check] = []
     if with_checks:
         checks = _checks(pa, pb, first, gap, ideal)
@@ -1568,9 +1573,13 @@ def _written_by_a(pa: Prepared, usage_a: Usage | None) -> int | None:
     return usage_a.cache_read + usage_a.cache_write
 
 
-def _costs(pb: Prepared, lost: int | None, predicted: PredictedUsage | None,
+def miss_costs(pb: Prepared, lost: int | None, predicted: PredictedUsage | None,
            usage_b: Usage | None, prices: Prices | None) -> tuple[float | None, float | None]:
-    """USD and base-token units of re-writing ``lost`` tokens instead of reading them."""
+    """What re-writing (or re-sending) ``lost`` tokens instead of reading them costs request
+    ``pb``: ``(USD, base-input-token units)``; the USD is None when ``prices`` lack an input or
+    cache-read rate, both None when ``lost`` or ``predicted`` is unknown. The lost tokens the
+    request writes (its reported ``cache_write``, else the predicted one) are priced at the
+    write rate of its last breakpoint's TTL, the rest at the plain input rate."""
     if lost is None or predicted is None:
         return None, None
     if lost == 0:
@@ -1870,7 +1879,7 @@ def _diff_shared_head(a: Mapping[str, Any], b: Mapping[str, Any], chain: str,
         seen = PredictedUsage.model_construct(cache_read=ub.cache_read or 0,
                                               cache_write=ub.cache_write,
                                               uncached_input=ub.uncached_input or 0)
-        usd, base = _costs(pb, lost, seen, ub, read_prices(pb.model, prices))
+        usd, base = miss_costs(pb, lost, seen, ub, read_prices(pb.model, prices))
     info = CAUSES["previous_response_chained"]
     head = Cause.model_construct(
         code=info.code, title=info.title, tier=None, path="previous_response_id",
@@ -1992,7 +2001,7 @@ def _left_by_a(pa: Prepared, ua: Usage | None) -> int | None:
         return None if ua.cache_write is None else ua.cache_read + ua.cache_write
     if pa.family != "openai" or pa.policy is None or ua.total_input is None:
         return None
-    return max(_openai_round(ua.total_input, pa.policy), ua.cache_read)
+    return max(openai_cacheable_tokens(ua.total_input, pa.policy), ua.cache_read)
 
 
 def conversation_id(body: Any, provider: str | None = None) -> str | None:

@@ -123,8 +123,6 @@ from promptcache.diff._causes import NO_CHANGE_CAUSES
 from promptcache.diff._engine import (
     ROUTING_CAUSES,
     Prepared,
-    _costs,
-    _openai_round,
     cache_reported,
     calibration,
     cannot_tell,
@@ -133,6 +131,8 @@ from promptcache.diff._engine import (
     entry_ttl_seconds,
     explicit_breakpoints,
     is_warning,
+    miss_costs,
+    openai_cacheable_tokens,
     openai_written,
     prepare,
     read_tolerance,
@@ -711,7 +711,7 @@ def _left_by(prev: _Entry) -> int | None:
         return None if u.cache_write is None else u.cache_read + u.cache_write
     if p.family != "openai" or u.uncached_input is None:
         return None
-    return _openai_round(u.cache_read + (u.cache_write or 0) + u.uncached_input, p.policy)
+    return openai_cacheable_tokens(u.cache_read + (u.cache_write or 0) + u.uncached_input, p.policy)
 
 
 def _baseline_id(request: Mapping[str, Any] | None) -> str | None:
@@ -1274,7 +1274,7 @@ def _cannot_tell_row(e: _Entry, prev: _Entry, res: DiffResult, base: dict[str, A
             seen = PredictedUsage.model_construct(
                 cache_read=observed or 0, cache_write=e.usage.cache_write or 0,
                 uncached_input=e.usage.uncached_input or 0)
-            usd = _costs(e.prepared, lost, seen, e.usage,
+            usd = miss_costs(e.prepared, lost, seen, e.usage,
                          prices_for(e.prepared.model, e.timestamp))[0]
         detail["expected_read"] = ideal
         detail["note"] = ("the prefix is not compared (the conversation it continues is not "
