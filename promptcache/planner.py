@@ -270,6 +270,12 @@ class BreakpointPlan:
         dropped_params: top-level parameters of the request the model rejects, which
             :func:`apply_plan` removes (``prompt_cache_options`` on an OpenAI model before
             GPT-5.6: the API answers 400, hosted-api-rules.md 2.3).
+        explicit_writes: GPT-5.6+ explicit breakpoints: how many of the latest explicit
+            breakpoints the API writes (``max_breakpoints - 1``, 3, beside the implicit one in
+            the default implicit mode; ``max_breakpoints``, 4, in explicit mode); earlier ones
+            are only read. None: every breakpoint writes (Anthropic; OpenAI models without
+            explicit breakpoints). Source: hosted-api-rules.md 2.3,
+            https://developers.openai.com/api/docs/guides/prompt-caching.
     """
 
     provider: str
@@ -287,6 +293,7 @@ class BreakpointPlan:
     reuse: ReuseModel = field(default_factory=ReuseModel)
     read_entry: WrittenEntry | None = None
     dropped_params: tuple[str, ...] = ()
+    explicit_writes: int | None = None
 
     @property
     def paths(self) -> list[str]:
@@ -306,15 +313,27 @@ class BreakpointPlan:
 
     def written(self) -> tuple[WrittenEntry, ...]:
         """The entries this request writes or refreshes (feed to the next plan's ``previous``):
-        one per breakpoint, plus :attr:`read_entry` when no breakpoint sits on its block, in
-        segment order."""
+        one per breakpoint that writes (on GPT-5.6+, the implicit one and only the latest
+        :attr:`explicit_writes` explicit ones), plus :attr:`read_entry` when no breakpoint sits
+        on its block, in segment order."""
         out = [WrittenEntry(b.segment_index, b.position, b.prefix_tokens, b.prefix_digest)
-               for b in self.breakpoints]
+               for b in self._writing()]
         read = self.read_entry
         if read is not None and all(e.segment_index != read.segment_index for e in out):
             out.append(read)
             out.sort(key=lambda e: e.segment_index)
         return tuple(out)
+
+    def _writing(self) -> tuple[PlannedBreakpoint, ...]:
+        """The breakpoints that write an entry (see :attr:`explicit_writes`)."""
+        limit = self.explicit_writes
+        if limit is None:
+            return self.breakpoints
+        explicit = [b for b in self.breakpoints if b.source != "implicit"]
+        if len(explicit) <= limit:
+            return self.breakpoints
+        skipped = {id(b) for b in explicit[: len(explicit) - max(limit, 0)]}
+        return tuple(b for b in self.breakpoints if id(b) not in skipped)
 
 
 PreviousLike = BreakpointPlan | PrefixView | Sequence[WrittenEntry] | Sequence[int] | None
@@ -514,7 +533,8 @@ def _new_plan(provider: str, model: str, breakpoints: tuple[PlannedBreakpoint, .
               expected_next_read: float, prompt_cache_key: str | None,
               prompt_cache_options: Mapping[str, Any] | None, lookback: int | None,
               reuse: ReuseModel, read_entry: WrittenEntry | None = None,
-              dropped_params: tuple[str, ...] = ()) -> BreakpointPlan:
+              dropped_params: tuple[str, ...] = (),
+              explicit_writes: int | None = None) -> BreakpointPlan:
     """``BreakpointPlan(...)`` with every field given, in declaration order."""
     plan: BreakpointPlan = object.__new__(BreakpointPlan)
     plan.__dict__.update(
@@ -522,7 +542,8 @@ def _new_plan(provider: str, model: str, breakpoints: tuple[PlannedBreakpoint, .
         marker_edits=marker_edits, read_tokens=read_tokens, write_tokens=write_tokens,
         total_tokens=total_tokens, expected_next_read=expected_next_read,
         prompt_cache_key=prompt_cache_key, prompt_cache_options=prompt_cache_options,
-        lookback=lookback, reuse=reuse, read_entry=read_entry, dropped_params=dropped_params)
+        lookback=lookback, reuse=reuse, read_entry=read_entry, dropped_params=dropped_params,
+        explicit_writes=explicit_writes)
     return plan
 
 
@@ -586,7 +607,8 @@ def _previous_entries(view: PrefixView, previous: PreviousLike, digests: list[st
     # what the previous request wrote: (segment index, prefix tokens, prefix digest)
     raw: list[tuple[int, int, str | None]] = []
     if isinstance(previous, BreakpointPlan):
-        raw = [(b.segment_index, b.prefix_tokens, b.prefix_digest) for b in previous.breakpoints]
+        raw = [(b.segment_index, b.prefix_tokens, b.prefix_digest)
+               for b in previous._writing()]
         read = previous.read_entry  # read by that request, so refreshed: still cached
         if read is not None and all(r[0] != read.segment_index for r in raw):
             raw.append((read.segment_index, read.prefix_tokens, read.prefix_digest))
@@ -1168,7 +1190,8 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         read_entry = next((e for e in prev_entries if e.segment_index == read_i), None)
     return _new_plan(view.provider, policy.model_id, tuple(rows), tuple(decisions),
                      tuple(edits), read, write, total, float(next_read), key, options,
-                     lookback, reuse, read_entry, dropped_params)
+                     lookback, reuse, read_entry, dropped_params,
+                     None if anthropic else explicit_budget)
 
 
 def _rank_ttl(rank: int) -> str:

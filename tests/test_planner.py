@@ -385,6 +385,42 @@ def test_openai_user_markers_count_against_the_three_explicit_writes() -> None:
     assert [b.source for b in plan.breakpoints] == ["user", "user", "user", "implicit"]
 
 
+def _marked_system(model: str, n: int, **extra: Any) -> dict[str, Any]:
+    payload = _chat(model, **extra)
+    payload["messages"] = [
+        {"role": "system", "content": [{"type": "text", "text": filler(400, f"s{i}"),
+                                        "prompt_cache_breakpoint": {"mode": "explicit"}}
+                                       for i in range(n)]},
+        {"role": "user", "content": "q"}]
+    return payload
+
+
+def test_gpt56_written_lists_only_the_breakpoints_the_api_writes() -> None:
+    # six caller markers: all kept in the request, but GPT-5.6 writes only the latest 3 beside
+    # the implicit one (implicit mode) or the latest 4 (explicit mode); hosted-api-rules.md 2.3
+    implicit = plan_breakpoints(render(_marked_system("gpt-5.6-sol", 6)),
+                                get_policy("gpt-5.6-sol"))
+    assert [b.source for b in implicit.breakpoints] == ["user"] * 6 + ["implicit"]
+    assert implicit.explicit_writes == 3
+    assert [e.segment_index for e in implicit.written()] == [3, 4, 5, 6]
+    explicit = plan_breakpoints(
+        render(_marked_system("gpt-5.6-sol", 6, prompt_cache_options={"mode": "explicit"})),
+        get_policy("gpt-5.6-sol"))
+    assert explicit.explicit_writes == 4
+    assert [e.segment_index for e in explicit.written()] == [2, 3, 4, 5]
+    # the next plan's previous entries are the written ones, not every marker: with the 4th
+    # block edited, nothing written before it survives (blocks 0-2 were never written)
+    edited = _marked_system("gpt-5.6-sol", 6)
+    edited["messages"][0]["content"][3]["text"] += " (edited)"
+    nxt = plan_breakpoints(render(edited), get_policy("gpt-5.6-sol"), implicit)
+    assert nxt.read_entry is None
+    same = plan_breakpoints(render(_marked_system("gpt-5.6-sol", 6)),
+                            get_policy("gpt-5.6-sol"), implicit)
+    assert same.read_entry is not None and same.read_entry.segment_index == 6
+    # Anthropic: every breakpoint writes
+    assert plan_breakpoints(render(_payload(1500)), get_policy(CLAUDE)).explicit_writes is None
+
+
 # ------------------------------------------------------------------ never a request the API rejects
 @st.composite
 def marked_payloads(draw: st.DrawFn) -> dict[str, Any]:
