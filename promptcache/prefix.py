@@ -215,7 +215,8 @@ class Breakpoint:
     """A cache breakpoint on a segment.
 
     Attributes:
-        ttl: ``"5m"`` or ``"1h"`` (Anthropic), ``"30m"`` or None (OpenAI explicit).
+        ttl: ``"5m"`` or ``"1h"`` (Anthropic); OpenAI explicit: the marker's own ``ttl``,
+            else the request's ``prompt_cache_options.ttl``, else ``"30m"``.
         source: ``"block"`` (a ``cache_control`` on the block), ``"automatic"`` (the
             top-level ``cache_control``) or ``"openai-explicit"`` (``prompt_cache_breakpoint``).
     """
@@ -1315,7 +1316,14 @@ def _openai_breakpoint(part: Mapping[str, Any], path: str, ttl: str | None) -> B
         return None
     if type(marker) is not dict and not isinstance(marker, Mapping):
         raise InvalidRequestError(f"{path}.prompt_cache_breakpoint", "must be an object")
-    return Breakpoint(ttl or "30m", "openai-explicit")
+    # a breakpoint's own ttl overrides the request's prompt_cache_options.ttl (openai-python
+    # 3.57.0, PromptCacheBreakpoint: "When `ttl` is omitted, the breakpoint inherits the
+    # request's prompt_cache_options.ttl")
+    own = marker.get("ttl")
+    if own is not None and not isinstance(own, str):
+        raise InvalidRequestError(f"{path}.prompt_cache_breakpoint.ttl",
+                                  f"must be a string, not {_jtype(own)}")
+    return Breakpoint(own or ttl or "30m", "openai-explicit")
 
 
 # ---------------------------------------------------------------------- CLI

@@ -981,9 +981,15 @@ def _openai_entries(pa: Prepared, upto: int, gap: float | None) -> list[int]:
     """GPT-5.6+: A's written breakpoints that lie before ``upto``, reach the minimum and are
     alive after ``gap`` seconds (None: not checked)."""
     minimum = int(getattr(pa.policy, "min_cacheable_tokens", 1024) or 0)
-    if gap is not None and gap > _openai_ttl(pa):
-        return []
-    return [j for j in openai_written(pa) if j < upto and pa.end(j) >= minimum]
+    floor = _openai_ttl(pa)
+    # a breakpoint's own ttl (e.g. "12h") may outlive the request's default
+    return [j for j in openai_written(pa) if j < upto and pa.end(j) >= minimum
+            and (gap is None or gap <= max(floor, _bp_seconds(pa, j)))]
+
+
+def _bp_seconds(p: Prepared, j: int) -> float:
+    ttl = p.bp_ttl.get(j)
+    return _TTL_SECONDS.get(ttl, 0.0) if ttl is not None else 0.0
 
 
 def _predict_openai_bp(pa: Prepared, pb: Prepared, cut: int, gap: float | None
@@ -1156,8 +1162,11 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
                     "minimum_tokens": minimum,
                     "largest_breakpoint_prefix_tokens": max(
                         (pa.end(j) for j in openai_written(pa)), default=0)}))
-            if gap is not None and gap > _openai_ttl(pa) and p.read:
-                raw.append(_ttl_warning(pb, gap, _openai_ttl(pa)))
+            # the read entry's lifetime: its breakpoint's own ttl where longer ("12h")
+            ttl_read = max(_openai_ttl(pa), 0.0 if p.read_index is None
+                           else _bp_seconds(pa, p.read_index))
+            if gap is not None and gap > ttl_read and p.read:
+                raw.append(_ttl_warning(pb, gap, ttl_read))
             alive = _openai_entries(pa, min(cut, n_b), None)
             if max((pb.end(j) for j in alive), default=0) > p.read:
                 raw.append(_reach_cause(pa, pb, alive, p))
@@ -1639,7 +1648,7 @@ def _checks(pa: Prepared, pb: Prepared, first: int, gap: float | None,
         if pa.family == "anthropic":
             ttl = max((_ttl_seconds(pa.bp_ttl.get(j)) for j in pa.bps), default=300.0)
         else:
-            ttl = _openai_ttl(pa)
+            ttl = max([_openai_ttl(pa), *(_bp_seconds(pa, j) for j in pa.bps)])
         minimum = (" (a minimum lifetime: a read is still possible)"
                    if explicit_breakpoints(pa) and gap > ttl else "")
         checks.append(Check.model_construct(name="gap < TTL", passed=gap <= ttl,

@@ -408,7 +408,9 @@ def openai_breakpoints(
 ) -> list[PlannedBreakpoint]:
     """GPT-5.6+ breakpoints that write: the implicit one on the newest message plus the latest 3
     explicit ones (``prompt_cache_options.mode`` ``"implicit"``, the default), or the latest 4
-    explicit ones (``"explicit"``; none -> no caching). Source: hosted-api-rules.md 2.3."""
+    explicit ones (``"explicit"``; none -> no caching). Each writes with its own
+    ``prompt_cache_breakpoint.ttl`` where it has one, else the request's
+    ``prompt_cache_options.ttl`` (default ``"30m"``). Source: hosted-api-rules.md 2.3."""
     opts = params.get("prompt_cache_options")
     mode = opts.get("mode", "implicit") if isinstance(opts, Mapping) else "implicit"
     ttl = opts.get("ttl", "30m") if isinstance(opts, Mapping) else "30m"
@@ -428,8 +430,16 @@ def openai_breakpoints(
         implicit = last_message[-1] if last_message else len(prompt.spans) - 1
         if implicit >= 0 and implicit not in chosen:
             chosen.append(implicit)
+
+    def ttl_of(i: int) -> str:
+        # an explicit breakpoint's own ttl (openai-python 3.57.0 PromptCacheBreakpoint.ttl),
+        # which the renderer resolves to the request's ttl when the marker has none
+        bp = prompt.spans[i].segment.breakpoint
+        own = bp.ttl if bp is not None and bp.source == "openai-explicit" else None
+        return own if isinstance(own, str) and _TTL_RE.match(own) else ttl
+
     return [
-        PlannedBreakpoint(i, prompt.spans[i].end, ttl, prompt.spans[i].segment.path)
+        PlannedBreakpoint(i, prompt.spans[i].end, ttl_of(i), prompt.spans[i].segment.path)
         for i in sorted(set(chosen))
     ]
 
