@@ -44,6 +44,9 @@ O_CACHING = "https://developers.openai.com/api/docs/guides/prompt-caching"
 #: ``previous_response_id``: the stored conversation is prepended to the request's input
 #: (openai-python ``ResponseCreateParams``, hosted-api-rules.md [O3]).
 O_CONVERSATION = "https://platform.openai.com/docs/guides/conversation-state"
+#: ``prompt``: "Reference to a prompt template and its variables" (a stored template the
+#: server expands into the prompt; openai-python ``ResponseCreateParams``).
+O_RESPONSES_CREATE = "https://platform.openai.com/docs/api-reference/responses/create"
 OPENAI_DIAGNOSTICS_URL = "https://developers.openai.com/api/docs/guides/prompt-caching/diagnostics"
 
 
@@ -263,6 +266,16 @@ CAUSES: dict[str, CauseInfo] = {
             "with the conversation's items logged)",
             O_CONVERSATION,
             client_side=False,
+        ),
+        _c(
+            "stored_prompt_changed",
+            "B's stored prompt template (prompt: id, version or variables) differs from A's: "
+            "the server expands the template into the prompt, so its text changed where the "
+            "bodies do not show",
+            "keep one template version and the same variable values for the cached part of a "
+            "conversation; pass values that change per request in input, after the shared "
+            "prompt, not as template variables",
+            O_RESPONSES_CREATE,
         ),
         _c(
             "no_difference",

@@ -397,15 +397,24 @@ def _print_report(r: ExplainReport, log: str, show_all: bool) -> None:
 
 def _print_cannot_tell(r: ExplainReport) -> None:
     """One line for the requests whose prefix the log cannot show (previous_response_id),
-    and one for those continuing a stored ``conversation``."""
+    one for those continuing a stored ``conversation``, and one for those whose stored prompt
+    template (``prompt``) differs from the earlier request's."""
     held = [x for x in r.requests if x.status == "cannot_tell"]
-    n = sum(1 for x in held if x.path != "conversation")
+    template = sum(1 for x in held if x.cause == "stored_prompt_changed")
+    conversation = sum(1 for x in held if x.cause != "stored_prompt_changed"
+                       and x.path == "conversation")
+    n = len(held) - template - conversation
     if n:
         _console().print(f"{_count(n, 'request')} continue{'s' if n == 1 else ''} a response "
                          "the log does not hold with its output (previous_response_id): "
                          "cannot tell what they could read")
-    n = len(held) - n
-    if n:
-        _console().print(f"{_count(n, 'request')} continue{'s' if n == 1 else ''} a stored "
-                         "conversation (conversation): the server prepends its items, so "
+    if conversation:
+        _console().print(f"{_count(conversation, 'request')} "
+                         f"continue{'s' if conversation == 1 else ''} a stored conversation "
+                         "(conversation): the server prepends its items, so cannot tell what "
+                         "they could read")
+    if template:
+        _console().print(f"{_count(template, 'request')} "
+                         f"change{'s' if template == 1 else ''} the stored prompt template "
+                         "(prompt: id, version or variables): the server expands it, so "
                          "cannot tell what they could read")

@@ -96,7 +96,7 @@ from promptcache.tokens import count_text
 __all__ = ["ROUTING_CAUSES", "Prepared", "calibration", "cannot_tell", "chained_body",
            "chained_id", "compare", "diff", "entry_ttl_seconds", "explicit_breakpoints",
            "mark_chained", "miss_costs", "openai_cacheable_tokens", "openai_written", "prepare",
-           "read_tolerance", "response_output"]
+           "read_tolerance", "response_output", "stored_prompt_change"]
 
 TIERS = ("tools", "system", "messages")
 _TIER_RANK = {t: i for i, t in enumerate(TIERS)}
@@ -1756,6 +1756,12 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
     """
     from promptcache._times import gap_seconds, parse_timestamp
 
+    changed = stored_prompt_change(a, b, provider)
+    if changed is not None:  # the template's text is not in the bodies
+        pa, pb = _prepare_pair(a, b, provider, model)
+        if pb.view.provider == "openai-responses":
+            return cannot_tell(pa, pb, usage_b=_usage_of(usage_b, pb), reason=changed,
+                               cause="stored_prompt_changed")
     conv = conversation_id(b, provider)
     if conv is not None:  # the server prepends the conversation's items: not in the bodies
         pa, pb = _prepare_pair(a, b, provider, model)
@@ -1824,7 +1830,60 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
         result = result.model_copy(update={"recommended_alternative": alt})
     if chain is not None and chain_note is not None:
         result = mark_chained(result, chain, chain_note, partial=partial)
+    template = _stored_prompt_id(b, provider)
+    if template is not None and pb.view.provider == "openai-responses":
+        result = result.model_copy(update={"notes": [*result.notes, (
+            f"A and B name the same stored prompt template ({template}, same variables): "
+            "the server expands it into the prompt, and its text is not in the bodies, so "
+            "the token figures leave it out")]})
     return result
+
+
+def _stored_prompt_id(body: Any, provider: str | None) -> str | None:
+    """``"id, version v"`` of a Responses body's ``prompt`` (None: none or not Responses)."""
+    if not isinstance(body, Mapping) or "messages" in body or \
+            provider not in (None, "", "auto", "openai", "openai-responses"):
+        return None
+    value = body.get("prompt")
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        pid = value.get("id")
+        version = value.get("version")
+        name = repr(pid) if isinstance(pid, str) else "<prompt>"
+        return name + (f", version {version!r}" if version is not None else "")
+    return repr(value)
+
+
+def stored_prompt_change(a: Mapping[str, Any], b: Mapping[str, Any],
+                         provider: str | None = None) -> str | None:
+    """Why B's stored prompt template differs from A's, or None (the same, or neither names
+    one, or not Responses bodies).
+
+    A Responses ``prompt`` ("Reference to a prompt template and its variables",
+    https://platform.openai.com/docs/api-reference/responses/create) is expanded by the server
+    into the prompt: a different template id or version, or different variable values, change
+    text the bodies do not show, at a place they do not show. :func:`diff` gives such a pair
+    verdict ``cannot_tell`` with cause ``stored_prompt_changed``.
+
+    Returns:
+        One sentence naming what changed (``prompt.version``, ``prompt.variables.city``...).
+    """
+    ida, idb = _stored_prompt_id(a, provider), _stored_prompt_id(b, provider)
+    if idb is None and ida is None:
+        return None
+    pa_, pb_ = a.get("prompt"), b.get("prompt")
+    if _dumps(pa_) == _dumps(pb_):
+        return None
+    if ida is None or idb is None:
+        which = "B" if ida is None else "A"
+        return (f"only {which} names a stored prompt template ({ida or idb}): the server "
+                f"expands it into {which}'s prompt, so the two prompts differ in text the "
+                "bodies do not show; B's cache read cannot be told from them")
+    differs = _payload_differences(pa_, pb_, "prompt", [])
+    return (f"B's stored prompt template differs from A's ({', '.join(differs)}; A: {ida}, "
+            f"B: {idb}): the server expands the template into the prompt, so the text changes "
+            "at a place the bodies do not show; B's cache read cannot be told from them")
 
 
 #: Causes that depend on token counts (the minimum, the TTL, breakpoint reach): not judged
@@ -2127,11 +2186,16 @@ def cannot_tell(pa: Prepared, pb: Prepared, *, usage_b: Any, reason: str,
         pa, pb: the prepared requests (B's body as sent).
         usage_b: B's usage (any form :func:`compare` takes; None: not given).
         reason: the note saying why the prefix cannot be compared.
-        cause: ``"previous_response_chained"`` or ``"conversation_chained"``."""
+        cause: ``"previous_response_chained"``, ``"conversation_chained"`` or
+            ``"stored_prompt_changed"``."""
     usage_b = _usage_of(usage_b, pb)
     if cause == "conversation_chained":
         head = _RawCause(cause, 0, 0, None, "conversation",
                          {"conversation": conversation_id(pb.payload)}, reason)
+    elif cause == "stored_prompt_changed":
+        head = _RawCause(cause, 0, 0, None, "prompt",
+                         {"from": pa.payload.get("prompt"), "to": pb.payload.get("prompt")},
+                         reason)
     else:
         head = _RawCause("previous_response_chained", 0, 0, None, "previous_response_id",
                          {"previous_response_id": chained_id(pb)}, reason)

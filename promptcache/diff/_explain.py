@@ -118,6 +118,7 @@ from promptcache._cliutil import (
     warn_incomplete_last_line,
 )
 from promptcache._errors import InputError, PromptCacheError
+from promptcache._stored import stored_prompt_fields
 from promptcache._times import _EPOCH_FLOOR, TIME_KEYS, gap_seconds, timestamp_of
 from promptcache.diff._causes import NO_CHANGE_CAUSES
 from promptcache.diff._engine import (
@@ -137,6 +138,7 @@ from promptcache.diff._engine import (
     prepare,
     read_tolerance,
     response_output,
+    stored_prompt_change,
 )
 from promptcache.diff._inputs import (
     Prices,
@@ -1094,6 +1096,11 @@ def _gap(e: _Entry, prev: _Entry) -> float | None:
 def _compare(e: _Entry, prev: _Entry, prices_for: Any) -> DiffResult | None:
     if e.prepared is None or prev.prepared is None or e.prepared.family != prev.prepared.family:
         return None
+    changed = stored_prompt_change(prev.prepared.payload, e.prepared.payload,
+                                   e.prepared.view.provider)
+    if changed is not None:  # the template's text is not in the log
+        return cannot_tell(prev.prepared, e.prepared, usage_b=e.usage, reason=changed,
+                           cause="stored_prompt_changed")
     return compare(prev.prepared, e.prepared, gap=_gap(e, prev), usage_a=prev.usage,
                    usage_b=e.usage, diagnostics_b=e.diagnostics,
                    prices=prices_for(e.prepared.model, e.timestamp), with_checks=False)
@@ -1156,6 +1163,8 @@ def _below_minimum(p: Prepared | None) -> dict[str, Any] | None:
     (None when it writes, or when that is not known)."""
     if p is None or p.policy is None:
         return None
+    if stored_prompt_fields(p.payload, p.view.provider):
+        return None  # the server adds a stored prompt the body does not show: size unknown
     minimum = int(getattr(p.policy, "min_cacheable_tokens", 0) or 0)
     if p.family == "anthropic":
         if not p.bps or any(p.end(j) >= minimum for j in p.bps):
@@ -1256,13 +1265,16 @@ def _cannot_tell_row(e: _Entry, prev: _Entry, res: DiffResult, base: dict[str, A
     tools, settings: the secondary causes) together with an observed read short of what
     ``prev`` left cached (its usage) is a miss (``miss_explained``), priced as ``diff``
     prices one; with no read at all and ``prev``'s usage unknown, a miss of unknown size."""
-    cutting = [c for c in res.causes[1:]
+    template = res.cause == "stored_prompt_changed"  # a change of the request's own
+    cutting = [c for c in res.causes[0 if template else 1:]
                if c.code not in NO_CHANGE_CAUSES and not is_warning(c)]
     ideal = _left_by(prev)
     short = observed is not None and (
         observed < ideal - read_tolerance(ideal) if ideal is not None else observed == 0)
-    detail: dict[str, Any] = {e.via: e.chained, "reason": res.causes[0].note
-                              or "the prefix cannot be compared from the log"}
+    where = "prompt" if template else e.via
+    detail: dict[str, Any] = {
+        where: (e.request or {}).get("prompt") if template else e.chained,
+        "reason": res.causes[0].note or "the prefix cannot be compared from the log"}
     gap = _gap(e, prev)
     if gap is not None:
         detail["gap_seconds"] = gap
@@ -1277,9 +1289,13 @@ def _cannot_tell_row(e: _Entry, prev: _Entry, res: DiffResult, base: dict[str, A
             usd = miss_costs(e.prepared, lost, seen, e.usage,
                          prices_for(e.prepared.model, e.timestamp))[0]
         detail["expected_read"] = ideal
-        detail["note"] = ("the prefix is not compared (the conversation it continues is not "
-                          "in the log), but these changes invalidate every cached entry, and "
-                          "the read fell short of what the compared line left cached")
+        detail["note"] = (
+            "the prefix is not compared (the stored prompt template's text is not in the "
+            "log), but the template changed, and the read fell short of what the compared "
+            "line left cached" if template else
+            "the prefix is not compared (the conversation it continues is not in the log), "
+            "but these changes invalidate every cached entry, and the read fell short of what "
+            "the compared line left cached")
         return RequestExplanation(
             **base, status="miss_explained", cause=cutting[0].code,
             secondary=[c.code for c in res.causes if c is not cutting[0]],
@@ -1289,7 +1305,7 @@ def _cannot_tell_row(e: _Entry, prev: _Entry, res: DiffResult, base: dict[str, A
         detail["causes_not_confirmed_by_usage"] = [c.code for c in cutting]
     return RequestExplanation(
         **base, status="cannot_tell", cause=res.cause,
-        secondary=[c.code for c in res.causes[1:]], path=e.via,
+        secondary=[c.code for c in res.causes[1:]], path=where,
         observed_cache_read=observed, detail=detail)
 
 

@@ -163,8 +163,9 @@ class DiffResult(_Frozen):
             explains it: provider side), ``no_miss``, ``cannot_tell`` (B continues a stored
             Responses conversation, ``previous_response_id``, that is not A's or not known,
             cause ``previous_response_chained``; or B names a stored ``conversation``, cause
-            ``conversation_chained``: its prefix cannot be compared from the bodies; no
-            prediction, no lost tokens).
+            ``conversation_chained``; or B's stored prompt template, ``prompt``, differs from
+            A's, cause ``stored_prompt_changed``: its prefix cannot be compared from the
+            bodies; no prediction, no lost tokens).
         cause: the primary cause code (the earliest in prefix order); ``append_only`` when B
             is A plus new segments and nothing else differs (the healthy next turn),
             ``no_difference`` when the cached contents do not differ.
