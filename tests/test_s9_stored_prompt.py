@@ -86,3 +86,21 @@ def test_explain_text_names_the_template_change_not_previous_response_id(tmp_pat
     flat = " ".join(out.output.split())
     assert "changes the stored prompt template" in flat
     assert "previous_response_id" not in flat
+
+
+def test_wrapper_live_diff_logs_a_changed_template(caplog: Any) -> None:
+    import logging
+
+    from promptcache.sdk import tracker_of, wrap
+    from tests._mockapi import openai_client
+    from tests.test_sdk_wrap import Api
+
+    client = wrap(openai_client(Api()), lint="off", session="s")
+    with caplog.at_level(logging.WARNING, logger="promptcache"):
+        client.responses.create(model="gpt-4o", input="hi", prompt=P3)
+        client.responses.create(model="gpt-4o", input="hi", prompt=dict(P3))
+        assert "stored_prompt_changed" not in caplog.text
+        client.responses.create(model="gpt-4o", input="hi", prompt={**P3, "version": "4"})
+    assert "stored_prompt_changed" in caplog.text and "prompt.version" in caplog.text
+    records = tracker_of(client).records
+    assert [r.kept_prefix for r in records][1:] == [True, False]

@@ -647,7 +647,10 @@ class Observer:
             ends = sorted(end_set)
             call.breakpoint_hashes = tuple(digests[i] for i in ends)
             call.breakpoint_tokens = tuple(view.segments[i].end_token for i in ends)
-        if prev is not None and call.session is not None:
+        if prev is not None and call.session is not None and call.shape == "openai-responses" \
+                and (body.get("prompt") is not None or prev.payload.get("prompt") is not None):
+            self._check_stored_prompt(call, prev, body)
+        if prev is not None and call.session is not None and call.kept_prefix is None:
             cut = first_divergence(prev.digests, digests)
             if prev.last_breakpoint is not None:
                 # the previous request's cached prefix is still this one's (the tracker tells
@@ -660,6 +663,21 @@ class Observer:
         with self.shared.lock:
             self.shared.sessions[call.session] = state
             self.shared.history.append(entry)
+
+    def _check_stored_prompt(self, call: Call, prev: _SessionState,
+                             body: Mapping[str, Any]) -> None:
+        """A Responses request whose stored prompt template (``prompt``: id, version,
+        variables) differs from the session's previous one: the server expands the template
+        into the prompt, so its text changed where the bodies do not show (the digests, taken
+        over the bodies, cannot see it). Logged as the live diff logs a divergence."""
+        from promptcache.diff._engine import stored_prompt_change
+
+        why = stored_prompt_change(prev.payload, body, call.shape)
+        if why is None:
+            return
+        call.kept_prefix = False
+        logger.warning("promptcache: session %r: cause stored_prompt_changed; %s", call.session,
+                       why)
 
     def _report_divergence(self, call: Call, prev: _SessionState, body: Mapping[str, Any],
                            cut: int) -> None:
