@@ -104,3 +104,13 @@ def test_wrapper_live_diff_logs_a_changed_template(caplog: Any) -> None:
     assert "stored_prompt_changed" in caplog.text and "prompt.version" in caplog.text
     records = tracker_of(client).records
     assert [r.kept_prefix for r in records][1:] == [True, False]
+
+
+def test_assert_cache_stable_fails_on_a_changed_template() -> None:
+    import pytest
+
+    from promptcache.sdk import assert_cache_stable
+
+    assert_cache_stable([_body(P3), _body(dict(P3), "hello")])
+    with pytest.raises(AssertionError, match=r"stored_prompt_changed.*prompt\.variables\.city"):
+        assert_cache_stable([_body(P3), _body({**P3, "variables": {"city": "Rome"}})])

@@ -79,7 +79,9 @@ def assert_cache_stable(requests: Iterable[SentRequest | Mapping[str, Any]] | An
     Cached content is compared as the API reads it: markers ignored, a string ``system`` /
     ``content`` equal to one text block with the same text. Where a request's reported usage is
     known, its observed cache read settles the question (an entry an earlier request wrote and
-    the previous one only read is read again).
+    the previous one only read is read again). A Responses request whose stored prompt
+    template (``prompt``: id, version, variables) differs from the previous one's fails too
+    (cause ``stored_prompt_changed``): the server expands the template into the prompt.
 
     Args:
         requests: payloads in send order, log records holding one under ``request`` /
@@ -94,6 +96,7 @@ def assert_cache_stable(requests: Iterable[SentRequest | Mapping[str, Any]] | An
             request indexes, the session and the diff's explanation).
         InvalidRequestError: a payload is malformed, or a mapping holds no request.
     """
+    from promptcache.diff._engine import stored_prompt_change
     from promptcache.planner import prefix_digests
     from promptcache.prefix import render
     from promptcache.sdk._wrap import is_wrapped
@@ -109,6 +112,12 @@ def assert_cache_stable(requests: Iterable[SentRequest | Mapping[str, Any]] | An
         prev = last.get(sent.session)
         if prev is not None and prev[1].provider == sent.provider:
             j, before, before_digests, before_bp, before_view = prev
+            changed = stored_prompt_change(before.payload, sent.payload, sent.provider) \
+                if sent.provider == "openai-responses" else None
+            if changed is not None:  # the digests (of the bodies) cannot see the template
+                session = "" if sent.session is None else f" of session {sent.session!r}"
+                raise AssertionError(f"request {i}{session} breaks the prefix request {j} "
+                                     f"cached: cause stored_prompt_changed; {changed}")
             cut = first_divergence(before_digests, digests)
             if before_bp is not None and cut <= before_bp and _loses_reads(
                     before, sent, sent.provider, m):
