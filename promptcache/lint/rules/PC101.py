@@ -6,7 +6,12 @@ from collections.abc import Iterator
 
 from promptcache.lint.engine import PythonContext, RequestContext, Rule
 from promptcache.lint.finding import Finding, Severity
-from promptcache.lint.rules._common import rewritten_note, volatile_hits
+from promptcache.lint.rules._common import (
+    rewritten_note,
+    template_note,
+    template_variable_hits,
+    volatile_hits,
+)
 
 __all__ = ["Rule_PC101"]
 
@@ -36,7 +41,10 @@ class Rule_PC101(Rule):
     ``match``, ``char_offset``, ``json_key``, ``inside_cached_prefix``, ``breakpoint_path``,
     ``tokens_invalidated`` (the cached tokens after the value) and ``tokens_rewritten``
     (the tokens written again at each change: on Anthropic also those before the value back
-    to the last breakpoint a request can read, the whole prefix when there is none).
+    to the last breakpoint a request can read, the whole prefix when there is none). A value
+    in the ``variables`` of a Responses stored prompt template (``prompt``) is reported too:
+    the server substitutes it into the template, before the input (``template_variable``;
+    the token figures are None, the template's size not being in the body).
 
     ## Why is this bad?
     Caching is an exact prefix match. A clock value makes every request's prefix different
@@ -95,6 +103,19 @@ class Rule_PC101(Rule):
                               inside_cached_prefix=True, breakpoint_path=hit.breakpoint_path,
                               tokens_invalidated=hit.tokens_invalidated,
                               tokens_rewritten=hit.tokens_rewritten)
+        for t in template_variable_hits(ctx):
+            m = t.match
+            if m.kind != "timestamp":
+                continue
+            sev = Severity.INFO if m.granularity == "day" else Severity.WARNING
+            msg = (f"{m.granularity}-granularity timestamp {m.match!r} {template_note(t)} "
+                   f"{_every(m.granularity)}")
+            yield ctx.finding(self, msg, path=t.path, offset=m.start, severity=sev,
+                              match=m.match, granularity=m.granularity, subkind=m.subkind,
+                              char_offset=m.start, json_key=m.json_key,
+                              inside_cached_prefix=True, breakpoint_path=None,
+                              template_variable=t.variable, tokens_invalidated=None,
+                              tokens_rewritten=None)
 
     def check_python(self, ctx: PythonContext) -> Iterator[Finding]:
         for flow in ctx.flows:

@@ -6,7 +6,12 @@ from collections.abc import Iterator
 
 from promptcache.lint.engine import PythonContext, RequestContext, Rule
 from promptcache.lint.finding import Finding, Severity
-from promptcache.lint.rules._common import rewritten_note, volatile_hits
+from promptcache.lint.rules._common import (
+    rewritten_note,
+    template_note,
+    template_variable_hits,
+    volatile_hits,
+)
 
 __all__ = ["Rule_PC102"]
 
@@ -78,6 +83,16 @@ class Rule_PC102(Rule):
                               breakpoint_path=hit.breakpoint_path,
                               tokens_invalidated=hit.tokens_invalidated,
                               tokens_rewritten=hit.tokens_rewritten)
+        for t in template_variable_hits(ctx):
+            m = t.match
+            if m.kind != "id":
+                continue
+            msg = f"{m.subkind} {m.match!r} {template_note(t)} on every request"
+            yield ctx.finding(self, msg, path=t.path, offset=m.start, match=m.match,
+                              subkind=m.subkind, kind=m.subkind, char_offset=m.start,
+                              json_key=m.json_key, inside_cached_prefix=True,
+                              breakpoint_path=None, template_variable=t.variable,
+                              tokens_invalidated=None, tokens_rewritten=None)
 
     def check_python(self, ctx: PythonContext) -> Iterator[Finding]:
         for flow in ctx.flows:

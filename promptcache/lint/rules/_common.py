@@ -13,7 +13,7 @@ prefix. The newest turn comes after the last breakpoint of a well-formed request
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from promptcache._stored import STORED_PROMPT_FIELDS as _STORED_FIELDS
@@ -138,6 +138,63 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
                                         stored if _before_stored(seg) else None))
     ctx.scratch["volatile"] = hits
     return hits
+
+
+@dataclass(frozen=True, slots=True)
+class TemplateVariableHit:
+    """A volatile literal in a Responses stored prompt template's variables (``prompt``:
+    ``{"id", "version", "variables"}``): the server substitutes it into the template, whose
+    text comes before the request's input and is not in the body.
+
+    Attributes:
+        path: payload path of the value (``prompt.variables.now``, or ``...text`` of an
+            ``input_text`` variable).
+        variable: the variable's name.
+        match: the volatile literal found.
+    """
+
+    path: str
+    variable: str
+    match: VolatileMatch
+
+
+def template_variable_hits(ctx: RequestContext) -> list[TemplateVariableHit]:
+    """Volatile literals (:func:`~promptcache.lint.volatile.scan_text`) in the string and
+    number values (and ``input_text`` ``text``) of a Responses request's ``prompt.variables``,
+    each read after its variable's name (``today: 2026-11-30`` is a date) (memoised;
+    empty for other requests). Source for the parameter:
+    https://platform.openai.com/docs/api-reference/responses/create ("Reference to a prompt
+    template and its variables")."""
+    memo = ctx.scratch.get("template_volatile")
+    if memo is not None:
+        return memo  # type: ignore[no-any-return]
+    hits: list[TemplateVariableHit] = []
+    prompt = ctx.payload.get("prompt") if ctx.view.provider == "openai-responses" else None
+    variables = prompt.get("variables") if isinstance(prompt, dict) else None
+    if isinstance(variables, dict):
+        for name, value in variables.items():
+            path = f"prompt.variables.{name}"
+            if isinstance(value, dict) and isinstance(value.get("text"), str):
+                value, path = value["text"], path + ".text"
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                continue
+            # scanned after its name, as "current_date: 2026-11-30": a bare date or hex string
+            # counts only beside a word naming a clock or an id, and the name is that word
+            head = f"{name}: "
+            text = head + str(value)
+            for m in scan_text(text, MAX_HITS_PER_SEGMENT):
+                if m.start >= len(head):
+                    hits.append(TemplateVariableHit(path, str(name), replace(
+                        m, start=m.start - len(head), end=m.end - len(head))))
+    ctx.scratch["template_volatile"] = hits
+    return hits
+
+
+def template_note(hit: TemplateVariableHit) -> str:
+    """Where a template variable's value lands, for a finding's message."""
+    return (f"sits in variable {hit.variable!r} of the stored prompt template: the server "
+            "substitutes it into the template, whose text comes before the input, so the "
+            "prompt from there on (its size is not in the body) loses caching")
 
 
 def _before_stored(seg: Segment) -> bool:
