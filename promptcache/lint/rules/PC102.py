@@ -28,7 +28,10 @@ class Rule_PC102(Rule):
     ``json_key`` (when the id sits in a JSON / YAML field such as ``message_id``),
     ``tokens_invalidated`` (the cached tokens after the value) and ``tokens_rewritten``
     (the tokens written again at each change: on Anthropic also those before the value back
-    to the last breakpoint a request can read, the whole prefix when there is none).
+    to the last breakpoint a request can read, the whole prefix when there is none). An id in
+    the ``variables`` of a Responses stored prompt template (``prompt``) is reported too, read
+    after the variable's name (``request_id: 8a7f...``): the server substitutes it into the
+    template, before the input (``template_variable``; the token figures are None).
 
     ## Why is this bad?
     A fresh id per request makes the prefix unique, so nothing after it is ever read from the
