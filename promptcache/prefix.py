@@ -51,7 +51,7 @@ import struct
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 import orjson
@@ -59,6 +59,9 @@ import orjson
 from promptcache._errors import InvalidRequestError
 from promptcache._slots import slot_constructor
 from promptcache.tokens import TokenCounter, get_counter
+
+if TYPE_CHECKING:
+    from promptcache.catalog._rules import ImageLimits
 
 __all__ = [
     "NO_MARKER_KINDS",
@@ -1226,27 +1229,43 @@ def _media_tokens(content: Any) -> int:
     return total
 
 
-#: Anthropic image estimate: tokens ~= width * height / 750 (after resizing to at most
-#: 1568 px on the long edge). Source: https://platform.claude.com/docs/en/build-with-claude/vision
-_IMAGE_DEFAULT_TOKENS = 1600
+@functools.cache
+def _anthropic_image_limits() -> ImageLimits:
+    """The catalog's Anthropic image sizing rule (:class:`promptcache.catalog.ImageLimits`:
+    1568 px long edge, ~1,600 tokens, width * height / 750; source
+    https://platform.claude.com/docs/en/build-with-claude/vision). Loaded on first use."""
+    from promptcache.catalog._rules import provider_rules
+
+    limits = provider_rules("anthropic").image_limits
+    if limits is None:  # the shipped catalog always has it; a malformed one is a CatalogError
+        raise RuntimeError("catalog: no Anthropic image_limits")
+    return limits
 
 
 def _image_tokens(source: Any) -> int:
+    """Anthropic image estimate: the image is scaled down (aspect ratio kept) until its long
+    edge is at most ``max_long_edge_px`` and it costs at most ``max_tokens``; then tokens ~=
+    width * height / ``pixels_per_token`` (the catalog's ``image_limits``). An image whose
+    size cannot be read (a URL or file source, a non-PNG) counts ``max_tokens``, the most an
+    image can cost."""
+    limits = _anthropic_image_limits()
+    cap = limits.max_tokens
     if not isinstance(source, Mapping) or source.get("type") != "base64":
-        return _IMAGE_DEFAULT_TOKENS
+        return cap
     data = source.get("data")
     if not isinstance(data, str):
-        return _IMAGE_DEFAULT_TOKENS
+        return cap
     try:
         head = base64.b64decode(data[:64] + "=" * (-len(data[:64]) % 4), validate=False)
     except (ValueError, TypeError):
-        return _IMAGE_DEFAULT_TOKENS
+        return cap
     dims = _png_size(head)
     if dims is None:
-        return _IMAGE_DEFAULT_TOKENS
-    w, h = dims
-    scale = min(1.0, 1568 / max(w, h, 1))
-    return max(1, round((w * scale) * (h * scale) / 750))
+        return cap
+    w, h = max(dims[0], 1), max(dims[1], 1)
+    scale = min(1.0, limits.max_long_edge_px / max(w, h))
+    tokens = (w * scale) * (h * scale) / limits.pixels_per_token
+    return max(1, round(min(tokens, float(cap))))
 
 
 def _png_size(head: bytes) -> tuple[int, int] | None:

@@ -39,6 +39,7 @@ from promptcache.catalog._policy import (
 )
 
 __all__ = [
+    "ImageLimits",
     "InvalidationRule",
     "PrewarmRejection",
     "ProviderRules",
@@ -57,10 +58,12 @@ PROVIDER_FIELDS: tuple[str, ...] = (
     "prewarm_max_tokens",
     "prewarm_rejects",
     "min_max_output_tokens",
+    "image_limits",
 )
 
 _NULLABLE = frozenset(
-    {"key_overflow_rpm", "prewarm_max_tokens", "prewarm_rejects", "min_max_output_tokens"}
+    {"key_overflow_rpm", "prewarm_max_tokens", "prewarm_rejects", "min_max_output_tokens",
+     "image_limits"}
 )
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -94,6 +97,25 @@ class PrewarmRejection(BaseModel):
         return any(type(value) is type(v) and value == v for v in self.equals)
 
 
+class ImageLimits(BaseModel):
+    """How the provider sizes an image before the model reads it (Anthropic; source
+    https://platform.claude.com/docs/en/build-with-claude/vision, "Evaluate image size").
+
+    Attributes:
+        max_long_edge_px: an image whose long edge is longer is scaled down (1568).
+        max_tokens: an image that would cost more tokens is scaled down (~1,600).
+        pixels_per_token: tokens ~= width * height / this, after scaling (750).
+        recommended_megapixels: the page's resize recommendation (1.15 MP); informational.
+    """
+
+    model_config = _FROZEN
+
+    max_long_edge_px: int = Field(gt=0)
+    max_tokens: int = Field(gt=0)
+    pixels_per_token: float = Field(gt=0)
+    recommended_megapixels: float | None = Field(default=None, gt=0)
+
+
 class ProviderRules(BaseModel):
     """Provider-level cache facts (frozen).
 
@@ -119,6 +141,9 @@ class ProviderRules(BaseModel):
             accepts (16). UNCONFIRMED (``sources[...].confirmed`` is False): no official
             source, only the API's error text quoted in
             https://github.com/vectorize-io/hindsight/issues/58. None for Anthropic.
+        image_limits: how an image is scaled and counted (:class:`ImageLimits`; Anthropic:
+            1568 px long edge, ~1,600 tokens, width * height / 750; source
+            https://platform.claude.com/docs/en/build-with-claude/vision). None for OpenAI.
         sources: field name -> :class:`Source` (URL and as-of date) for every field above
             (from ``key_overflow_rpm`` on).
         rules_as_of: the date of the file's data as a whole.
@@ -132,6 +157,7 @@ class ProviderRules(BaseModel):
     prewarm_max_tokens: int | None = Field(default=None, ge=0)
     prewarm_rejects: tuple[PrewarmRejection, ...] = ()
     min_max_output_tokens: int | None = Field(default=None, ge=1)
+    image_limits: ImageLimits | None = None
     sources: dict[str, Source] = Field(default_factory=dict)
     rules_as_of: date | None = None
 
