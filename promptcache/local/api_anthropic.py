@@ -65,7 +65,7 @@ from promptcache.local.app import (
     read_json,
     sse,
 )
-from promptcache.local.errors import BackendAPIError
+from promptcache.local.errors import SEED_MAX, SEED_MIN, BackendAPIError
 from promptcache.local.template import (
     TemplatedPrompt,
     TokenDecoder,
@@ -98,7 +98,8 @@ class AnthropicRequest:
         stream: SSE response.
         stop_sequences: strings that end generation.
         temperature: sampling temperature (0 = greedy).
-        seed: sampling seed (``metadata`` is not a seed; a local-only ``seed`` key is honoured).
+        seed: sampling seed (``metadata`` is not a seed; a local-only ``seed`` key is honoured,
+            a 64-bit signed integer: another value is a 400 naming ``seed``).
     """
 
     model: str
@@ -153,6 +154,11 @@ def parse_request(body: dict[str, Any], *, count_only: bool = False) -> Anthropi
     seed = body.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise _bad("seed: Input should be a valid integer")
+    if seed is not None and not SEED_MIN <= seed <= SEED_MAX:
+        # a local-only key (the Messages API has no seed); the engine's sampler takes an int64
+        bound = f"greater than or equal to {SEED_MIN}" if seed < SEED_MIN else (
+            f"less than or equal to {SEED_MAX}")
+        raise _bad(f"seed: Input should be {bound} (a 64-bit signed integer)")
     if max_tokens == 0:
         thinking = body.get("thinking")
         choice = body.get("tool_choice")

@@ -77,7 +77,7 @@ from promptcache.local.app import (
     read_json,
     sse,
 )
-from promptcache.local.errors import BackendAPIError
+from promptcache.local.errors import SEED_MAX, SEED_MIN, BackendAPIError
 from promptcache.local.template import (
     TemplatedPrompt,
     TokenDecoder,
@@ -159,12 +159,28 @@ class OpenAIUsageCounts:
     cache_write_12h_tokens: int = 0
 
 
-def _int(body: dict[str, Any], key: str, *, minimum: int) -> int | None:
+def _int(
+    body: dict[str, Any], key: str, *, minimum: int, maximum: int | None = None
+) -> int | None:
     value = body.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _bad(f"Invalid '{key}': expected an integer >= {minimum}.", key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _invalid_type(key, "an integer", value)
+    if value < minimum:
+        raise _bad(
+            f"Invalid '{key}': integer below minimum value. Expected a value >= {minimum}, "
+            f"but got {value} instead.",
+            key,
+            "integer_below_min_value",
+        )
+    if maximum is not None and value > maximum:
+        raise _bad(
+            f"Invalid '{key}': integer above maximum value. Expected a value <= {maximum}, "
+            f"but got {value} instead.",
+            key,
+            "integer_above_max_value",
+        )
     return value
 
 
@@ -252,7 +268,7 @@ def parse_request(body: dict[str, Any], shape: Shape, default_max_tokens: int) -
         or not (0.0 <= float(temperature) <= 2.0)
     ):
         raise _bad("Invalid 'temperature': expected a number between 0 and 2.", "temperature")
-    seed = _int(body, "seed", minimum=-(2**63))
+    seed = _int(body, "seed", minimum=SEED_MIN, maximum=SEED_MAX)
     return OpenAIRequest(
         model,
         max_tokens or default_max_tokens,

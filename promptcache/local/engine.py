@@ -41,6 +41,7 @@ import torch
 
 from promptcache._errors import InvalidRequestError
 from promptcache.local.blocks import BlockPool, CacheStats, KVBlock, KVCacheManager, MatchResult
+from promptcache.local.errors import SEED_MAX, SEED_MIN
 from promptcache.local.hashing import BlockHash, HashFn
 from promptcache.local.kv import KVPairs, KVStorage, TailStore
 from promptcache.local.model import ModelRunner, ModelShape
@@ -320,7 +321,7 @@ class Engine:
 
         Raises:
             InvalidRequestError: empty prompt, bad token id, negative ``max_tokens`` or
-                ``temperature``.
+                ``temperature``, a ``seed`` outside ``[SEED_MIN, SEED_MAX]``.
             PoolExhaustedError: the pool cannot hold the prompt (every block pinned / too
                 small); nothing is changed.
         """
@@ -332,6 +333,8 @@ class Engine:
             raise InvalidRequestError("max_tokens", f"must be >= 0, got {max_tokens}")
         if temperature < 0:
             raise InvalidRequestError("temperature", f"must be >= 0, got {temperature}")
+        if seed is not None and not SEED_MIN <= seed <= SEED_MAX:
+            raise InvalidRequestError("seed", f"must be a 64-bit signed integer, got {seed}")
         self.runner.check_tokens(prompt)
         matcher = _StopMatcher(stop_token_seqs or ())
         with self._lock, torch.inference_mode():

@@ -21,12 +21,18 @@ from typing import Any, Literal
 from promptcache._errors import PromptCacheError
 
 __all__ = [
+    "SEED_MAX",
+    "SEED_MIN",
     "AnthropicErrorType",
     "BackendAPIError",
     "anthropic_error_body",
     "new_request_id",
     "openai_error_body",
 ]
+
+SEED_MIN, SEED_MAX = -(2**63), 2**63 - 1
+"""Accepted sampling seeds: a 64-bit signed integer (OpenAI's ``seed`` is an int64;
+``torch.Generator.manual_seed`` rejects values outside ``[-2**63, 2**64)``)."""
 
 AnthropicErrorType = Literal[
     "invalid_request_error",
