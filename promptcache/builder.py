@@ -757,13 +757,22 @@ class PromptBuilder:
     def history(self, *messages: Any) -> PromptBuilder:
         """Add earlier turns: :class:`Message` objects or Anthropic-shaped dicts
         (``{"role", "content": str | [blocks]}``); OpenAI chat ``tool`` messages and
-        ``tool_calls`` are accepted too. A single list argument is unpacked.
+        ``tool_calls`` are accepted too, and OpenAI Responses ``function_call`` /
+        ``function_call_output`` items (one message each). A single list argument is unpacked.
+
+        The SDKs' own response objects (pydantic models) are taken wherever a message, a
+        content block or a tool call goes, read as the SDK sends them
+        (``model_dump(exclude_unset=True, mode="json", by_alias=True)``): Anthropic
+        ``response.content`` blocks or the whole ``response``, OpenAI
+        ``response.choices[0].message``, Responses ``response.output`` items.
 
         Raises:
             OrderingError, VolatileValueError: see the class docstring.
-            InvalidRequestError: a message is not a :class:`Message` or a mapping, has a role
-                other than ``user`` / ``assistant`` / ``tool``, or a malformed content or tool
-                call. The path names the message (``history message 2``).
+            InvalidRequestError: a message is not a :class:`Message`, a mapping or an SDK
+                object with ``model_dump()``; has a role other than ``user`` / ``assistant`` /
+                ``tool``; is a Responses item other than a message, ``function_call`` or
+                ``function_call_output`` (``reasoning``, ...); or has a malformed content or
+                tool call. The path names the message (``history message 2``).
 
         A message with no content at all (``{"role": "user"}``, blank text only) is kept:
         :meth:`to_anthropic` refuses it (Anthropic rejects empty content, "text content
@@ -1373,13 +1382,55 @@ def _part_text(part: Any) -> str:
     return ""
 
 
+def _sdk_plain(obj: Any) -> Any:
+    """A pydantic model (an SDK response object) as the SDK itself sends it; anything else as is.
+
+    The Anthropic and OpenAI Python SDKs serialise a model found in request params with
+    ``model_dump(exclude_unset=True, mode="json", by_alias=True)``, leaving out the fields
+    named in the model's ``__api_exclude__`` (anthropic ``_utils/_json.py``
+    ``openapi_model_dump``; openai ``_utils/_transform.py``). Detected by a callable
+    ``model_dump`` (pydantic v2), so pydantic is not imported here.
+    """
+    if isinstance(obj, (Message, Mapping, str, Volatile, Image, ToolCall, ToolResult, Thinking)):
+        return obj
+    dump = getattr(obj, "model_dump", None)
+    if not callable(dump) or isinstance(obj, type):
+        return obj
+    try:
+        return dump(exclude_unset=True, mode="json", by_alias=True,
+                    exclude=getattr(obj, "__api_exclude__", None))
+    except TypeError:  # a model_dump() with another signature
+        return dump()
+
+
 def _to_message(m: Any, where: str) -> Message:
+    m = _sdk_plain(m)
     if isinstance(m, Message):
         return m
     if not isinstance(m, Mapping):
-        raise InvalidRequestError(where, "a message must be a Message or a mapping")
+        raise InvalidRequestError(
+            where, "a message must be a Message, a mapping or an SDK response object with "
+            f"model_dump(), not {type(m).__name__}")
     role = m.get("role")
     content = m.get("content")
+    kind = m.get("type")
+    if role is None and kind == "function_call":  # a Responses output / input item
+        args = m.get("arguments", "{}")
+        try:
+            parsed = json.loads(args) if isinstance(args, str) else args
+        except ValueError:
+            raise InvalidRequestError(f"{where}.arguments", "arguments are not JSON") from None
+        return Message("assistant", (ToolCall(str(m.get("call_id")), str(m.get("name")),
+                                               parsed if parsed is not None else {}),))
+    if role is None and kind == "function_call_output":
+        out = m.get("output", "")
+        return Message("user", (ToolResult(str(m.get("call_id")), out if isinstance(out, str)
+                                           else _text_of(out)),))
+    if role is None and isinstance(kind, str) and kind != "message":
+        raise InvalidRequestError(
+            f"{where}.type", f"a Responses {kind!r} item has no place in the builder's "
+            "history (only messages, function_call and function_call_output items): drop it, "
+            "or send the conversation with previous_response_id")
     if role == "tool":  # OpenAI chat tool result
         return Message("user", (ToolResult(str(m.get("tool_call_id", "")),
                                            content if isinstance(content, str) else
@@ -1391,6 +1442,7 @@ def _to_message(m: Any, where: str) -> Message:
         parts.append(content)
     elif isinstance(content, list):
         for j, b in enumerate(content):
+            b = _sdk_plain(b)
             if isinstance(b, (str, Volatile, Image, ToolCall, ToolResult, Thinking)):
                 parts.append(b)
                 continue
@@ -1404,7 +1456,8 @@ def _to_message(m: Any, where: str) -> Message:
             elif t == "tool_result":
                 c = b.get("content", "")
                 parts.append(ToolResult(str(b.get("tool_use_id")), c if isinstance(c, str)
-                                        else list(c or []), bool(b.get("is_error", False))))
+                                        else [_sdk_plain(x) for x in (c or [])],
+                                        bool(b.get("is_error", False))))
             elif t == "thinking":
                 parts.append(Thinking(str(b.get("thinking", "")), str(b.get("signature", ""))))
             elif t == "image" and isinstance(b.get("source"), Mapping):
@@ -1417,8 +1470,15 @@ def _to_message(m: Any, where: str) -> Message:
                 parts.append(dict(b))
     elif content is not None:
         raise InvalidRequestError(f"{where}.content", "must be a string or a list of blocks")
-    for call in m.get("tool_calls") or ():
-        fn = call.get("function", {})
+    calls = m.get("tool_calls") or ()
+    if not isinstance(calls, (list, tuple)):
+        raise InvalidRequestError(f"{where}.tool_calls", "must be a list of tool calls")
+    for k, call in enumerate(calls):
+        call = _sdk_plain(call)
+        fn = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(fn, Mapping):
+            raise InvalidRequestError(f"{where}.tool_calls[{k}]",
+                                      "a tool call must be a mapping with a 'function' mapping")
         args = fn.get("arguments", "{}")
         try:
             parsed = json.loads(args) if isinstance(args, str) else args
