@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
@@ -19,7 +20,7 @@ from promptcache._errors import InputError, InvalidRequestError
 from promptcache.lint.config import LintConfig, matches
 from promptcache.lint.engine import LogContext, RequestContext, Rule, run_rules
 from promptcache.lint.facts import MODEL_RULES, facts_for, model_rules_skipped
-from promptcache.lint.finding import Finding
+from promptcache.lint.finding import Baseline, Finding
 from promptcache.lint.rules import all_rules
 from promptcache.lint.sources import LoadOptions, source_for, source_for_content, suffixes
 from promptcache.lint.sources.base import Document
@@ -120,7 +121,8 @@ class LintResult:
         empty_folders: folders named in ``paths`` that held no file to lint (not an error,
             as in ruff: the CLI warns on stderr and exits 0 when nothing else is wrong).
         below_severity: severity floor (``min_severity``) -> findings it hid.
-        in_baseline: findings hidden because the baseline holds them.
+        in_baseline: findings hidden because the baseline holds them; each baseline entry
+            hides one finding, so this never exceeds the baseline's number of entries.
     """
 
     findings: list[Finding] = field(default_factory=list)
@@ -385,13 +387,43 @@ def _open(f: Finding, doc: Document) -> bool:
 
 
 def _kept(findings: Iterable[Finding], doc: Document, config: LintConfig,
-          ignored: list[str], result: LintResult | None = None) -> list[Finding]:
+          ignored: list[str], result: LintResult | None = None,
+          budgets: dict[int, Counter[str]] | None = None) -> list[Finding]:
     """The findings to report: inline suppressions first (per call), then one finding per
     volatile value (:func:`_first_open_sink`), then the configuration's filters. The baseline
     comes last, so that it matches the one finding per value that an earlier run reported.
-    ``result`` counts the findings the severity floor and the baseline hid."""
-    return [f for f in _first_open_sink(f for f in findings if _open(f, doc))
+    ``result`` counts the findings the severity floor and the baseline hid.
+
+    The baseline hides with multiplicity: each of its entries hides one finding, taken in
+    file order (line, column), so that of two identical findings (one baseline entry) the
+    later one is reported. ``budgets`` holds, per baseline object (``id``), the entries not
+    yet used in this run (a fresh budget when None)."""
+    kept = [f for f in _first_open_sink(f for f in findings if _open(f, doc))
             if _keep(f, config, ignored, result)]
+    if not config.baseline:
+        return kept
+    budget = _baseline_budget(config.baseline, {} if budgets is None else budgets)
+    hidden: set[int] = set()
+    for i in sorted(range(len(kept)), key=lambda i: (kept[i].line, kept[i].col)):
+        f = kept[i]
+        for fp in (f.fingerprint, f.legacy_fingerprint if f.project_path is not None else None):
+            if fp is not None and budget.get(fp, 0) > 0:
+                budget[fp] -= 1
+                hidden.add(i)
+                break
+    if result is not None:
+        result.in_baseline += len(hidden)
+    return [f for i, f in enumerate(kept) if i not in hidden]
+
+
+def _baseline_budget(baseline: frozenset[str], budgets: dict[int, Counter[str]]) -> Counter[str]:
+    """The unused entries of ``baseline`` in this run: its :attr:`Baseline.counts`, or one
+    per fingerprint for a plain frozenset."""
+    key = id(baseline)  # the configs, and so their baselines, live for the whole run
+    if key not in budgets:
+        counts = baseline.counts if isinstance(baseline, Baseline) else None
+        budgets[key] = Counter(counts) if counts is not None else Counter(baseline)
+    return budgets[key]
 
 
 def _keep(f: Finding, config: LintConfig, ignored: list[str],
@@ -406,12 +438,6 @@ def _keep(f: Finding, config: LintConfig, ignored: list[str],
         if result is not None:
             floor = config.min_severity.value
             result.below_severity[floor] = result.below_severity.get(floor, 0) + 1
-        return False
-    if config.baseline and (f.fingerprint in config.baseline
-                            or (f.project_path is not None
-                                and f.legacy_fingerprint in config.baseline)):
-        if result is not None:
-            result.in_baseline += 1
         return False
     return True
 
@@ -476,6 +502,7 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
 
     result = LintResult()
     rule_sets: dict[int, tuple[LintConfig, list[Rule]]] = {}
+    budgets: dict[int, Counter[str]] = {}  # baseline entries not yet used, per baseline
     broken: set[tuple[str, str]] = set()
     roots: dict[str, str] = {}
     for file in _expand(paths, config_for, result.errors, result.empty_folders):
@@ -530,6 +557,6 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
             findings = [f if f.file == file else f.with_location(file, f.line, f.col)
                         for f in findings]
         findings = _identified(findings, file, config, roots)
-        result.findings.extend(_kept(findings, doc, config, ignored, result))
+        result.findings.extend(_kept(findings, doc, config, ignored, result, budgets))
     result.findings.sort(key=lambda f: (f.file, f.line, f.col, f.code))
     return result

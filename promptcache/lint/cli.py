@@ -23,7 +23,7 @@ from promptcache._cliutil import check_model
 from promptcache._errors import InputError
 from promptcache.lint.api import LintResult, lint_paths
 from promptcache.lint.config import ConfigError, LintConfig, find_pyproject
-from promptcache.lint.finding import Severity
+from promptcache.lint.finding import Baseline, Severity
 from promptcache.lint.formats import FORMATS
 from promptcache.lint.rules import all_rules, get_rule
 
@@ -40,8 +40,10 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 _FINGERPRINT = re.compile(r"[0-9a-f]{64}")
 
 
-def _read_baseline(path: str) -> frozenset[str]:
-    """The finding fingerprints of a ``promptcache lint --format json`` output.
+def _read_baseline(path: str) -> Baseline:
+    """The finding fingerprints of a ``promptcache lint --format json`` output, one entry per
+    finding (a fingerprint listed twice hides two findings). Files written by every earlier
+    version read the same way.
 
     Raises:
         click.UsageError: the file cannot be read, or is any other JSON (a request body, a
@@ -79,14 +81,14 @@ def _read_baseline(path: str) -> frozenset[str]:
                     else 'no "findings" list')
     if not isinstance(data.get("version"), str):
         raise wrong('no "version"')
-    out = set()
+    out: list[str] = []
     for i, item in enumerate(findings):
         fingerprint = item.get("fingerprint") if isinstance(item, dict) else None
         if not (isinstance(fingerprint, str) and _FINGERPRINT.fullmatch(fingerprint)
                 and isinstance(item.get("code"), str)):
             raise wrong(f"findings[{i}] is not a finding with a code and fingerprint")
-        out.add(fingerprint)
-    return frozenset(out)
+        out.append(fingerprint)
+    return Baseline(out)
 
 
 class _Configs:
@@ -227,7 +229,8 @@ def _report(result: LintResult, fmt: str, out: IO[str], err: IO[str]) -> None:
 @click.option("--baseline", type=str, default=None,
               help="JSON output of an earlier run (--format json): report only findings "
                    "not in it (matched by rule, path relative to the project root, node and "
-                   "text, not line; however the files were named). Any other file is an "
+                   "text, not line; however the files were named). Each finding in it hides "
+                   "one finding: a second identical one is reported. Any other file is an "
                    "error (exit 2).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--config", "config_file", type=str, default=None,

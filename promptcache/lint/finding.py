@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["Finding", "Severity"]
+__all__ = ["Baseline", "Finding", "Severity"]
 
 
 class Severity(StrEnum):
@@ -132,3 +133,27 @@ class Finding:
             "details": dict(self.details),
             "fingerprint": self.fingerprint,
         }
+
+
+class Baseline(frozenset[str]):
+    """The findings of a ``--baseline`` file, with multiplicity: a frozenset of
+    :attr:`Finding.fingerprint` values (so it stands wherever
+    :attr:`~promptcache.lint.config.LintConfig.baseline` takes one) that also counts how
+    many findings of the file carry each fingerprint (:attr:`counts`).
+
+    Each entry hides one finding: a file whose baseline holds one ``datetime.now()`` ->
+    ``system=`` flow and that now has two identical flows (same rule, file, payload path,
+    match and message up to numbers) reports the second. A plain ``frozenset`` counts each
+    fingerprint once.
+    """
+
+    counts: Mapping[str, int]
+
+    def __new__(cls, fingerprints: Iterable[str] = ()) -> Baseline:
+        items = list(fingerprints)
+        self = super().__new__(cls, items)
+        self.counts = Counter(items)
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Baseline, ([f for f, n in self.counts.items() for _ in range(n)],))
