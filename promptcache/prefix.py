@@ -9,12 +9,14 @@ Anthropic Messages, OpenAI Chat Completions or OpenAI Responses request into the
 
     Anthropic          tools[0..] -> system (string or blocks) -> messages[i].content[j]
     OpenAI chat        tools[0..] -> response_format -> messages[i] (content parts, tool_calls)
-    OpenAI responses   tools[0..] -> instructions -> text.format -> input[i] (content parts)
+    OpenAI responses   tools[0..] -> text.format -> instructions -> input[i] (content parts)
 
 Sources: https://platform.claude.com/docs/en/build-with-claude/prompt-caching (render order
 tools -> system -> messages; cache_control placement; automatic caching; lookback positions) and
 https://developers.openai.com/api/docs/guides/prompt-caching (what OpenAI caches: messages,
-images, tools, the structured-output schema). See ../shared/reference/hosted-api-rules.md.
+images, tools, the structured-output schema, "added as a prefix to the system message": so the
+schema (``response_format`` / ``text.format``) comes before the system messages and
+``instructions``). See ../shared/reference/hosted-api-rules.md.
 
 Invariants:
 
@@ -1114,17 +1116,20 @@ class _Renderer:
             self.add(path, "tools", "tool", tool, text=desc if isinstance(desc, str) else None,
                      count_data=True)
         instructions = payload.get("instructions")
-        if isinstance(instructions, str):
-            self.add("instructions", "system", "text", instructions, role="developer",
-                     text=instructions, cacheable=_has_text(instructions))
-        elif instructions is not None:
+        if instructions is not None and not isinstance(instructions, str):
             raise InvalidRequestError("instructions", "must be a string")
+        # The structured-output schema is a prefix to the system message (hosted-api-rules.md
+        # 2.1 [O4][O6]), as on Chat Completions: it comes before ``instructions``, so a
+        # schema change misses the instructions too.
         text_cfg = payload.get("text")
         if isinstance(text_cfg, Mapping) and isinstance(text_cfg.get("format"), Mapping):
             fmt = text_cfg["format"]
             if fmt.get("type") == "json_schema":
                 self.add("text.format", "system", "schema", fmt,
                          count_data=True)
+        if isinstance(instructions, str):
+            self.add("instructions", "system", "text", instructions, role="developer",
+                     text=instructions, cacheable=_has_text(instructions))
         ttl = _openai_ttl(payload)
         items = payload.get("input")
         if isinstance(items, str):
