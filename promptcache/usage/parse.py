@@ -72,7 +72,7 @@ from pydantic import ValidationError
 
 from promptcache._errors import InvalidRequestError
 from promptcache._times import parse_timestamp
-from promptcache.usage.record import UsageRecord
+from promptcache.usage.record import MAX_TOKENS, UsageRecord
 
 __all__ = [
     "PROVIDERS",
@@ -151,7 +151,20 @@ def _sub(d: Mapping[str, Any] | None, *keys: str) -> Any:
     return cur
 
 
+#: Floats above this are not exact integers (a double has a 53-bit mantissa): ``1e30`` is not
+#: the count a logger wrote, ``int(1e30)`` is 1000000000000000019884624838657.
+_FLOAT_EXACT = 2**53
+
+
 def _int(value: Any, field: str) -> int | None:
+    """A token count from a usage field (None stays None).
+
+    Raises:
+        InvalidRequestError: (path ``usage.FIELD``) not a number, not whole, negative, a
+            float too large to be an exact integer, or over
+            :data:`~promptcache.usage.record.MAX_TOKENS` (an implausible count: a logging or
+            relay bug, never summed into a total).
+    """
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -160,6 +173,14 @@ def _int(value: Any, field: str) -> int | None:
         raise InvalidRequestError(f"usage.{field}", f"expected a whole token count, got {value!r}")
     if value < 0:
         raise InvalidRequestError(f"usage.{field}", f"negative token count {value!r}")
+    if isinstance(value, float) and value > _FLOAT_EXACT:
+        raise InvalidRequestError(
+            f"usage.{field}", f"usage.{field} = {value!r}: a float beyond the exact-integer "
+            "range (2**53), not a token count any response reports")
+    if value > MAX_TOKENS:
+        raise InvalidRequestError(
+            f"usage.{field}", f"usage.{field} = {value!r}: implausible token count (over "
+            f"{MAX_TOKENS:,}, far beyond any model's context window: a logging or relay bug?)")
     return int(value)
 
 
@@ -829,8 +850,15 @@ def _make_record(fmt: str, raw: Raw, meta: Mapping[str, Any], extra_flags: Itera
         err = exc.errors()[0]
         loc = err["loc"][0] if err["loc"] else None
         if isinstance(loc, str) and loc in overrides:  # a bad keyword argument, not the usage
-            reason = (f"expected seconds since the epoch (a number) or a datetime, got "
-                      f"{overrides[loc]!r}" if loc in _TIME_FIELDS else err["msg"])
+            value = overrides[loc]
+            if loc in _TIME_FIELDS and isinstance(value, int | float) and err[
+                    "type"] == "value_error":  # a number out of range (NaN, past 9999)
+                reason = str(err["msg"]).removeprefix("Value error, ")
+            elif loc in _TIME_FIELDS:
+                reason = (f"expected seconds since the epoch (a number) or a datetime, got "
+                          f"{value!r}")
+            else:
+                reason = err["msg"]
             raise InvalidRequestError(loc, reason) from exc
         raise
 

@@ -42,11 +42,13 @@ case file comes from mixing the two conventions in one field.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeGuard
+from typing import Annotated, Any, Literal, TypeGuard
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["CLAMP_FLAG", "REPORTED_FLAG", "CacheWriteTTL", "UsageRecord"]
+from promptcache._times import parse_timestamp
+
+__all__ = ["CLAMP_FLAG", "MAX_TOKENS", "REPORTED_FLAG", "CacheWriteTTL", "UsageRecord"]
 
 #: Flag of a record whose reported parts (read, writes, uncached) exceeded its reported
 #: inclusive ``input_total``: the parts were clamped to the total (hosted-api-rules.md 2.4).
@@ -57,7 +59,14 @@ REPORTED_FLAG = "input_parts_reported"
 
 CacheWriteTTL = Literal["5m", "1h", "30m", "12h", "24h"]
 
-_NonNegOpt = NonNegativeInt | None
+#: The largest token count one response may report for one field (tokens): a thousand times
+#: the longest context window of any model (a few million tokens). A count above it (``1e30``,
+#: ``10**35``) is a logging or relay bug, refused rather than summed into an astronomical cost.
+#: A plausibility bound, not a provider fact.
+MAX_TOKENS = 10**9
+
+_Count = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
+_NonNegOpt = _Count | None
 
 
 def _is_count(value: object) -> TypeGuard[int]:
@@ -84,14 +93,25 @@ class UsageRecord(BaseModel):
         input_total: the provider's own inclusive input count when it reports one (tokens).
         output: output tokens, reasoning included (tokens).
         reasoning: the reasoning/thinking part of ``output`` (tokens).
-        start: when the request was sent (seconds since the epoch).
-        first_token: when the first response byte/token arrived (seconds since the epoch); a
-            cache entry becomes readable by other requests from then on.
-        end: when the response finished (seconds since the epoch).
+        start: when the request was sent (seconds since the epoch). A number above 1e11 is
+            read as milliseconds (as :func:`promptcache._times.parse_timestamp` reads a log's
+            times: 1e11 s is the year 5138, 1e11 ms is 1973), so ``Date.now()`` is accepted.
+        first_token: when the first response byte/token arrived (seconds since the epoch, or
+            milliseconds as ``start``); a cache entry becomes readable by other requests from
+            then on.
+        end: when the response finished (seconds since the epoch, or milliseconds as
+            ``start``).
         label: free-form grouping label (feature, endpoint, tenant...).
         session: conversation id; append-only checks and collapse classification run per session.
         request_id: provider or caller request id.
         service_tier: ``"batch"`` makes the batch discount apply; other values are informative.
+        inference_geo: where an Anthropic request was processed, as its ``usage.inference_geo``
+            reports it (``"us"``: US-only inference, priced 1.1x on every token category for
+            Claude 4.6 and later, hosted-api-rules.md 1.6; ``"global"``...); ``None``: not
+            reported.
+        speed: the request's ``speed`` (``"fast"``: Anthropic fast mode, priced at its own
+            rates, hosted-api-rules.md 1.6; OpenAI fast mode 2x, 2.5), read from a logged
+            request; ``None``: not known (standard speed unless the request said otherwise).
         prefix_hash: fingerprint of the request's cached prefix up to its *last* breakpoint (set
             by the SDK wrapper). In a growing conversation the last breakpoint moves forward
             every turn, so two requests of one session rarely share it: see ``kept_prefix``
@@ -115,13 +135,15 @@ class UsageRecord(BaseModel):
             ``input_total``; ``"input_parts_reported:..."`` keeps the reported numbers) or
             ``"unknown_cache_field:PATH"`` (a cache-related usage field the parser cannot map).
 
-    Invariants: every count is ``>= 0``; ``cache_write_5m + cache_write_1h == cache_write``
+    Invariants: every count is ``>= 0`` and at most :data:`MAX_TOKENS`; a time is finite and
+    before the year 10000 (after reading a millisecond value as milliseconds); ``cache_write_5m + cache_write_1h == cache_write``
     whenever all three are known (enforced); ``uncached_input + cache_read + writes <=
     input_total`` whenever ``input_total`` is known (enforced by clamping, flagged);
     ``breakpoint_tokens`` is empty or as long as ``breakpoint_hashes`` (enforced).
 
     Raises:
-        pydantic.ValidationError: a negative count, a TTL split that disagrees with
+        pydantic.ValidationError: a negative count, a count over :data:`MAX_TOKENS`, a time
+            that is not finite or past the year 9999, a TTL split that disagrees with
             ``cache_write``, or ``breakpoint_tokens`` of another length than
             ``breakpoint_hashes``.
     """
@@ -146,12 +168,22 @@ class UsageRecord(BaseModel):
     session: str | None = None
     request_id: str | None = None
     service_tier: str | None = None
+    inference_geo: str | None = None
+    speed: str | None = None
     prefix_hash: str | None = None
     breakpoint_hashes: tuple[str, ...] = Field(default=())
-    breakpoint_tokens: tuple[NonNegativeInt, ...] = Field(default=())
+    breakpoint_tokens: tuple[_Count, ...] = Field(default=())
     kept_prefix: bool | None = None
     cacheable: bool | None = None
     flags: tuple[str, ...] = Field(default=())
+
+    @field_validator("start", "first_token", "end")
+    @classmethod
+    def _epoch_seconds(cls, value: float | None) -> float | None:
+        """Seconds since the epoch: a value above 1e11 is milliseconds (divided by 1000); NaN,
+        an infinity or a time past the year 9999 is refused (ValueError, which pydantic
+        reports as a ValidationError naming the field)."""
+        return None if value is None else parse_timestamp(value)
 
     @model_validator(mode="before")
     @classmethod
