@@ -8,6 +8,9 @@
   bundled data only, never auto-updated), falling back to the catalog's dated rows
   (``prices.toml``), overridden by a user TOML file (:func:`load_overrides` or the
   ``PROMPTCACHE_PRICES`` environment variable).
+- :func:`price_adjustment` / :class:`PriceAdjustment`: how a request's ``service_tier``
+  (OpenAI Flex), ``inference_geo`` (Anthropic "us") and ``speed`` ("fast") change its prices
+  (``prices.toml`` modifier tables), or why they cannot be priced.
 - :func:`provider_rules` / :class:`ProviderRules` and :func:`invalidation_rules` /
   :class:`InvalidationRule`: provider-wide facts that are not per-model policy (OpenAI's
   per-key overflow rate, the providers' diagnostics reasons, Anthropic's ``max_tokens=0``
@@ -21,6 +24,7 @@
 
 from __future__ import annotations
 
+from promptcache.catalog._modifiers import PriceAdjustment, price_adjustment
 from promptcache.catalog._policy import (
     CachePolicy,
     Provider,
@@ -63,6 +67,7 @@ __all__ = [
     "InvalidationRule",
     "ModelPrices",
     "PrewarmRejection",
+    "PriceAdjustment",
     "PriceOverride",
     "PriceSource",
     "PriceTier",
@@ -83,6 +88,7 @@ __all__ = [
     "invalidation_rules",
     "known_models",
     "load_overrides",
+    "price_adjustment",
     "provider_rules",
     "provider_rules_sources",
     "resolve_model_id",

@@ -22,6 +22,20 @@ Rules (reference/hosted-api-rules.md 1.6, 1.8, 2.3, 2.5):
   https://platform.claude.com/docs/en/about-claude/pricing) applies to every rate. A batch record
   for a model without a known multiplier has an unknown cost (pass ``batch_multiplier=``).
 
+* Request settings (catalog data, :func:`promptcache.catalog.price_adjustment`): OpenAI
+  ``service_tier: "flex"`` is 0.5x every token (hosted-api-rules.md 2.5); Anthropic
+  ``inference_geo: "us"`` is 1.1x every token for Claude 4.6 and later (1.6); ``speed: "fast"``
+  uses the catalog's fast-mode prices (Opus 5.5 $8/$40, Opus 5 / 4.8 $10/$50; OpenAI 2x). A
+  tier, geo or speed the catalog cannot price (``"priority"``, ``"scale"``, fast mode of a model
+  without fast-mode prices, cache tokens in Anthropic fast mode) makes the cost unknown with a
+  note, never the standard price. ``inference_geo`` and ``speed`` are read with ``getattr``
+  (records without those fields price at the list price). Bedrock / Google Cloud model ids
+  get a note (regional endpoints' 10 % premium, not applied); a price the reference marks
+  UNCONFIRMED (``ModelPrices.source.confirmed`` False) gets the note ``"unconfirmed price"``.
+
+Notes that state an assumption or an applied adjustment, not why a cost is unknown, start with
+one of :data:`ASSUMPTION_PREFIXES`.
+
 Savings are input-side: the output is billed the same with or without caching, so
 ``savings = uncached_input_cost - input`` where ``uncached_input_cost`` prices every input token
 of the same request at the (tiered) input rate.
@@ -32,16 +46,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from promptcache.usage.record import UsageRecord
 
 if TYPE_CHECKING:
-    from promptcache.catalog import ModelPrices
+    from promptcache.catalog import ModelPrices, PriceAdjustment
 
-__all__ = ["Cost", "PriceTable", "TierLike", "explicit_prices", "price_record"]
+__all__ = ["ASSUMPTION_PREFIXES", "Cost", "PriceTable", "TierLike", "explicit_prices",
+           "price_record"]
 
 _MTOK = Decimal(1_000_000)
+
+#: Prefixes of :attr:`Cost.notes` that state an assumption made while pricing or a price
+#: adjustment that was applied (the cost is known); every other note says why a part of the
+#: cost is unknown.
+ASSUMPTION_PREFIXES: tuple[str, ...] = (
+    "write TTL not reported", "no write fee for this model", "write TTL 12h", "write TTL 24h",
+    "price adjusted:", "regional endpoint:", "unconfirmed price",
+)
+#: The write TTLs ``default_write_ttl`` accepts.
+WRITE_TTLS = ("5m", "1h")
 
 
 class PriceTable(Protocol):
@@ -88,7 +113,8 @@ class Cost:
         uncached_input_cost: what the same input would cost with no caching at all.
         tier_above: threshold (tokens) of the prompt-length tier that re-priced the request.
         batch: whether the batch discount was applied.
-        notes: why a part is unknown, or which assumption was made.
+        notes: why a part is unknown, or which assumption was made / adjustment applied
+            (those start with one of :data:`ASSUMPTION_PREFIXES`).
     """
 
     uncached: Decimal | None
@@ -99,6 +125,16 @@ class Cost:
     tier_above: int | None = None
     batch: bool = False
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def assumptions(self) -> tuple[str, ...]:
+        """The notes that state an assumption or an applied adjustment (not an unknown)."""
+        return tuple(n for n in self.notes if n.startswith(ASSUMPTION_PREFIXES))
+
+    @property
+    def unknown_reasons(self) -> tuple[str, ...]:
+        """The notes that say why a part of the cost is unknown."""
+        return tuple(n for n in self.notes if not n.startswith(ASSUMPTION_PREFIXES))
 
     @property
     def input(self) -> Decimal | None:
@@ -140,6 +176,42 @@ def _catalog_batch(model: str | None) -> Decimal | None:
     except PromptCacheError:
         return None
     return None if mult is None else _d(mult)
+
+
+@dataclass(frozen=True)
+class _Replaced:
+    """A flat price table with some prices replaced (fast mode); ``None``: no such price."""
+
+    input: Decimal
+    output: Decimal
+    cache_read: Decimal | None
+    cache_write_5m: Decimal | None
+    cache_write_1h: Decimal | None
+    cache_write: Decimal | None
+
+
+def _adjusted(prices: PriceTable, replace: Any) -> PriceTable:
+    def pick(name: str) -> Decimal | None:
+        value: Decimal | None = replace[name] if name in replace else getattr(prices, name)
+        return value
+
+    return _Replaced(input=pick("input") or prices.input, output=pick("output") or prices.output,
+                     cache_read=pick("cache_read"), cache_write_5m=pick("cache_write_5m"),
+                     cache_write_1h=pick("cache_write_1h"), cache_write=pick("cache_write"))
+
+
+def _unconfirmed(prices: PriceTable) -> str | None:
+    """The note for prices the reference marks UNCONFIRMED (``source.confirmed`` False on
+    the table or on one of its ``field_sources``), else None."""
+    sources = [getattr(prices, "source", None),
+               *dict(getattr(prices, "field_sources", None) or {}).values()]
+    for src in sources:
+        if src is not None and getattr(src, "confirmed", True) is False:
+            model = getattr(prices, "model_id", None)
+            why = getattr(src, "note", None)
+            return ("unconfirmed price" + (f" for {model}" if model else "")
+                    + (f": {why}" if why else ""))
+    return None
 
 
 def _usd(tokens: int, rate: Decimal) -> Decimal:
@@ -194,7 +266,14 @@ def price_record(
 
     Returns:
         A :class:`Cost`; parts that cannot be known are ``None`` with a note saying why.
+
+    Raises:
+        ValueError: ``default_write_ttl`` is not "5m" or "1h".
+        CatalogError: the catalog's price modifier tables are malformed.
     """
+    if default_write_ttl not in WRITE_TTLS:
+        raise ValueError(f"default_write_ttl must be one of {', '.join(WRITE_TTLS)}, "
+                         f"got {default_write_ttl!r}")
     notes: list[str] = []
     tier_above: int | None = None
     price_tiers = tuple(getattr(prices, "tiers", ()) or ())
@@ -216,6 +295,9 @@ def price_record(
         om = _d(tier.output_multiplier) if tier else Decimal(1)
     if not tier_known:
         notes.append("prompt length unknown: pricing tier cannot be chosen")
+    unconfirmed = _unconfirmed(prices)
+    if unconfirmed is not None:
+        notes.append(unconfirmed)
     use_batch = rec.service_tier == "batch" if batch is None else batch
     disc = Decimal(1)
     if use_batch:
@@ -224,6 +306,21 @@ def price_record(
             notes.append("batch multiplier unknown for this model: pass batch_multiplier=")
             return Cost(None, None, None, None, None, tier_above, True, tuple(notes))
         disc = mult
+    adj = _adjustment(rec, use_batch)
+    notes.extend(f"price adjusted: {n}" if not n.startswith("regional endpoint:") else n
+                 for n in adj.notes)
+    unknown = list(adj.unknown)
+    if adj.replace:
+        cached = [name for name, n in (("cache reads", rec.cache_read), ("cache writes",
+                                                                         rec.writes)) if n]
+        if cached:
+            unknown.append(f"speed 'fast': no fast-mode price for {' and '.join(cached)} in the "
+                           "catalog (the reference gives fast-mode input and output prices only)")
+        prices = _adjusted(prices, adj.replace)
+    if unknown:
+        notes.extend(unknown)
+        return Cost(None, None, None, None, None, tier_above, use_batch, tuple(notes))
+    disc *= adj.multiplier
     in_rate = prices.input * im * disc
 
     def rate(value: Decimal | None, mult: Decimal) -> Decimal | None:
@@ -265,6 +362,19 @@ def price_record(
         batch=use_batch,
         notes=tuple(notes),
     )
+
+
+def _adjustment(rec: UsageRecord, use_batch: bool) -> PriceAdjustment:
+    """The catalog's adjustment for the record's service tier, inference geo and speed (the
+    last two read with ``getattr``: fields of newer records). Under the batch discount the
+    reported tier is not looked at again."""
+    from promptcache.catalog import price_adjustment
+
+    return price_adjustment(
+        rec.model, provider=rec.provider,
+        service_tier=None if use_batch else rec.service_tier,
+        inference_geo=getattr(rec, "inference_geo", None),
+        speed=getattr(rec, "speed", None))
 
 
 def _write_cost(

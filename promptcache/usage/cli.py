@@ -55,7 +55,7 @@ import click
 
 from promptcache._cliutil import PLOT_FORMATS, check_model, fail, unknown_model_message
 from promptcache._errors import CatalogError, InputError, UnknownModelError
-from promptcache.usage.billing import Cost
+from promptcache.usage.billing import ASSUMPTION_PREFIXES, Cost
 from promptcache.usage.record import CLAMP_FLAG, REPORTED_FLAG, UsageRecord
 from promptcache.usage.sinks import iter_usage_log_lines
 from promptcache.usage.tracker import ColdWriteGroup, UsageSummary, UsageTracker
@@ -69,7 +69,28 @@ def _fail(where: str, reason: str) -> NoReturn:
 
 
 def _money(x: Decimal | None, places: str = "0.000001") -> str:
-    return "?" if x is None else f"${x.quantize(Decimal(places))}"
+    """``$1.234567`` / ``-$0.012500`` (the sign before the dollar), ``?`` for unknown."""
+    if x is None:
+        return "?"
+    q = x.quantize(Decimal(places))
+    return f"-${-q}" if q < 0 else f"${q}"
+
+
+#: Smallest amount the text report prints as a number; a non-zero amount below it is
+#: ``<$0.000001`` (never ``$0.0000``, which reads as free).
+_TINY = Decimal("0.000001")
+
+
+def _money_short(x: Decimal | None) -> str:
+    """A table cell: 4 decimals (``$0.0538``); an amount that would round to ``$0.0000`` but
+    is not zero gets 6 (``$0.000019``), and below a millionth ``<$0.000001``."""
+    if x is None:
+        return "?"
+    if x == 0 or x.quantize(Decimal("0.0001")) != 0:
+        return _money(x, "0.0001")
+    if x.quantize(_TINY) != 0:
+        return _money(x, "0.000001")
+    return f"<${_TINY}" if x > 0 else f">-${_TINY}"
 
 
 def _pct(x: float | None) -> str:
@@ -81,6 +102,12 @@ _MAX_EVENTS = 20
 _COLUMNS = ("label", "model", "requests", "hit_rate", "request_hit_rate", "uncached_input",
             "cache_read", "cache_write_5m", "cache_write_1h", "cache_write", "output",
             "cost_usd", "savings_usd")
+#: CSV only, after :data:`_COLUMNS`: how many requests of the group have unknown counts, and
+#: why its cost is unknown (empty when known).
+_CSV_EXTRA = ("requests_unknown", "cost_unknown_reason")
+#: CSV cell of an unknown amount: text, so a spreadsheet's SUM over a column cannot silently
+#: add a blank as 0 and show a partial total (the reason is in ``cost_unknown_reason``).
+_CSV_UNKNOWN = "unknown"
 
 
 #: Token columns that are unknown (``None``) in a group when any of its records leaves the
@@ -220,12 +247,17 @@ def _clamped(records: list[UsageRecord]) -> list[dict[str, Any]]:
 @click.option("--prices", "prices_file", metavar="PRICES.toml", default=None,
               help="Price override file (see promptcache.catalog.load_overrides).")
 @click.option("--batch", is_flag=True, help="Price every record with the batch discount.")
+@click.option("--write-ttl", "write_ttl", type=click.Choice(["5m", "1h"]), default="5m",
+              show_default=True,
+              help="TTL of cache writes whose usage does not split them by TTL (Anthropic "
+                   "usage without cache_creation): priced at this TTL's write rate; the "
+                   "report notes how many were.")
 @click.option("--model", default=None,
               help="Model id that prices every line (default: each line's own \"model\", "
                    "else its response's or request's; lines naming none get tokens but an "
                    "unknown cost).")
 def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file: str | None,
-                   batch: bool, model: str | None) -> None:
+                   batch: bool, write_ttl: str, model: str | None) -> None:
     """Hit rate, tokens, cost and savings by label and model from a JSONL usage log.
 
     Each line is a usage record (as promptcache's JsonlSink writes it), a provider's raw
@@ -264,7 +296,8 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
     if model is not None:
         _check_model(model, located)
         records = [r.model_copy(update={"model": model}) for r in records]
-    tracker = UsageTracker(batch=True if batch else None, warn=False)
+    tracker = UsageTracker(batch=True if batch else None, warn=False,
+                           default_write_ttl=write_ttl)
     for rec in records:
         tracker.add(rec)
     groups = sorted(tracker.by_label_model().items(),
@@ -279,6 +312,7 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
     anomalies = _anomalies(tracker)
     not_cacheable = _not_cacheable(tracker.records)
     clamped = _clamped(tracker.records)
+    notes = _price_notes(tracker)
     if plot_path is not None:  # before the report: a failed plot leaves no report behind
         _plot(tracker, plot_path)
     if fmt == "json":
@@ -290,19 +324,34 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
                                "not_cacheable": not_cacheable,
                                "clamped_records": len(clamped),
                                "clamped": clamped,
-                               "cost_unknown": _unpriced(records, tracker)},
+                               "cost_unknown": _unpriced(records, tracker),
+                               "notes": notes},
                               indent=2))
     elif fmt == "csv":
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(_COLUMNS), lineterminator="\n")
+        writer = csv.DictWriter(buf, fieldnames=[*_COLUMNS, *_CSV_EXTRA],
+                                lineterminator="\n")
         writer.writeheader()
-        for row in [*rows, _row("TOTAL", None, total, total_unknown)]:
-            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        reasons = _group_reasons(records, tracker)
+        for (key, summary), row in [*zip(groups, rows, strict=True),
+                                    ((None, total), _row("TOTAL", None, total, total_unknown))]:
+            cells = {k: "" if v is None else v for k, v in row.items()}
+            for money in ("cost_usd", "savings_usd"):
+                if row[money] is None:
+                    cells[money] = _CSV_UNKNOWN
+            cells["requests_unknown"] = summary.requests_unknown
+            why = reasons.get(key) if key is not None else sorted(
+                {r for rs in reasons.values() for r in rs})
+            cells["cost_unknown_reason"] = "; ".join(why or ()) if row["cost_usd"] is None else ""
+            writer.writerow(cells)
         click.echo(buf.getvalue(), nl=False)
     else:
         _print_table(usage_file, groups, total, events, unknown, total_unknown)
         for note in _unpriced(records, tracker):
             click.echo(f"  cost unknown: {note}")
+        for item in notes:
+            n = item["count"]
+            click.echo(f"  note ({n} {'record' if n == 1 else 'records'}): {item['message']}")
         if clamped:
             n = len(clamped)
             first = clamped[0]["reported"]
@@ -407,9 +456,60 @@ def _check_model(model: str, located: list[tuple[str, UsageRecord]]) -> None:
                          f"({family}); drop --model or split the log")
 
 
-#: Billing notes that state an assumption made while pricing, not why a cost is unknown.
-_ASSUMPTION_NOTES = ("write TTL not reported", "no write fee for this model", "write TTL 12h",
-                     "write TTL 24h")
+#: Billing notes that state an assumption made while pricing or an adjustment applied, not
+#: why a cost is unknown.
+_ASSUMPTION_NOTES = ASSUMPTION_PREFIXES
+#: What the report adds to a billing assumption note: how to change the assumption.
+_NOTE_HINTS = {
+    "write TTL not reported: priced at the 5m rate":
+        " (cache_creation has no TTL split; if the application writes 1h entries, pass "
+        "--write-ttl 1h)",
+    "write TTL not reported: priced at the 1h rate":
+        " (cache_creation has no TTL split; --write-ttl 1h)",
+}
+
+
+def _price_notes(tracker: UsageTracker) -> list[dict[str, Any]]:
+    """Distinct pricing assumptions and applied adjustments (the billing notes that start with
+    :data:`~promptcache.usage.billing.ASSUMPTION_PREFIXES`: writes without a TTL split priced
+    at the ``--write-ttl`` rate, Flex / inference geo / fast-mode prices, an UNCONFIRMED
+    price, a Bedrock / Vertex regional premium not applied), each with its record count and
+    models: json ``notes``, text ``note`` lines."""
+    found: dict[str, list[UsageRecord]] = {}
+    for rec, cost in zip(tracker.records, tracker.costs, strict=True):
+        if cost is None:
+            continue
+        for note in dict.fromkeys(cost.assumptions):
+            found.setdefault(note, []).append(rec)
+    return [{"message": note + _NOTE_HINTS.get(note, ""), "count": len(recs),
+             "models": sorted({r.model for r in recs if r.model is not None})}
+            for note, recs in found.items()]
+
+
+def _group_reasons(records: list[UsageRecord], tracker: UsageTracker
+                   ) -> dict[tuple[str | None, str | None], list[str]]:
+    """Per (label, model) group: why some record's cost is unknown (distinct, in order)."""
+    out: dict[tuple[str | None, str | None], dict[str, None]] = {}
+    for rec, cost in zip(records, tracker.costs, strict=True):
+        if cost is not None and cost.total is not None:
+            continue
+        if cost is None:
+            reason = ("no model (pass --model)" if rec.model is None
+                      else _no_prices_reason(rec.model))
+        else:
+            reason = "; ".join(_unknown_reason(n, rec.model) for n in cost.unknown_reasons
+                               ) or "a count is unknown"
+        out.setdefault((rec.label, rec.model), {})[reason] = None
+    return {k: list(v) for k, v in out.items()}
+
+
+def _no_prices_reason(model: str) -> str:
+    """Why ``model`` has no price table: a fine-tuned OpenAI model (``ft:``) is billed at its
+    own rates, not its base model's; any other model is unknown to the price sources."""
+    if model.strip().lower().startswith("ft:"):
+        return (f"fine-tuned model {model!r}: no prices (fine-tuned models are billed at their "
+                "own rates, not the base model's; add the ft: id to a --prices file)")
+    return f"no prices for model {model!r} (pass --model or --prices)"
 
 
 def _unknown_reason(note: str, model: str | None) -> str:
@@ -437,7 +537,7 @@ def _unpriced(records: list[UsageRecord], tracker: UsageTracker) -> list[str]:
     for rec, cost in zip(records, costs, strict=True):
         if cost is None or cost.total is not None:
             continue
-        notes = [n for n in cost.notes if not n.startswith(_ASSUMPTION_NOTES)]
+        notes = list(cost.unknown_reasons)
         reason = "; ".join(_unknown_reason(n, rec.model) for n in notes) or "a count is unknown"
         partial[(rec.model, reason)] += 1
     out = []
@@ -446,8 +546,10 @@ def _unpriced(records: list[UsageRecord], tracker: UsageTracker) -> list[str]:
         out.append(f"{n} {'record names' if n == 1 else 'records name'} no model "
                    "(pass --model to price them)")
     for name, n in sorted(missing.items(), key=lambda kv: str(kv[0])):
-        out.append(f"{n} {'record' if n == 1 else 'records'} of model {name!r}: no prices "
-                   "(pass --model or --prices)")
+        why = ("no prices (pass --model or --prices)" if name is None
+               or not name.strip().lower().startswith("ft:")
+               else _no_prices_reason(name).split(": ", 1)[1])
+        out.append(f"{n} {'record' if n == 1 else 'records'} of model {name!r}: {why}")
     for (name, reason), n in sorted(partial.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         out.append(f"{n} {'record' if n == 1 else 'records'} of model {name!r}: {reason}")
     return out
@@ -481,7 +583,7 @@ def _print_table(name: str, groups: list[tuple[tuple[str | None, str | None], Us
                       tokens("cache_read", s.cache_read),
                       tokens("cache_write_5m", s.cache_write_5m),
                       tokens("cache_write_1h", s.cache_write_1h), tokens("cache_write", other),
-                      f"{s.output:,}", _money(s.cost, "0.0001"), _money(s.savings, "0.0001"),
+                      f"{s.output:,}", _money_short(s.cost), _money_short(s.savings),
                       end_section=end)
 
     for i, ((label, model), s) in enumerate(groups):
@@ -681,10 +783,10 @@ def breakeven_command(model: str, prefix_tokens: int, ttl: str | None, interval:
         for o in pol.options:
             mark = "*" if o is pol.best else " "
             extra = f", {o.pings} pings ({_money(o.ping_cost)})" if o.pings else ""
-            click.echo(f" {mark} {o.name:<14} {_money(o.cost, '0.0001'):>12}  "
+            click.echo(f" {mark} {o.name:<14} {_money_short(o.cost):>12}  "
                        f"{o.writes} writes, {o.reads} reads{extra}; {o.note}")
         if pol.best.name == "none":
             click.echo("cheapest: none (no caching is cheapest at this interval)")
         else:
             click.echo(f"cheapest: {pol.best.name} (saves "
-                       f"{_money(pol.savings_vs_none, '0.0001')} vs no caching)")
+                       f"{_money_short(pol.savings_vs_none)} vs no caching)")

@@ -66,7 +66,14 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from promptcache._errors import PromptCacheError
-from promptcache.usage.billing import Cost, PriceTable, TierLike, price_record, utc
+from promptcache.usage.billing import (
+    WRITE_TTLS,
+    Cost,
+    PriceTable,
+    TierLike,
+    price_record,
+    utc,
+)
 from promptcache.usage.classify import (
     check_append_only,
     classify_collapse,
@@ -474,11 +481,14 @@ class UsageTracker:
         on_event: called with every event.
         ttl: TTL in seconds for the session checks (default: per record, see module doc).
         default_ttl_seconds: fallback TTL when neither the record nor the catalog has one.
-        default_write_ttl: TTL assumed when writes are not split by TTL ("5m").
+        default_write_ttl: TTL assumed when writes are not split by TTL ("5m" or "1h"); the
+            cost of such a record carries the note "write TTL not reported: priced at the
+            ... rate" (``Cost.assumptions``).
         warn: issue ``warnings.warn(ZeroHitWarning)`` with the zero-hit alarm (the event and
             ``on_alarm`` happen either way).
 
     Raises:
+        ValueError: ``warmup`` < 1, or ``default_write_ttl`` is not "5m" / "1h".
         TypeError: ``sinks`` is not a sequence of sinks (objects with a ``write(record)``
             method): a path (``sinks="u.jsonl"``: wrap it, ``sinks=[JsonlSink("u.jsonl")]``),
             a single sink not in a list, or an element without ``write``.
@@ -502,6 +512,9 @@ class UsageTracker:
     ) -> None:
         if warmup < 1:
             raise ValueError("warmup must be >= 1")
+        if default_write_ttl not in WRITE_TTLS:
+            raise ValueError(f"default_write_ttl must be one of {', '.join(WRITE_TTLS)}, "
+                             f"got {default_write_ttl!r}")
         self._overrides = dict(prices or {})
         self._default_prices = default_prices
         self._batch = batch
