@@ -204,3 +204,65 @@ def _prices(model: str) -> Any:
     from promptcache.catalog import get_prices
 
     return get_prices(model)
+
+
+# ------------------------------------------------------------------------------ F14 ft: ids
+
+FT = "ft:gpt-4o-2024-08-06:org::abc"
+
+
+def test_a_fine_tuned_id_is_not_priced_as_its_base_model(tmp_path: Path) -> None:
+    from promptcache.catalog import UnknownPriceError, clear_overrides, get_prices, load_overrides
+
+    with pytest.raises(UnknownPriceError, match="fine-tuned"):
+        get_prices(FT)
+    # an override for the base model does not price the fine-tune
+    base = tmp_path / "base.toml"
+    base.write_text('[models."gpt-4o"]\ninput = 2.5\noutput = 10\n')
+    load_overrides(base)
+    try:
+        with pytest.raises(UnknownPriceError):
+            get_prices(FT)
+        # an override naming the ft: id does (its own numbers; cache_read left out is None)
+        own = tmp_path / "ft.toml"
+        own.write_text(f'[models."{FT}"]\ninput = 3.75\noutput = 15\ncache_read = 1.875\n')
+        load_overrides(own)
+        p = get_prices(FT)
+        assert (p.input, p.cache_read, p.output) == (Decimal("3.75"), Decimal("1.875"),
+                                                     Decimal(15))
+        assert p.model_id == FT and p.source.kind == "override"
+        assert get_prices("gpt-4o").input == Decimal("2.5")  # the base is unchanged
+    finally:
+        clear_overrides()
+
+
+def test_report_gives_a_fine_tuned_record_an_unknown_cost_with_a_reason(tmp_path: Path) -> None:
+    line = {"object": "chat.completion", "model": FT, "created": 1793491200,
+            "usage": {"prompt_tokens": 2000, "completion_tokens": 100,
+                      "prompt_tokens_details": {"cached_tokens": 1024}}}
+    path = tmp_path / "ft.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    data = _report(path)
+    assert data["total"]["cost_usd"] is None
+    assert any("fine-tuned" in r for r in data["cost_unknown"])
+    own = tmp_path / "ft.toml"
+    own.write_text(f'[models."{FT}"]\ninput = 3.75\noutput = 15\ncache_read = 1.875\n')
+    try:
+        data = _report(path, "--prices", str(own))
+    finally:
+        from promptcache.catalog import clear_overrides
+
+        clear_overrides()
+    # 976 x 3.75 + 1024 x 1.875 + 100 x 15 per MTok (the override's own prices)
+    assert Decimal(data["total"]["cost_usd"]) == (976 * Decimal("3.75") + 1024 * Decimal("1.875")
+                                                  + 100 * 15) / M
+
+
+def test_tracker_prices_override_for_the_base_model_does_not_price_a_fine_tune() -> None:
+    from promptcache.usage import explicit_prices
+
+    tracker = UsageTracker(warn=False, prices={"gpt-4o": explicit_prices(input=2.5, output=10,
+                                                                         cache_read=1.25)})
+    rec = UsageRecord(provider="openai", model=FT, uncached_input=10, cache_read=0,
+                      input_total=10, output=1)
+    assert tracker.cost_of(rec) is None

@@ -520,7 +520,14 @@ _installed: dict[str, PriceOverride] = {}
 _env_cache: dict[tuple[str, int], dict[str, PriceOverride]] = {}
 
 
+def _is_fine_tune(model: str) -> bool:
+    """An OpenAI fine-tuned model id (``ft:gpt-4o-2024-08-06:org::id``)."""
+    return model.strip().lower().startswith("ft:")
+
+
 def _override_key(model: str) -> str:
+    if _is_fine_tune(model):  # its own prices, never its base model's
+        return model.strip().lower()
     return resolve_model_id(model) or _base_key(model)
 
 
@@ -605,6 +612,9 @@ def _env_overrides() -> dict[str, PriceOverride]:
 
 
 def _override_for(model: str) -> PriceOverride | None:
+    if _is_fine_tune(model):  # only an entry naming the fine-tuned id itself
+        key = _override_key(model)
+        return _installed.get(key) or _env_overrides().get(key)
     keys = {_override_key(model), *_candidates(model)}
     canonical = resolve_model_id(model)
     found: PriceOverride | None = None
@@ -639,13 +649,20 @@ def get_prices(model: str, *, at: datetime | date | None = None) -> ModelPrices:
         request under the model's prompt-length tiers.
 
     Raises:
-        UnknownPriceError: (an :class:`UnknownModelError`) no source has prices for ``model``.
+        UnknownPriceError: (an :class:`UnknownModelError`) no source has prices for ``model``;
+            also for an OpenAI fine-tuned id (``ft:...``) that no override entry names: a
+            fine-tuned model is billed at its own rates, not its base model's list price.
         CatalogError: a price override file is malformed (names the file and the reason).
+
+    A fine-tuned id is priced only by an override entry under that exact id (input and output
+    required; a price it leaves out is None, never the base model's).
 
     Sources: genai-prices 0.2.3 bundled data (https://github.com/pydantic/genai-prices); the
     catalog rows cite hosted-api-rules.md's sources.
     """
     when = _as_utc(at)
+    if _is_fine_tune(model):
+        return _fine_tune_prices(model, when)
     canonical = resolve_model_id(model)
     provider: Provider | None = get_policy(canonical).provider if canonical else None
     refs = [*_candidates(model)]
@@ -722,6 +739,33 @@ def get_prices(model: str, *, at: datetime | date | None = None) -> ModelPrices:
         field_sources=field_sources,
         at=found.at if found is not None and found.at is not None else when,
         **values,
+    )
+
+
+def _fine_tune_prices(model: str, when: datetime) -> ModelPrices:
+    """Prices of a fine-tuned id from the override entry naming it (see :func:`get_prices`)."""
+    override = _override_for(model)
+    if override is None:
+        err = UnknownPriceError(model)
+        err.args = (f"no prices for fine-tuned model {model!r}: fine-tuned models are billed at "
+                    "their own rates, not the base model's list price. Add the ft: id to a "
+                    f"price override file (load_overrides(path) or ${PRICES_ENV_VAR}).",)
+        raise err
+    if override.input is None or override.output is None:
+        raise CatalogError(f"{override.path}: models.{model}: a fine-tuned model's entry must "
+                           "give at least input and output")
+    canonical = resolve_model_id(model)
+    src = PriceSource(
+        kind="override",
+        url=Path(override.path).resolve().as_uri() if override.path else "override",
+        as_of=override.as_of, note=override.note)
+    return ModelPrices(
+        model_id=model.strip(),
+        provider=get_policy(canonical).provider if canonical else None,
+        tiers=tuple(sorted(override.tiers or (), key=lambda t: t.above_tokens)),
+        source=src,
+        at=when,
+        **{name: getattr(override, name) for name in PRICE_FIELDS},
     )
 
 

@@ -556,7 +556,8 @@ class UsageTracker:
         model = record.model
         if model is not None and model in self._overrides:
             return self._overrides[model]
-        if model is not None:
+        if model is not None and not model.strip().lower().startswith("ft:"):
+            # a fine-tuned id (ft:gpt-4o-...:org::id) is not priced as its base model
             pol = _policy(model)
             if pol is not None and pol.model_id in self._overrides:
                 return self._overrides[pol.model_id]
