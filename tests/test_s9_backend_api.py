@@ -62,3 +62,47 @@ def test_int64_seeds_still_sample(backend: LocalBackend, seed: int) -> None:
     assert _anthropic(backend, seed=seed).status_code == 200
     assert _chat(backend, seed=seed).status_code == 200
     assert _responses(backend, seed=seed).status_code == 200
+
+
+# ------------------------------------------------------------------ F11: prompt over the pool
+def test_a_prompt_longer_than_the_pool_is_served_and_its_first_blocks_cached() -> None:
+    """Was PoolExhaustedError -> 529 / 503 (retried by the SDKs, permanent). The hosted APIs
+    serve any prompt that fits the context; the engine serves it and caches what fits."""
+    import torch
+
+    from promptcache.local.engine import Engine
+    from promptcache.local.testing import shared_runner
+
+    runner = shared_runner(**TINY)
+    g = torch.Generator().manual_seed(3)
+    toks = [int(x) for x in torch.randint(0, 5000, (100,), generator=g)]
+    reference = Engine(runner, num_blocks=64, tail_tokens=0).generate(toks, max_tokens=4)
+    small = Engine(runner, num_blocks=4, tail_tokens=0)  # 64 tokens of blocks
+    first = small.generate(toks, max_tokens=4)
+    assert first.output_ids == reference.output_ids and first.reused_tokens == 0
+    assert small.stats.blocks_cached == 4 and small.stats.blocks_used == 0
+    again = small.generate(toks, max_tokens=4)
+    assert again.reused_tokens == 64 and again.output_ids == reference.output_ids
+
+
+def test_a_prompt_longer_than_the_pool_is_a_200_on_both_providers() -> None:
+    with LocalBackend(pool_mb=0.05, **TINY) as b:  # 128 B/token: a pool of ~23 blocks
+        blocks = b.engine.manager.pool.num_blocks  # type: ignore[union-attr]
+        big = " ".join(f"w{i % 97}" for i in range(blocks * 16 + 200))
+        system = [{"type": "text", "text": big, "cache_control": {"type": "ephemeral"}}]
+        r = _anthropic(b, system=system)
+        assert r.status_code == 200, r.text
+        usage = r.json()["usage"]
+        assert usage["cache_creation_input_tokens"] > blocks * 16
+        # a later request reuses what the pool kept; the entry did not fit: a new write
+        r = _anthropic(b, system=system)
+        assert r.status_code == 200 and r.json()["usage"]["cache_read_input_tokens"] == 0
+        assert b.engine.metrics["reused_tokens_total"] == blocks * 16  # type: ignore[union-attr]
+        r = _chat(b, messages=[{"role": "user", "content": big}])
+        assert r.status_code == 200, r.text
+        streamed = b.http_client().post(
+            "/v1/messages", headers=AH,
+            json={"model": CLAUDE, "max_tokens": 2, "stream": True, "system": system,
+                  "messages": [{"role": "user", "content": "hi"}]},
+        )
+        assert streamed.status_code == 200 and "message_stop" in streamed.text

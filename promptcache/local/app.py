@@ -47,9 +47,13 @@ Errors: a malformed request -> 400 in the provider's error JSON; an unknown mode
 unknown route -> 404 (405 for a wrong method) in the provider's shape
 (:func:`unknown_route_response`: Anthropic's under ``/v1/messages`` or with an
 ``anthropic-version`` header, else OpenAI's ``Invalid URL (...)``); a
-body over ``ServerOptions.max_body_bytes`` -> 413; pool exhausted -> 529 ``overloaded_error``
-(Anthropic) / 503 (OpenAI); anything unexpected -> 500 in the provider's shape, the server keeps
-running.
+body over ``ServerOptions.max_body_bytes`` -> 413; anything unexpected -> 500 in the provider's
+shape, the server keeps running. A prompt larger than the KV pool is served, not refused (the
+hosted APIs never refuse a prompt that fits the context): the engine caches the blocks the pool
+holds and prefills the rest uncached, so the usage reports the write and a later request reads
+only what the pool kept (reported as a new write, as after an eviction). Raise ``--pool-mb`` to
+cache such prompts. A :class:`~promptcache._errors.PoolExhaustedError` can then only come from
+blocks pinned outside the engine; it stays a 529 ``overloaded_error`` (Anthropic) / 503 (OpenAI).
 
 Deviation: ``prometheus_client`` is not a dependency; /metrics is written by a small plain-text
 writer in the Prometheus text format.
@@ -465,7 +469,8 @@ class BackendService:
         with ``stop_reason="cancelled"`` (the client left: :func:`generate_until_disconnect`).
 
         Raises:
-            BackendAPIError: 529 when the KV pool is exhausted.
+            BackendAPIError: 400 for a request the engine rejects (e.g. a token id outside a
+                checkpoint's vocabulary); 529 only if no KV block at all can be pinned.
         """
         return self._run(
             prompt,

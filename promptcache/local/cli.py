@@ -87,7 +87,8 @@ def _bind_reason(exc: OSError) -> str:
     default=256.0,
     show_default=True,
     type=click.FloatRange(min=0.01),
-    help="KV block pool size in MiB.",
+    help="KV block pool size in MiB: what the prefix cache can hold. A longer prompt is "
+    "still served; only its first blocks are cached.",
 )
 @click.option(
     "--block-size",

@@ -39,7 +39,7 @@ from typing import Any, Literal
 
 import torch
 
-from promptcache._errors import InvalidRequestError
+from promptcache._errors import InvalidRequestError, PoolExhaustedError
 from promptcache.local.blocks import BlockPool, CacheStats, KVBlock, KVCacheManager, MatchResult
 from promptcache.local.errors import SEED_MAX, SEED_MIN
 from promptcache.local.hashing import BlockHash, HashFn
@@ -322,8 +322,12 @@ class Engine:
         Raises:
             InvalidRequestError: empty prompt, bad token id, negative ``max_tokens`` or
                 ``temperature``, a ``seed`` outside ``[SEED_MIN, SEED_MAX]``.
-            PoolExhaustedError: the pool cannot hold the prompt (every block pinned / too
-                small); nothing is changed.
+            PoolExhaustedError: no block at all can be pinned (only possible if blocks are
+                pinned outside :meth:`generate`); nothing is changed.
+
+        A prompt longer than the pool is served, not refused: its first blocks (as many as the
+        pool holds) are reused / cached as usual, the rest is prefilled into the request's own
+        K/V and not cached (a later request finds only the cached part).
         """
         t0 = time.perf_counter()
         prompt = list(tokens)
@@ -341,7 +345,19 @@ class Engine:
             rid = f"req-{next(self._ids)}"
             _, match, parent, tail_len = self._lookup(prompt, tenant_salt)
             block_tokens = match.num_cached_tokens
-            alloc = self.manager.allocate(rid, prompt, tenant_salt=tenant_salt, match=match)
+            try:
+                alloc = self.manager.allocate(rid, prompt, tenant_salt=tenant_salt, match=match)
+            except PoolExhaustedError:
+                # Under this lock no other request holds blocks, so the prompt alone needs more
+                # blocks than the whole pool: pin what fits (the hit blocks and every other
+                # block) and serve the rest uncached. Its K/V lives in the request's own cache;
+                # only the first blocks are registered (commit caches no more than were pinned).
+                fit = self._blocks_that_fit(match) * self.block_size
+                if fit == 0:
+                    raise
+                alloc = self.manager.allocate(
+                    rid, prompt[:fit], tenant_salt=tenant_salt, match=match
+                )
             try:
                 assert alloc.num_cached_tokens == block_tokens
                 return self._run(
@@ -364,6 +380,12 @@ class Engine:
                 )
             finally:
                 self.manager.free(rid)
+
+    def _blocks_that_fit(self, match: MatchResult) -> int:
+        """Blocks a request can pin now: its hit blocks plus every free block that is not one
+        of them (hit blocks with no reference also sit in the free queue)."""
+        evictable_hits = sum(1 for b in match.blocks if b.ref_cnt == 0)
+        return len(match.blocks) + self.manager.pool.get_num_free_blocks() - evictable_hits
 
     def _run(
         self,
