@@ -266,3 +266,57 @@ def test_tracker_prices_override_for_the_base_model_does_not_price_a_fine_tune()
     rec = UsageRecord(provider="openai", model=FT, uncached_input=10, cache_read=0,
                       input_total=10, output=1)
     assert tracker.cost_of(rec) is None
+
+
+# ------------------------------------------------------------------------------ F11
+
+
+def test_gpt_5_6_sol_after_the_unconfirmed_cut_is_priced_at_the_reference_table(
+        tmp_path: Path) -> None:
+    """Reference 2.5: gpt-5.6-sol 5.00 / cached 0.50 / write 6.25 / output 30.00; "One source
+    says GPT-5.6 Sol is now $4/$20. That conflicts with the others and is UNCONFIRMED." """
+    done = {"type": "response.completed",
+            "response": {"id": "resp_1", "object": "response", "model": "gpt-5.6-sol",
+                         "created_at": 1793491200,  # 2026-11-01, after the claimed cut
+                         "service_tier": "default",
+                         "usage": {"input_tokens": 5000, "output_tokens": 100,
+                                   "input_tokens_details": {"cached_tokens": 3000,
+                                                            "cache_write_tokens": 1500}}}}
+    path = tmp_path / "s3.jsonl"
+    path.write_text(json.dumps(done) + "\n")
+    data = _report(path)
+    expected = (500 * 5 + 3000 * Decimal("0.5") + 1500 * Decimal("6.25") + 100 * 30) / M
+    assert expected == Decimal("0.016375")
+    assert Decimal(data["total"]["cost_usd"]) == expected
+    from datetime import UTC, datetime
+
+    from promptcache.catalog import get_prices
+
+    p = get_prices("gpt-5.6-sol", at=datetime(2026, 11, 1, tzinfo=UTC))
+    assert (p.input, p.cache_read, p.cache_write, p.output) == (
+        Decimal(5), Decimal("0.5"), Decimal("6.25"), Decimal(30))
+    assert p.source.confirmed is True
+
+
+@pytest.mark.parametrize("model", ["claude-fable-5-2", "gpt-6.1-sol"])
+def test_a_price_the_reference_marks_unconfirmed_stays_unconfirmed(model: str,
+                                                                   tmp_path: Path) -> None:
+    from promptcache.catalog import get_prices
+
+    p = get_prices(model)
+    assert p.source.confirmed is False and "UNCONFIRMED" in (p.source.note or "")
+    # and the report says so (Fable 5.2, reference 1.6: input 8, output 40, "UNCONFIRMED
+    # officially"; gpt-6.1-sol, 2.5: input 2.00, output 10.00, write "UNCONFIRMED (2.50?)")
+    line = {"model": model, "input_tokens": 1000, "output_tokens": 10} if model.startswith(
+        "claude") else {"model": model, "prompt_tokens": 1000, "completion_tokens": 10,
+                        "prompt_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}}
+    if model.startswith("claude"):
+        line.update(cache_read_input_tokens=0, cache_creation_input_tokens=0)
+    path = tmp_path / "u.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    data = _report(path)
+    inp, out = (8, 40) if model.startswith("claude") else (2, 10)
+    assert Decimal(data["total"]["cost_usd"]) == (1000 * inp + 10 * out) / M
+    assert any(n["message"].startswith(f"unconfirmed price for {model}") for n in data["notes"])
+    text = CliRunner().invoke(main, ["report", str(path)]).output
+    assert f"unconfirmed price for {model}" in text

@@ -12,7 +12,12 @@ Order of precedence for :func:`get_prices`, field by field:
    (``deepseek-*`` ids) and Google (``gemini-*`` / ``gemma-*`` ids; not the Claude models
    genai-prices lists under Google, which are Vertex AI's prices);
 3. the catalog's own dated rows (``prices.toml``, copied from hosted-api-rules.md 1.6/2.5),
-   for models genai-prices lacks (Claude Mythos 5 / 5.1).
+   for models genai-prices lacks (Claude Mythos 5 / 5.1), and for a period where a row is
+   marked ``wins_over_genai_prices`` (decided against genai-prices with the reference:
+   Claude Sonnet 5.5's read price before 2026-10-07; GPT-5.6 Sol, whose $4/$20 cut in
+   genai-prices the reference marks UNCONFIRMED). Where genai-prices gives the price but the
+   catalog row of that period is ``confirmed = false`` (the reference marks it UNCONFIRMED),
+   the result keeps ``source.confirmed`` False and the row's note.
 
 Prices are data only: billing arithmetic belongs to ``promptcache.usage``.
 
@@ -265,6 +270,7 @@ class _Found(BaseModel):
     wins: bool = False
     genai_provider: str | None = None  # the genai-prices provider id it was found under
     at: datetime | None = None  # the time it was resolved for, when not the one asked
+    confirmed: bool = True  # False: the reference marks this period's price UNCONFIRMED
 
 
 def _genai_model(refs: Iterable[str], provider: Provider | None
@@ -473,7 +479,14 @@ def _catalog_prices(model_id: str, at: datetime) -> _Found | None:
         effective_from=chosen.effective_from,
         note=chosen.note if chosen.confirmed else f"UNCONFIRMED: {chosen.note}",
         wins=chosen.wins_over_genai_prices,
+        confirmed=chosen.confirmed,
     )
+
+
+def _unconfirmed_note(note: str | None) -> str:
+    """A catalog row's note for a price the reference marks UNCONFIRMED, said once."""
+    text = (note or "").removeprefix("UNCONFIRMED: ")
+    return text if "UNCONFIRMED" in text else f"UNCONFIRMED in the reference: {text}"
 
 
 def _catalog_source(model_id: str, found: _Found) -> PriceSource:
@@ -673,6 +686,7 @@ def get_prices(model: str, *, at: datetime | date | None = None) -> ModelPrices:
 
     source: PriceSource | None = None
     found = _catalog_prices(canonical, when) if canonical is not None else None
+    row = found  # the catalog's row for this period: its UNCONFIRMED mark is kept below
     if found is not None and canonical is not None and found.wins:
         source = _catalog_source(canonical, found)
     else:
@@ -686,12 +700,17 @@ def get_prices(model: str, *, at: datetime | date | None = None) -> ModelPrices:
             other = "" if genai.provider is not None else (
                 f" (provider {genai.genai_provider!r}"
                 + (f"; {genai.note}" if genai.note else "") + ")")
+            unconfirmed = row is not None and not row.confirmed
             source = PriceSource(
                 kind="genai-prices",
                 url=GENAI_PRICES_URL,
                 effective_from=genai.effective_from,
+                # the reference marks the period's price UNCONFIRMED (the catalog row says
+                # so): genai-prices carrying the same number does not confirm it (review 15)
+                confirmed=not unconfirmed,
                 note=f"genai-prices {genai_version} bundled data, model {genai.model_id!r}"
-                + other,
+                + other + (f"; {_unconfirmed_note(row.note)}" if unconfirmed and row is not None
+                           else ""),
             )
         elif found is not None and canonical is not None:
             source = _catalog_source(canonical, found)
