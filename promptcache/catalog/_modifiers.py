@@ -115,8 +115,9 @@ def _modifiers() -> _Modifiers:
     return data
 
 
-def _url(tag: str | None) -> str:
-    return "" if tag is None else f" ({_catalog().sources[tag].url})"
+def _why(note: str, tag: str | None) -> str:
+    """``(note; source URL)``."""
+    return f"({note})" if tag is None else f"({note}; {_catalog().sources[tag].url})"
 
 
 @dataclass(frozen=True)
@@ -200,8 +201,8 @@ def price_adjustment(
             unknown.append(f"service_tier {tier!r}: not priced ({why})")
         elif row.multiplier != 1:
             mult *= row.multiplier
-            notes.append(f"service_tier {tier!r}: {row.multiplier:g}x applied; "
-                         f"{row.note}{_url(row.source)}")
+            notes.append(f"service_tier {tier!r}: {row.multiplier:g}x the list price "
+                         f"{_why(row.note, row.source)}")
 
     geo = _norm(inference_geo)
     if geo is not None and canonical is not None:
@@ -210,8 +211,8 @@ def price_adjustment(
                 continue
             if geo == g.geo:
                 mult *= g.multiplier
-                notes.append(f"inference_geo {geo!r}: {g.multiplier:g}x applied; "
-                             f"{g.note}{_url(g.source)}")
+                notes.append(f"inference_geo {geo!r}: {g.multiplier:g}x the list price "
+                             f"{_why(g.note, g.source)}")
             else:
                 unknown.append(f"inference_geo {geo!r}: not priced (the catalog prices only "
                                f"{g.geo!r} ({g.multiplier:g}x) and {', '.join(g.standard)})")
@@ -231,22 +232,22 @@ def price_adjustment(
                            if fast == "fast" else f"speed {fast!r}: not priced (unknown mode)")
         elif row_f.multiplier is not None:
             mult *= row_f.multiplier
-            notes.append(f"speed 'fast': {row_f.multiplier:g}x applied; {row_f.note}"
-                         f"{_url(row_f.source)}")
+            notes.append(f"speed 'fast': {row_f.multiplier:g}x the list price "
+                         f"{_why(row_f.note, row_f.source)}")
         else:
             replace = {"input": row_f.input, "output": row_f.output, "cache_read": None,
                        "cache_write_5m": None, "cache_write_1h": None, "cache_write": None}
-            notes.append(f"speed 'fast': fast-mode prices ${row_f.input:g}/${row_f.output:g} "
-                         f"per MTok applied; {row_f.note}{_url(row_f.source)}")
+            notes.append(f"speed 'fast': fast-mode prices ${row_f.input:g} input / "
+                         f"${row_f.output:g} output per MTok {_why(row_f.note, row_f.source)}")
 
     key = (model or "").strip().lower()
     if family == "anthropic" or "claude" in key:
         for reg in data.regional_endpoints:
             if (key.startswith(reg.id_prefixes) or any(c in key for c in reg.id_contains)
                     or (provider in reg.providers)):
-                notes.append(f"regional endpoint: a {reg.premium * 100:g}% premium may apply "
-                             f"(not included: the endpoint type is not known from the model "
-                             f"id); {reg.note}{_url(reg.source)}")
+                notes.append(f"regional endpoint: a {(reg.premium * 100).normalize():f}% premium applies on a "
+                             "regional endpoint; not included, as the endpoint type is not "
+                             f"known from the model id {_why(reg.note, reg.source)}")
                 break
     return PriceAdjustment(multiplier=mult, replace=replace, unknown=tuple(unknown),
                            notes=tuple(notes))

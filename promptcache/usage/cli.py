@@ -20,7 +20,14 @@ is unknown (``?`` / ``null``), never a partial sum. Anomalies (the tracker's ``u
 events, and OpenAI ``cached_tokens`` off the catalog's caching grid, case BR-15) are listed once
 per distinct message with their count (json: ``anomalies``); records whose prompt is under
 the model's minimum cacheable length (nothing can be cached: not a miss, case BR-15) are
-counted per model (json: ``not_cacheable``). ``--format text|json|csv``;
+counted per model (json: ``not_cacheable``). Pricing assumptions and adjustments are listed
+once per distinct message with their count (text ``note`` lines, json ``notes``): writes
+without a TTL split priced at the ``--write-ttl`` rate (default 5m), OpenAI Flex / Anthropic
+``inference_geo`` "us" / fast-mode prices applied, a price the reference marks UNCONFIRMED,
+a Bedrock / Vertex regional premium not applied. Text amounts have 4 decimals, 6 for a
+non-zero amount under $0.0001 (``<$0.000001`` below that), negative ones ``-$0.0125``; CSV
+writes an unknown cost or savings as ``unknown`` (never a blank a spreadsheet sums as 0) and
+adds ``requests_unknown`` and ``cost_unknown_reason`` columns. ``--format text|json|csv``;
 ``--plot FILE`` draws cumulative hit rate and cost over time (needs the ``plot`` extra:
 matplotlib); the suffix of ``FILE`` picks the format (``.png``, ``.svg``, ``.pdf``), and the
 target is checked before anything is read or printed.
@@ -264,8 +271,9 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
     usage object (Anthropic, OpenAI chat or Responses, DeepSeek, Bedrock, Gemini, LangChain
     usage_metadata; detected from the field names) or a whole response, priced at the line's
     date (its timestamp / start key, or the response's created_at / created). The events of
-    one streamed response on consecutive lines count as one request. USAGE.jsonl '-' reads
-    standard input. Exit status: 0 success, 2 bad input.
+    one streamed response on consecutive lines count as one request. Writes whose usage does
+    not split them by TTL are priced at --write-ttl (a note says how many). USAGE.jsonl '-'
+    reads standard input. Exit status: 0 success, 2 bad input.
     """
     from promptcache._cliutil import is_blank_file, read_text
 
