@@ -320,3 +320,39 @@ def test_a_price_the_reference_marks_unconfirmed_stays_unconfirmed(model: str,
     assert any(n["message"].startswith(f"unconfirmed price for {model}") for n in data["notes"])
     text = CliRunner().invoke(main, ["report", str(path)]).output
     assert f"unconfirmed price for {model}" in text
+
+
+# ---------------------------------------------- end to end, once parse.py fills the fields (U2)
+
+_NEEDS_U2 = pytest.mark.skipif(
+    not {"inference_geo", "speed"} <= set(UsageRecord.model_fields),
+    reason="UsageRecord.inference_geo / speed not there yet (parse.py / record.py change)")
+
+
+@_NEEDS_U2
+def test_report_prices_an_inference_geo_us_response_at_1_1x(tmp_path: Path) -> None:
+    line = {"model": "claude-opus-4-6", "type": "message", "created_at": "2026-11-01T00:00:00Z",
+            "usage": {"input_tokens": 1000, "cache_creation_input_tokens": 3000,
+                      "cache_read_input_tokens": 20000,
+                      "cache_creation": {"ephemeral_5m_input_tokens": 1000,
+                                         "ephemeral_1h_input_tokens": 2000},
+                      "output_tokens": 500, "service_tier": "standard", "inference_geo": "us"}}
+    path = tmp_path / "a1.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    data = _report(path)
+    # (1000 x 5 + 1000 x 6.25 + 2000 x 10 + 20000 x 0.5 + 500 x 25) x 1.1 per MTok
+    assert Decimal(data["total"]["cost_usd"]) == Decimal("0.05375") * Decimal("1.1")
+    assert Decimal(data["total"]["savings_usd"]) == Decimal("0.086625")
+
+
+@_NEEDS_U2
+def test_report_prices_a_fast_mode_request_log_line(tmp_path: Path) -> None:
+    line = {"request": {"model": "claude-opus-4-8", "speed": "fast", "max_tokens": 100,
+                        "messages": [{"role": "user", "content": "hi"}]},
+            "response": {"id": "msg_f", "type": "message", "model": "claude-opus-4-8",
+                         "usage": {"input_tokens": 10000, "cache_creation_input_tokens": 0,
+                                   "cache_read_input_tokens": 0, "output_tokens": 1000}}}
+    path = tmp_path / "fast.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    # 10000 x 10 + 1000 x 50 per MTok (Opus 4.8 fast mode)
+    assert Decimal(_report(path)["total"]["cost_usd"]) == Decimal("0.15")
