@@ -227,8 +227,8 @@ def price_adjustment(
                 (r for r in data.fast_mode if not r.models and family in r.providers), None)
         if row_f is None:
             what = model or "this model"
-            unknown.append(f"speed {fast!r}: not priced (no fast-mode price for {what} in the "
-                           "catalog; pass --prices with the fast-mode prices)"
+            unknown.append(f"speed {fast!r}: not priced (the reference gives no fast-mode "
+                           f"price for {what})"
                            if fast == "fast" else f"speed {fast!r}: not priced (unknown mode)")
         elif row_f.multiplier is not None:
             mult *= row_f.multiplier
