@@ -29,8 +29,9 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -136,7 +137,7 @@ class PriceAdjustment:
     """
 
     multiplier: Decimal = Decimal(1)
-    replace: Mapping[str, Decimal | None] = field(default_factory=dict)
+    replace: Mapping[str, Decimal | None] = field(default_factory=lambda: MappingProxyType({}))
     unknown: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -185,6 +186,12 @@ def price_adjustment(
     Sources: hosted-api-rules.md 1.6 (inference_geo, fast mode, regional endpoints: the
     Anthropic pricing page) and 2.5 (Flex, fast mode: third-party copies of OpenAI's pricing).
     """
+    return _adjustment(model, provider, service_tier, inference_geo, speed)
+
+
+@lru_cache(maxsize=4096)  # a report prices every record: one lookup per distinct setting
+def _adjustment(model: str | None, provider: str | None, service_tier: str | None,
+                inference_geo: str | None, speed: str | None) -> PriceAdjustment:
     data = _modifiers()
     canonical, family = _provider_of(model, provider)
     mult = Decimal(1)
@@ -249,5 +256,6 @@ def price_adjustment(
                              "regional endpoint; not included, as the endpoint type is not "
                              f"known from the model id {_why(reg.note, reg.source)}")
                 break
-    return PriceAdjustment(multiplier=mult, replace=replace, unknown=tuple(unknown),
+    return PriceAdjustment(multiplier=mult, replace=MappingProxyType(replace),
+                           unknown=tuple(unknown),
                            notes=tuple(notes))
