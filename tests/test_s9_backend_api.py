@@ -106,3 +106,82 @@ def test_a_prompt_longer_than_the_pool_is_a_200_on_both_providers() -> None:
                   "messages": [{"role": "user", "content": "hi"}]},
         )
         assert streamed.status_code == 200 and "message_stop" in streamed.text
+
+
+# --------------------------------------------------------------- F10: stop sequences on text
+def test_stop_text_holds_back_possible_prefixes_and_cuts_before_the_match() -> None:
+    from promptcache.local.app import StopText
+    from promptcache.local.template import encode_text
+
+    ids = encode_text("Hello world, the end is near")
+    stopper = StopText(["the end", "xyz"])
+    parts = [stopper.feed(t) for t in ids]
+    parts.append(stopper.finish())
+    assert "".join(parts) == "Hello world, " and stopper.matched == "the end"
+    assert StopText.apply(["the end"], ids) == ("Hello world, ", "the end")
+    # a suffix that may start a stop sequence is held until it cannot
+    held = StopText(["ld!"])
+    shown = [held.feed(t) for t in encode_text("Hello world")]
+    assert "".join(shown) == "Hello wor" and held.finish() == "ld" and held.matched is None
+    # the earliest match wins, whichever is listed first
+    assert StopText.apply(["near", "world"], ids) == ("Hello ", "world")
+    assert StopText.apply([], ids) == ("Hello world, the end is near", None)
+
+
+def _greedy_anthropic(b: LocalBackend, **extra: Any) -> Any:
+    r = _anthropic(b, max_tokens=12, temperature=0, **extra)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_a_stop_string_inside_a_token_stops_generation_on_every_route(
+    backend: LocalBackend,
+) -> None:
+    full = _greedy_anthropic(backend)["content"][0]["text"]
+    assert len(full) > 8
+    stop = full[3:7]  # starts and ends inside the model's tokens (token ids never matched it)
+    want = full[: full.index(stop)]
+    m = _greedy_anthropic(backend, stop_sequences=[stop])
+    assert m["stop_reason"] == "stop_sequence" and m["stop_sequence"] == stop
+    assert "".join(c["text"] for c in m["content"]) == want
+    chat_full = _chat(backend, temperature=0, max_completion_tokens=12).json()
+    text = chat_full["choices"][0]["message"]["content"]
+    stop = text[3:7]
+    r = _chat(backend, temperature=0, max_completion_tokens=12, stop=[stop]).json()
+    assert r["choices"][0]["finish_reason"] == "stop"
+    assert r["choices"][0]["message"]["content"] == text[: text.index(stop)]
+    r = _responses(backend, temperature=0, max_output_tokens=12, stop=[stop]).json()
+    assert r["output"][0]["content"][0]["text"] == text[: text.index(stop)]
+    assert r["status"] == "completed"
+
+
+def _sse_data(body: str) -> list[dict[str, Any]]:
+    import json
+
+    return [json.loads(line[6:]) for line in body.splitlines()
+            if line.startswith("data: ") and line != "data: [DONE]"]
+
+
+def test_streamed_text_never_shows_the_stop_sequence(backend: LocalBackend) -> None:
+    full = _greedy_anthropic(backend)["content"][0]["text"]
+    stop = full[3:7]
+    want = full[: full.index(stop)]
+    r = _anthropic(backend, max_tokens=12, temperature=0, stream=True, stop_sequences=[stop])
+    events = _sse_data(r.text)
+    text = "".join(e["delta"]["text"] for e in events if e["type"] == "content_block_delta")
+    delta = next(e for e in events if e["type"] == "message_delta")
+    assert text == want
+    assert delta["delta"] == {"stop_reason": "stop_sequence", "stop_sequence": stop}
+    full = _chat(backend, temperature=0, max_completion_tokens=12).json()
+    full = full["choices"][0]["message"]["content"]
+    stop = full[3:7]
+    want = full[: full.index(stop)]
+    r = _chat(backend, temperature=0, max_completion_tokens=12, stop=[stop], stream=True)
+    chunks = _sse_data(r.text)
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    assert text == want and chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    r = _responses(backend, temperature=0, max_output_tokens=12, stop=[stop], stream=True)
+    events = _sse_data(r.text)
+    text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+    done = next(e for e in events if e["type"] == "response.output_text.done")
+    assert text == want == done["text"]

@@ -19,6 +19,11 @@ and `max_tokens` exceed context limit: A + B > C", the API's wording; the bound 
 model's context, as the catalog records no per-model output limit). A non-streamed request
 whose client disconnects stops decoding (:func:`promptcache.local.app.generate_until_disconnect`).
 
+Stop sequences are matched on the decoded output text (:class:`~promptcache.local.app.StopText`),
+as the API does: ``stop_reason: "stop_sequence"``, ``stop_sequence`` the matched string, the text
+cut before it; streamed deltas hold back text that may begin a stop sequence. ``output_tokens``
+counts every generated token, the ones that completed the match included.
+
 Pre-warm (``max_tokens: 0``): prefill only, writes at the breakpoints, ``content: []``,
 ``stop_reason: "max_tokens"``; rejected with ``stream``, ``thinking.type: "enabled"``,
 ``output_config.format`` or a forced ``tool_choice`` (hosted-api-rules.md 1.5).
@@ -58,6 +63,7 @@ from promptcache.local.app import (
     GenerationOutcome,
     GenerationResponse,
     GenerationStream,
+    StopText,
     api_key_of,
     first_event,
     generate_until_disconnect,
@@ -68,10 +74,7 @@ from promptcache.local.app import (
 from promptcache.local.errors import SEED_MAX, SEED_MIN, BackendAPIError
 from promptcache.local.template import (
     TemplatedPrompt,
-    TokenDecoder,
     apply_template,
-    decode_tokens,
-    encode_text,
 )
 from promptcache.prefix import NO_MARKER_KINDS
 
@@ -332,12 +335,9 @@ def _message_id() -> str:
     return "msg_" + secrets.token_hex(12)
 
 
-def _stop_sequence(req: AnthropicRequest, result: Any) -> str | None:
-    """The stop sequence that ended generation (the engine strips it from ``output_ids``)."""
-    index = getattr(result, "stop_sequence", None)
-    if result.stop_reason != "stop" or index is None:
-        return None
-    return req.stop_sequences[int(index)]
+def _stop_sequence(outcome: GenerationOutcome) -> str | None:
+    """The stop sequence that ended generation (matched on the output text)."""
+    return outcome.stop_sequence if outcome.result.stop_reason == "stop" else None
 
 
 def message_body(
@@ -346,9 +346,8 @@ def message_body(
     """The ``Message`` JSON of a finished generation."""
     assert outcome.plan is not None
     result = outcome.result
-    ids = list(result.output_ids)
-    text = decode_tokens(ids)
-    content = [{"type": "text", "text": text}] if req.max_tokens > 0 and ids else []
+    text = outcome.text
+    content = [{"type": "text", "text": text}] if req.max_tokens > 0 and text else []
     return {
         "id": message_id,
         "type": "message",
@@ -356,7 +355,7 @@ def message_body(
         "model": req.model,
         "content": content,
         "stop_reason": _STOP_REASONS.get(result.stop_reason, "end_turn"),
-        "stop_sequence": _stop_sequence(req, result),
+        "stop_sequence": _stop_sequence(outcome),
         "usage": usage_body(AnthropicUsageCounts.from_plan(outcome.plan), len(result.output_ids)),
     }
 
@@ -428,13 +427,12 @@ def router(service: BackendService) -> APIRouter:
         req = parse_request(body)
         policy, prompt, salt, planner = prepare(body, request, req, arrived)
         service.check_context(prompt.total_tokens, req.max_tokens, "anthropic", "max_tokens")
-        stop_ids = [encode_text(s) for s in req.stop_sequences]
         kwargs: dict[str, Any] = dict(
             tenant_salt=salt,
             planner=planner,
             ledger=service.anthropic_ledger,
             max_tokens=req.max_tokens,
-            stop_token_seqs=stop_ids,
+            stop_sequences=req.stop_sequences,
             temperature=req.temperature,
             seed=req.seed,
             usage_of=usage_of,
@@ -488,7 +486,7 @@ async def _stream(
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
     )
     yield sse("ping", {"type": "ping"})
-    decoder = TokenDecoder()  # the engine calls on_token only for tokens past any stop match
+    decoder = StopText(req.stop_sequences)  # holds back text that may start a stop sequence
 
     def delta(text: str) -> bytes:
         return sse(
@@ -510,8 +508,8 @@ async def _stream(
         elif kind == "done":
             outcome: GenerationOutcome = value
             result = outcome.result
-            stop_seq = _stop_sequence(req, result)
-            tail = decoder.flush()
+            stop_seq = _stop_sequence(outcome)
+            tail = decoder.finish()
             if tail:
                 yield delta(tail)
             yield sse("content_block_stop", {"type": "content_block_stop", "index": 0})

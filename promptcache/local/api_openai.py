@@ -37,6 +37,10 @@ Usage (hosted-api-rules.md 2.1-2.4; https://developers.openai.com/api/docs/guide
   "previous_response_not_found"`` ("Previous response with id '...' not found."), the API's
   answer as quoted in https://github.com/maximhq/bifrost/issues/2441 and
   https://github.com/bigduu/Bamboo-agent/pull/513.
+* ``stop`` strings are matched on the decoded output text
+  (:class:`~promptcache.local.app.StopText`): ``finish_reason: "stop"`` (Responses:
+  ``status: "completed"``) with the text cut before the match; streamed deltas hold back text
+  that may begin a stop sequence.
 * ``ServerOptions.openai_prompt_tokens_details=False`` leaves ``prompt_tokens_details`` out of
   Chat usage, like vLLM without ``--enable-prompt-tokens-details``
   (https://github.com/vllm-project/vllm/issues/16162): clients must read that as "unknown".
@@ -70,6 +74,7 @@ from promptcache.local.app import (
     GenerationOutcome,
     GenerationResponse,
     GenerationStream,
+    StopText,
     api_key_of,
     first_event,
     generate_until_disconnect,
@@ -80,10 +85,7 @@ from promptcache.local.app import (
 from promptcache.local.errors import SEED_MAX, SEED_MIN, BackendAPIError
 from promptcache.local.template import (
     TemplatedPrompt,
-    TokenDecoder,
     apply_template,
-    decode_tokens,
-    encode_text,
 )
 
 __all__ = [
@@ -516,7 +518,6 @@ class _Prepared:
     policy: CachePolicy
     prompt: TemplatedPrompt
     kwargs: dict[str, Any]
-    stop_ids: list[list[int]]
 
 
 def router(service: BackendService) -> APIRouter:
@@ -577,18 +578,17 @@ def router(service: BackendService) -> APIRouter:
             def planner(available: int, now: float) -> CachePlan | None:
                 return None
 
-        stop_ids = [encode_text(s) for s in req.stop]
         kwargs: dict[str, Any] = dict(
             tenant_salt=salt,
             planner=planner,
             ledger=service.openai_ledger,
             max_tokens=req.max_tokens,
-            stop_token_seqs=stop_ids,
+            stop_sequences=req.stop,
             temperature=req.temperature,
             seed=req.seed,
             usage_of=usage_of,
         )
-        return _Prepared(req, policy, prompt, kwargs, stop_ids)
+        return _Prepared(req, policy, prompt, kwargs)
 
     async def run(p: _Prepared, request: Request) -> GenerationOutcome:
         """A non-streamed generation (counted in /metrics by ``service.generate``), cancelled
@@ -610,7 +610,6 @@ def router(service: BackendService) -> APIRouter:
         details = service.options.openai_prompt_tokens_details
         if not p.req.stream:
             outcome = await run(p, request)
-            ids = list(outcome.result.output_ids)
             return JSONResponse(
                 {
                     "id": cid,
@@ -625,7 +624,7 @@ def router(service: BackendService) -> APIRouter:
                             "logprobs": None,
                             "message": {
                                 "role": "assistant",
-                                "content": decode_tokens(ids),
+                                "content": outcome.text,
                                 "refusal": None,
                                 "annotations": [],
                             },
@@ -661,7 +660,7 @@ def router(service: BackendService) -> APIRouter:
 
         if not p.req.stream:
             outcome = await run(p, request)
-            text = decode_tokens(list(outcome.result.output_ids))
+            text = outcome.text
             keep(text)
             return JSONResponse(_response_object(body, p, rid, mid, created, outcome, text))
         events, first = await start(p, request)
@@ -752,7 +751,7 @@ async def _chat_stream(
         return sse(None, data)
 
     yield chunk({"role": "assistant", "content": "", "refusal": None})
-    decoder = TokenDecoder()  # the engine calls on_token only for tokens past any stop match
+    decoder = StopText(p.req.stop)  # holds back text that may start a stop sequence
     item = first
     while True:
         kind, value = item
@@ -762,7 +761,7 @@ async def _chat_stream(
                 yield chunk({"content": text})
         elif kind == "done":
             outcome: GenerationOutcome = value
-            text = decoder.flush()
+            text = decoder.finish()
             if text:
                 yield chunk({"content": text})
             yield chunk({}, _finish_reason(outcome.result.stop_reason))
@@ -835,7 +834,7 @@ async def _responses_stream(
         "response.content_part.added",
         {"output_index": 0, "content_index": 0, "item_id": mid, "part": part},
     )
-    decoder = TokenDecoder()  # the engine calls on_token only for tokens past any stop match
+    decoder = StopText(p.req.stop)  # holds back text that may start a stop sequence
 
     def delta(text: str) -> bytes:
         return event(
@@ -852,11 +851,10 @@ async def _responses_stream(
                 yield delta(text)
         elif kind == "done":
             outcome: GenerationOutcome = value
-            ids = list(outcome.result.output_ids)
-            rest = decoder.flush()
+            rest = decoder.finish()
             if rest:
                 yield delta(rest)
-            full = decode_tokens(ids)
+            full = outcome.text
             keep(full)  # stored for previous_response_id (unless store: false)
             yield event(
                 "response.output_text.done",

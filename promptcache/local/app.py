@@ -95,7 +95,7 @@ from promptcache.local.errors import (
     new_request_id,
     openai_error_body,
 )
-from promptcache.local.template import TemplatedPrompt
+from promptcache.local.template import TemplatedPrompt, TokenDecoder
 
 if TYPE_CHECKING:
     from promptcache.local.engine import Engine
@@ -108,6 +108,7 @@ __all__ = [
     "GenerationResponse",
     "GenerationStream",
     "ServerOptions",
+    "StopText",
     "UsageOf",
     "build_engine",
     "cancel_on_close",
@@ -143,13 +144,13 @@ class EngineLike(Protocol):
         *,
         tenant_salt: bytes = b"",
         max_tokens: int,
-        stop_token_seqs: list[list[int]] | None = None,
         temperature: float = 0.0,
         seed: int | None = None,
         keep_tail_at: Sequence[int] = (),
         on_token: Callable[[int], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
         on_prefill: Callable[[], None] | None = None,
+        stop_when: Callable[[int], bool] | None = None,
     ) -> Any: ...
 
     def available_prefix(self, tokens: Sequence[int], *, tenant_salt: bytes = b"") -> int: ...
@@ -188,12 +189,94 @@ class GenerationOutcome:
         plan: the Anthropic / GPT-5.6+ breakpoint plan (None for OpenAI automatic caching).
         result: the engine's result (``reused_tokens`` = KV not recomputed).
         policy: the model's cache policy.
+        text: the output text, cut before a matched stop sequence (:class:`StopText`).
+        stop_sequence: the stop sequence that ended the output, or None.
     """
 
     prompt: TemplatedPrompt
     plan: CachePlan | None
     result: Any
     policy: CachePolicy
+    text: str = ""
+    stop_sequence: str | None = None
+
+
+class StopText:
+    """Stop sequences matched on the decoded output text, as the hosted APIs match them.
+
+    Feed generated ids in order; :meth:`feed` returns the text that can be shown now: text that
+    could still be the start of a stop sequence is held back, and once a stop sequence appears
+    nothing from its first character on is ever returned. :meth:`finish` returns what is left
+    (the held text when nothing matched). When several stop sequences appear, the one that
+    starts first wins (ties: the first listed). ``"".join(feed(...)) + finish()`` is the
+    response text; :attr:`matched` the stop sequence that ended it (``None`` if none).
+
+    A stop sequence is matched on text, not token ids: the model's token may merge it with a
+    leading space or cut it in the middle (``" einige"`` ends with ``"nige"``).
+    """
+
+    def __init__(self, stops: Sequence[str]) -> None:
+        self.stops = tuple(s for s in stops if s)
+        self.matched: str | None = None
+        self._decoder = TokenDecoder()
+        self._text = ""
+        self._sent = 0
+        self._cut: int | None = None
+        self._hold = max((len(s) for s in self.stops), default=1) - 1
+
+    def feed(self, token_id: int) -> str:
+        """Add one generated id; return the text that is now safe to show (maybe ``""``)."""
+        if self._cut is not None:
+            return ""
+        self._text += self._decoder.feed(token_id)
+        return self._advance(final=False)
+
+    def hit(self, token_id: int) -> bool:
+        """:meth:`feed`, then whether a stop sequence has appeared (the engine's ``stop_when``)."""
+        self.feed(token_id)
+        return self._cut is not None
+
+    def finish(self) -> str:
+        """The rest of the text once generation ended (flushes a partial UTF-8 character)."""
+        if self._cut is None:
+            self._text += self._decoder.flush()
+        return self._advance(final=True)
+
+    def _advance(self, *, final: bool) -> str:
+        if self._cut is None and self.stops:
+            best: tuple[int, str] | None = None
+            for stop in self.stops:  # nothing before _sent can start a match (it was safe)
+                at = self._text.find(stop, self._sent)
+                if at >= 0 and (best is None or at < best[0]):
+                    best = (at, stop)
+            if best is not None:
+                self._cut, self.matched = best
+        if self._cut is not None:
+            end = self._cut
+        elif final:
+            end = len(self._text)
+        else:
+            end = len(self._text) - self._held()
+        out = self._text[self._sent : end]
+        self._sent = max(self._sent, end)
+        return out
+
+    def _held(self) -> int:
+        """Length of the longest suffix not yet shown that a stop sequence starts with."""
+        text = self._text
+        for k in range(min(self._hold, len(text) - self._sent), 0, -1):
+            tail = text[-k:]
+            if any(s.startswith(tail) for s in self.stops):
+                return k
+        return 0
+
+    @classmethod
+    def apply(cls, stops: Sequence[str], ids: Sequence[int]) -> tuple[str, str | None]:
+        """``(text, matched stop sequence)`` of a whole generated id list."""
+        matcher = cls(stops)
+        parts = [matcher.feed(t) for t in ids]
+        parts.append(matcher.finish())
+        return "".join(parts), matcher.matched
 
 
 Planner = Callable[[int, float], "CachePlan | None"]
@@ -389,7 +472,7 @@ class BackendService:
         planner: Planner,
         ledger: CacheLedger | None,
         max_tokens: int,
-        stop_token_seqs: list[list[int]] | None,
+        stop_sequences: Sequence[str],
         temperature: float,
         seed: int | None,
         usage_of: UsageOf,
@@ -398,6 +481,7 @@ class BackendService:
         should_stop: Callable[[], bool] | None,
     ) -> GenerationOutcome:
         tokens = list(prompt.token_ids)
+        stopper = StopText(stop_sequences)
         with self.lock:
             now = self.clock.now()
             available = int(self.engine.available_prefix(tokens, tenant_salt=tenant_salt))
@@ -405,18 +489,22 @@ class BackendService:
             if on_plan is not None:
                 on_plan(plan)
             started: list[Instant] = []
+            hooks: dict[str, Any] = {}  # passed only when set (test doubles may lack them)
+            if stopper.stops:
+                hooks["stop_when"] = stopper.hit
+            if should_stop is not None:
+                hooks["should_stop"] = should_stop
             try:
                 result = self.engine.generate(
                     tokens,
                     tenant_salt=tenant_salt,
                     max_tokens=max_tokens,
-                    stop_token_seqs=stop_token_seqs or None,
                     temperature=temperature,
                     seed=seed,
                     keep_tail_at=plan.keep_tail_at if plan is not None else (),
                     on_token=on_token,
                     on_prefill=lambda: started.append(self.timeline.stamp()),
-                    **({"should_stop": should_stop} if should_stop is not None else {}),
+                    **hooks,
                 )
             except PoolExhaustedError as exc:
                 raise BackendAPIError(529, "overloaded_error", "Overloaded") from exc
@@ -427,7 +515,8 @@ class BackendService:
                 # available to requests that arrive after that (hosted-api-rules.md 1.9)
                 response_start = started[0] if started else self.timeline.stamp()
                 commit_plan(plan, ledger, available_at=response_start)
-        outcome = GenerationOutcome(prompt, plan, result, policy)
+        text, matched = StopText.apply(stop_sequences, result.output_ids)
+        outcome = GenerationOutcome(prompt, plan, result, policy, text, matched)
         if plan is not None and result.reused_tokens < plan.read_tokens:
             self.counters.inc("promptcache_accounting_violations_total")
             log.error("cache read %d > reused %d", plan.read_tokens, result.reused_tokens)
@@ -457,7 +546,7 @@ class BackendService:
         ledger: CacheLedger | None,
         max_tokens: int,
         usage_of: UsageOf,
-        stop_token_seqs: list[list[int]] | None = None,
+        stop_sequences: Sequence[str] = (),
         temperature: float = 0.0,
         seed: int | None = None,
         should_stop: Callable[[], bool] | None = None,
@@ -479,7 +568,7 @@ class BackendService:
             planner=planner,
             ledger=ledger,
             max_tokens=max_tokens,
-            stop_token_seqs=stop_token_seqs,
+            stop_sequences=stop_sequences,
             temperature=temperature,
             seed=seed,
             usage_of=usage_of,
@@ -498,7 +587,7 @@ class BackendService:
         ledger: CacheLedger | None,
         max_tokens: int,
         usage_of: UsageOf,
-        stop_token_seqs: list[list[int]] | None = None,
+        stop_sequences: Sequence[str] = (),
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> GenerationStream:
@@ -522,7 +611,7 @@ class BackendService:
                     planner=planner,
                     ledger=ledger,
                     max_tokens=max_tokens,
-                    stop_token_seqs=stop_token_seqs,
+                    stop_sequences=stop_sequences,
                     temperature=temperature,
                     seed=seed,
                     usage_of=usage_of,

@@ -10,7 +10,8 @@ One request, under one lock (the API may call from several threads)::
                      │                             fast:  one forward over the whole suffix
                      ├─► KVCacheManager.commit ──► KVStorage.write(new full blocks)
                      │   (+ TailStore.put at each keep_tail_at length)
-                     ├─► decode: greedy or seeded sampling, stop sequences, EOS, max_tokens, cancel
+                     ├─► decode: greedy or seeded sampling, stop token sequences or a
+                     │           ``stop_when`` hook (the API's text matcher), EOS, max_tokens, cancel
                      └─► commit generated full blocks; free (tail first)
 
 Exactness: in ``mode="exact"`` both the miss and the hit path prefill in chunks that end at
@@ -296,6 +297,7 @@ class Engine:
         should_stop: Callable[[], bool] | None = None,
         return_logits: bool = False,
         on_prefill: Callable[[], None] | None = None,
+        stop_when: Callable[[int], bool] | None = None,
     ) -> GenerationResult:
         """Prefill ``tokens`` reusing cached K/V, then decode up to ``max_tokens`` tokens.
 
@@ -303,8 +305,12 @@ class Engine:
             tokens: prompt token ids (``>= 1``, each in ``[0, vocab_size)``).
             tenant_salt: cache isolation key (other salts share nothing).
             max_tokens: tokens to generate; ``0`` = prefill only (pre-warm the cache).
-            stop_token_seqs: stop when the output ends with one of these; the matched sequence
-                is not returned nor passed to ``on_token``.
+            stop_token_seqs: stop when the output ends with one of these token sequences; the
+                matched sequence is not returned nor passed to ``on_token``.
+            stop_when: called with each generated token, in order (after the EOS check); when it
+                returns True decoding ends with ``stop_reason="stop"`` and ``stop_sequence``
+                None, the token kept in ``output_ids`` (the API matches stop *strings* on the
+                decoded text with it: :class:`promptcache.local.app.StopText`).
             temperature: ``0`` = greedy (argmax); ``> 0`` = sampling from softmax(logits / T).
             seed: sampling seed (same seed, same prompt, same output); random if ``None``.
             keep_tail_at: prompt lengths whose partial last block K/V is kept as well, so a
@@ -377,6 +383,7 @@ class Engine:
                     should_stop=should_stop,
                     return_logits=return_logits,
                     on_prefill=on_prefill,
+                    stop_when=stop_when,
                 )
             finally:
                 self.manager.free(rid)
@@ -406,6 +413,7 @@ class Engine:
         should_stop: Callable[[], bool] | None,
         return_logits: bool,
         on_prefill: Callable[[], None] | None = None,
+        stop_when: Callable[[int], bool] | None = None,
     ) -> GenerationResult:
         runner = self.runner
         bs = self.block_size
@@ -475,6 +483,9 @@ class Engine:
             stop_idx = matcher.matched(out)
             if stop_idx is not None:
                 del out[len(out) - len(matcher.seqs[stop_idx]) :]
+                stop_reason = "stop"
+                break
+            if stop_when is not None and stop_when(tok):
                 stop_reason = "stop"
                 break
             if on_token is not None:
