@@ -14,7 +14,12 @@ Provider semantics (sources: reference/hosted-api-rules.md sections 1.8, 2.4, 3)
   ``cache_creation_input_tokens`` are separate; ``cache_creation.ephemeral_{5m,1h}_input_tokens``
   splits writes by TTL. Streaming: ``message_start`` carries the input side and the TTL split,
   ``message_delta.usage`` carries *cumulative* counts (no TTL split). Some relays send everything
-  on ``message_delta`` only; the max-merge gives the same record either way.
+  on ``message_delta`` only; the max-merge gives the same record either way. A stream with a
+  ``message_start`` but no ``message_delta`` (cut short) has an unknown output, flagged.
+  ``usage.inference_geo`` (``"us"``: 1.1x pricing for Claude 4.6+) becomes the record's
+  ``inference_geo``. Message Batches results (``{"custom_id", "result": {"type":
+  "succeeded", "message": {...}}}``) are read as their message; OpenAI Batch output lines
+  (``{"custom_id", "response": {"status_code", "body": {...}}}``) as their body.
 * OpenAI chat (https://github.com/openai/openai-python ``types/completion_usage.py``):
   ``prompt_tokens`` *includes* ``prompt_tokens_details.cached_tokens`` and ``cache_write_tokens``;
   uncached = prompt - cached - written. When the parts exceed the total the record is clamped
@@ -75,6 +80,7 @@ from promptcache._times import parse_timestamp
 from promptcache.usage.record import MAX_TOKENS, UsageRecord
 
 __all__ = [
+    "INCOMPLETE_ANTHROPIC_FLAG",
     "PROVIDERS",
     "StreamUsage",
     "detect_provider",
@@ -89,8 +95,11 @@ Raw = dict[str, Any]  # raw counters: provider field name -> int | None (plus a 
 PROVIDERS = ("anthropic", "openai", "openai-responses", "vllm", "deepseek", "bedrock", "gemini",
              "normalized", "langchain")
 
+#: Flag of an Anthropic stream record without a ``message_delta`` (cut short): output unknown.
+INCOMPLETE_ANTHROPIC_FLAG = "stream_incomplete:no message_delta (output unknown)"
+
 # Raw keys that are not counters (never max-merged, last non-None wins).
-_META_KEYS = frozenset({"service_tier", "model", "request_id", "_split_ttls", "_prompt_exclusive",
+_META_KEYS = frozenset({"service_tier", "inference_geo", "model", "request_id", "_split_ttls", "_prompt_exclusive",
                         "_unknown_cache"})
 
 
@@ -213,8 +222,15 @@ def _map_usage_anthropic(u: Mapping[str, Any]) -> Raw:
             _sub(u, "output_tokens_details", "thinking_tokens"), "output_tokens_details"
         ),
         "service_tier": u.get("service_tier"),
+        # where the request ran ("us": 1.1x on every token category for Claude 4.6+)
+        "inference_geo": _text(u.get("inference_geo")),
     }
     return raw
+
+
+def _text(value: Any) -> str | None:
+    """A non-empty string, else None (a meta field that is not text is not read)."""
+    return value if isinstance(value, str) and value else None
 
 
 def _write_split(raw: Raw, total_w: int | None, flags: list[str]
@@ -246,6 +262,7 @@ def _build_anthropic(raw: Raw) -> dict[str, Any]:
         "output": raw.get("output_tokens"),
         "reasoning": raw.get("thinking_tokens"),
         "service_tier": raw.get("service_tier"),
+        "inference_geo": raw.get("inference_geo"),
         "flags": flags,
     }
 
@@ -698,6 +715,13 @@ def _usage_kind(u: Mapping[str, Any]) -> str | None:
 def _locate(d: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, dict[str, Any], str | None]:
     """Find the usage mapping inside a response/event; returns (usage, meta, format hint)."""
     meta: dict[str, Any] = {}
+    if "usage" not in d:  # the official batch result shapes: the response inside
+        body = _sub(d, "response", "body")  # OpenAI Batch output line
+        if isinstance(body, Mapping) and _sub(d, "response", "status_code") is not None:
+            return _locate(body)
+        message = _sub(d, "result", "message")  # Anthropic Message Batches result
+        if isinstance(message, Mapping) and _sub(d, "result", "type") == "succeeded":
+            return _locate(message)
     kind = d.get("type")
     if kind == "message_start" and isinstance(d.get("message"), Mapping):
         inner = d["message"]
@@ -999,6 +1023,8 @@ class StreamUsage:
         self._meta: dict[str, Any] = {}
         # events whose usage names no wire format, seen before an event fixed the format
         self._pending: list[dict[str, Any]] = []
+        # Anthropic: message_start seen; a message_delta with usage seen (the output count)
+        self._message_start = self._message_delta = False
 
     def feed(self, event: Any) -> None:
         """Take one event or chunk (SDK object or dict).
@@ -1017,6 +1043,10 @@ class StreamUsage:
         """
         d = _to_dict(event)
         usage, meta, hint = _locate(d)
+        if d.get("type") == "message_start":
+            self._message_start = True
+        elif d.get("type") == "message_delta" and usage is not None:
+            self._message_delta = True
         if usage is None and not meta:
             return
         if usage is not None and hint is None and _usage_kind(usage) is None:
@@ -1065,6 +1095,10 @@ class StreamUsage:
     def record(self) -> UsageRecord:
         """The merged record of the response.
 
+        An Anthropic stream with a ``message_start`` but no ``message_delta`` carrying usage
+        (cut short) has an unknown output (``None``; the start's ``output_tokens`` is a
+        placeholder) and the flag :data:`INCOMPLETE_ANTHROPIC_FLAG`.
+
         Raises:
             InvalidRequestError: no event carried usage (for OpenAI chat: the request did not set
                 ``stream_options={"include_usage": True}`` or the stream was cut short).
@@ -1084,6 +1118,11 @@ class StreamUsage:
         merged.pop("_unknown_cache", None)  # flagged from every event below, not the last
         flags = [*_unknown_cache_flags(self._snapshots),
                  *(f"usage_decreased:{name}" for name in decreased)]
+        if self._format == "anthropic" and self._message_start and not self._message_delta:
+            # message_start's output_tokens is a placeholder (1): the count arrives on the
+            # cumulative message_delta.usage (hosted-api-rules.md 1.8), which never came
+            merged["output_tokens"] = merged["thinking_tokens"] = None
+            flags.append(INCOMPLETE_ANTHROPIC_FLAG)
         return _make_record(self._format, merged, self._meta, flags, self._fields)
 
 

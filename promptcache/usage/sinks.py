@@ -179,26 +179,42 @@ def iter_usage_log(path: str | os.PathLike[str]) -> Iterator[UsageRecord]:
     ``"body"`` / ``"payload"``, the line format ``promptcache explain`` reads) becomes the
     record's model, otherwise the model is ``None`` (unpriced, never guessed). ``"label"`` and
     ``"session"`` keys on the line (e.g. ``{"label": ..., "model": ..., "usage": {...}}``)
-    become the record's label and session. The line's time (a ``timestamp`` / ``start`` / ...
-    key, :data:`promptcache._times.TIME_KEYS`, as ``promptcache explain`` reads it; else the
-    response's ``created_at`` (Responses) or ``created`` (Chat Completions)) becomes the
-    record's ``start``, so the catalog's dated prices apply (a relative time, under 1e9 s,
-    does not choose a price: see :meth:`~promptcache.usage.UsageTracker.prices_for`).
+    become the record's label and session, a ``"speed"`` key (or the logged request's
+    ``speed``, e.g. ``"fast"``) its speed. The official batch result lines are read as the
+    response they hold (OpenAI Batch output ``{"custom_id", "response": {"status_code",
+    "body": {...}}}``, Anthropic Message Batches ``{"custom_id", "result": {"type":
+    "succeeded", "message": {...}}}``). The line's time (a ``timestamp`` / ``start`` / ...
+    key, :data:`promptcache._times.TIME_KEYS`; else the response's ``created_at``
+    (Responses) or ``created`` (Chat Completions); read by
+    :func:`promptcache._times.dated_time_of`: a date without a time of day is that day, an
+    epoch time wins over a small elapsed ``"time": 2.5``) becomes the record's ``start``, so
+    the catalog's dated prices apply (a relative time, under 1e9 s, does not choose a price:
+    see :meth:`~promptcache.usage.UsageTracker.prices_for`).
 
     A streamed response logged event by event is one record: consecutive lines from an
     Anthropic ``message_start`` to its ``message_stop`` (``message_delta``, ``content_block_*``
     and ``ping`` between), a Responses ``response.created`` to its ``response.completed`` /
-    ``incomplete`` / ``failed``, or ``chat.completion.chunk`` lines with one ``id``, are merged
-    as :func:`promptcache.usage.parse.parse_stream` merges them (case BR-30: per counter the
-    maximum over the events, never a sum). A ``message_delta`` or ``response.completed`` line
-    on its own is a record by itself, as before.
+    ``incomplete`` / ``failed``, ``chat.completion.chunk`` lines with one ``id``, Gemini
+    chunks with one ``responseId`` or a Bedrock ConverseStream ``messageStart`` to its
+    ``metadata``, are merged as :func:`promptcache.usage.parse.parse_stream` merges them
+    (case BR-30: per counter the maximum over the events, never a sum), also when chunks
+    repeat the cumulative usage (vLLM ``continuous_usage_stats``) or the whole stream is
+    logged twice with one id. A ``message_delta`` or ``response.completed`` line on its own
+    is a record by itself, as before. A stream cut before its usage (chat without the usage
+    chunk, Responses without ``response.completed``, Bedrock without ``metadata``) is a
+    request whose counts are all unknown; an Anthropic stream without ``message_delta`` has
+    an unknown output; both are flagged ``stream_incomplete:...``.
     Blank lines are skipped, and so is an incomplete last line (no newline at its end, not
-    JSON: a log being written, or whose writer crashed), with a one-line warning on stderr.
+    JSON: a log being written, or whose writer crashed), with a one-line warning on stderr;
+    so is a failed request's line (an API error response, a batch result that errored):
+    it carries no usage and was not billed. A UTF-8 BOM at the start of the file is ignored.
 
     Raises:
         InputError: the file cannot be read or is one (pretty-printed) JSON document, not
-            JSONL (``file`` = path), or a line (a stream's events: its first line) is not JSON
-            or holds no readable usage (``file`` = ``"path:line"``, reason says what is wrong).
+            JSONL (``file`` = path), or a line (a stream's events: its first line) is not JSON,
+            holds no readable usage, a bad count (negative, over
+            :data:`~promptcache.usage.record.MAX_TOKENS`) or a time that dates nothing
+            (``file`` = ``"path:line"``, reason says what is wrong).
     """
     for _, record in iter_usage_log_lines(path):
         yield record
@@ -213,16 +229,16 @@ def iter_usage_log_lines(
     once); it is parsed instead of the file, and ``path`` only names it (``"-"``).
 
     Consecutive lines that are the events of one streamed response (see
-    :func:`iter_usage_log`) give one record, located at the stream's first line.
+    :func:`iter_usage_log`) give one record, located at the stream's first line. A line that
+    carries no usage because the request failed (an API error response, a batch result that
+    errored / was canceled / expired) is skipped with one warning line on stderr
+    (``promptcache: path:line: ..., skipped``): it was not billed.
     """
     stream: _Stream | None = None
     for _, data, where in _json_lines(path, text=text):
         if stream is not None:
             if stream.takes(data):
                 stream.add(data)
-                if stream.done:
-                    yield stream.where, stream.record()
-                    stream = None
                 continue
             yield stream.where, stream.record()
             stream = None
@@ -230,26 +246,125 @@ def iter_usage_log_lines(
         if kind is not None:
             stream = _Stream(kind, data, where)
             continue
+        skipped = _failed_request(data)
+        if skipped is not None:
+            _warn(where, f"{skipped}: no usage (not billed), skipped")
+            continue
         yield where, _line_record(data, where)
     if stream is not None:
         yield stream.where, stream.record()
 
 
-def _line_fields(data: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str, Any]:
-    """Record fields a line carries beside its usage: ``model`` / ``label`` / ``session`` keys,
-    and its time as ``start``: a time key of the line (``timestamp``, ``start``, ... as
-    ``promptcache explain`` reads them: :data:`promptcache._times.TIME_KEYS`), else of its
-    response (``created_at`` of a Responses object, ``created`` of a ChatCompletion). The
-    time picks the catalog's dated prices; a value that is not a time is not one."""
-    from promptcache._times import timestamp_of
+def _warn(where: str, message: str) -> None:
+    """One warning line on stderr, ``promptcache: WHERE: message`` (the exit status does not
+    change), as for an incomplete last line."""
+    import click
+
+    click.echo(f"promptcache: {where}: {message}", err=True)
+
+
+def _failed_request(data: Mapping[str, Any]) -> str | None:
+    """What failed, for a line that records a failed request and carries no usage: an API
+    error response (Anthropic ``{"type": "error", "error": {...}}``, OpenAI ``{"error":
+    {...}}``, also under ``"response"``), an OpenAI Batch output line with an error or a
+    non-200 ``status_code``, an Anthropic Message Batches result that is not ``succeeded``.
+    None for any other line (a line with usage is never skipped)."""
+    result = data.get("result")
+    if isinstance(result, Mapping) and isinstance(data.get("custom_id"), str):
+        kind = result.get("type")
+        if kind != "succeeded" and not isinstance(result.get("message"), Mapping):
+            what = _error_text(result.get("error")) if kind == "errored" else None
+            return f"batch result {kind}" + (f" ({what})" if what else "")
+    target = _response_of(data)
+    if any(isinstance(target.get(k), Mapping) for k in _USAGE_KEYS):
+        return None
+    from promptcache.usage.parse import detect_provider
+
+    if detect_provider(target) is not None:  # bare usage counts beside an "error" key
+        return None
+    for obj in (target, data, data.get("response")):
+        if isinstance(obj, Mapping) and obj.get("error") is not None and (
+                isinstance(obj.get("error"), Mapping | str)):
+            status = _sub(data, "response", "status_code")
+            what = _error_text(obj["error"])
+            code = f"status {status}: " if isinstance(status, int) else ""
+            return f"API error response ({code}{what})" if what else "API error response"
+    return None
+
+
+#: Where a response (or a line) keeps its usage.
+_USAGE_KEYS = ("usage", "usageMetadata", "usage_metadata", "metadata")
+
+
+def _error_text(error: Any) -> str:
+    """``type: message`` of an API error object (Anthropic and OpenAI shapes), or the text."""
+    if isinstance(error, str):
+        return error
+    if not isinstance(error, Mapping):
+        return ""
+    nested = error.get("error")
+    inner: Mapping[str, Any] = nested if isinstance(nested, Mapping) else error
+    kind = inner.get("type") or inner.get("code")
+    message = inner.get("message")
+    parts = [str(p) for p in (kind, message) if isinstance(p, str | int) and p != ""]
+    return ": ".join(parts)
+
+
+def _sub(d: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(d, Mapping):
+            return None
+        d = d.get(key)
+    return d
+
+
+def _response_of(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The response a log line holds: the line itself, its ``"response"``, an OpenAI Batch
+    output line's ``response.body`` (``{"custom_id", "response": {"status_code", "body":
+    {...}}}``) or an Anthropic Message Batches result's ``result.message`` (``{"custom_id",
+    "result": {"type": "succeeded", "message": {...}}}``)."""
+    target: Mapping[str, Any] = data
+    if isinstance(data.get("response"), Mapping):
+        target = data["response"]
+        body = target.get("body")
+        if isinstance(body, Mapping) and "status_code" in target and "usage" not in target:
+            target = body
+    elif "usage" not in data and isinstance(_sub(data, "result", "message"), Mapping):
+        target = data["result"]["message"]
+    return target
+
+
+def _line_fields(data: Mapping[str, Any], target: Mapping[str, Any], where: str,
+                 ) -> dict[str, Any]:
+    """Record fields a line carries beside its usage: ``model`` / ``label`` / ``session`` /
+    ``speed`` keys (``speed`` also from the request of a request-log line, e.g. ``"fast"``),
+    and its time as ``start``: a time key of the line (``timestamp``, ``start``, ...:
+    :data:`promptcache._times.TIME_KEYS`), else of its response (``created_at`` of a
+    Responses object, ``created`` of a ChatCompletion), read by
+    :func:`promptcache._times.dated_time_of` (a date without a time of day is a date; an
+    epoch time wins over an earlier key's small relative one). The time picks the
+    catalog's dated prices.
+
+    Raises:
+        InputError: (``file`` = ``where``) time keys are present but none holds a time the
+            request can be dated by (``"Oct 1 2026"``, ``"garbage"``): its prices would be
+            today's, silently.
+    """
+    from promptcache._times import dated_time_of
 
     fields: dict[str, Any] = {}
-    for key in ("model", "label", "session"):
+    for key in ("model", "label", "session", "speed"):
         if isinstance(data.get(key), str):
             fields[key] = data[key]
-    ts = timestamp_of(data)
-    if ts is None and target is not data:
-        ts = timestamp_of(target)
+    if "speed" not in fields:
+        speed = _request_field(data, "speed")
+        if speed is not None:
+            fields["speed"] = speed
+    try:
+        ts = dated_time_of(data, target) if target is not data else dated_time_of(data)
+    except ValueError as exc:
+        raise InputError(where, f"{exc}: the request's date cannot be read, so the prices of "
+                                "its day cannot be chosen") from exc
     if ts is not None:
         fields["start"] = ts
     return fields
@@ -265,10 +380,8 @@ def _line_record(data: dict[str, Any], where: str) -> UsageRecord:
             return UsageRecord.model_validate(data)
         except ValidationError as exc:
             record_error = _first_error(exc)
-    target: Mapping[str, Any] = data
-    if isinstance(data.get("response"), Mapping):
-        target = data["response"]
-    fields = _line_fields(data, target)
+    target = _response_of(data)
+    fields = _line_fields(data, target, where)
     try:
         record = parse_usage(target, **fields)
     except ValidationError as exc:  # counts that break a record invariant
@@ -292,12 +405,25 @@ _ANTHROPIC_EVENTS = frozenset({"message_delta", "message_stop", "content_block_s
                                "content_block_delta", "content_block_stop", "ping"})
 #: Responses API events that end a response's stream.
 _RESPONSES_END = frozenset({"response.completed", "response.incomplete", "response.failed"})
+#: Bedrock ConverseStream events that continue a ``messageStart`` (one response); the last,
+#: ``metadata``, carries the usage.
+_BEDROCK_EVENTS = frozenset({"contentBlockStart", "contentBlockDelta", "contentBlockStop",
+                             "messageStop", "metadata"})
+#: Why a stream kind's record has unknown usage when no event carried any (a flag).
+_NO_USAGE = {
+    "chat": ("openai", "stream_incomplete:no usage chunk (cut short or include_usage off)"),
+    "responses": ("openai-responses", "stream_incomplete:no response.completed"),
+    "bedrock": ("bedrock", "stream_incomplete:no metadata event"),
+}
 
 
 def _stream_kind(data: Mapping[str, Any]) -> str | None:
     """``"anthropic"`` for a ``message_start`` line, ``"responses"`` for ``response.created``,
-    ``"chat"`` for a ``chat.completion.chunk``: the first event of a streamed response whose
-    usage is spread over (or only on) later events; None for any other line."""
+    ``"chat"`` for a ``chat.completion.chunk``, ``"bedrock"`` for a ConverseStream
+    ``messageStart``, ``"gemini"`` for a Gemini response with a ``responseId`` (a
+    ``streamGenerateContent`` chunk: each repeats the cumulative ``usageMetadata``): the
+    first event of a streamed response whose usage is spread over (or only on, or repeated
+    on) later events; None for any other line."""
     kind = data.get("type")
     if kind == "message_start":
         return "anthropic"
@@ -305,53 +431,121 @@ def _stream_kind(data: Mapping[str, Any]) -> str | None:
         return "responses"
     if data.get("object") == "chat.completion.chunk":
         return "chat"
+    if isinstance(data.get("messageStart"), Mapping):
+        return "bedrock"
+    if _gemini_id(data) is not None:
+        return "gemini"
     return None
+
+
+def _gemini_id(data: Mapping[str, Any]) -> str | None:
+    """The ``responseId`` of a Gemini response line (with ``usageMetadata``), else None."""
+    rid = data.get("responseId", data.get("response_id"))
+    if not isinstance(rid, str) or not rid:
+        return None
+    if not any(isinstance(data.get(k), Mapping) for k in ("usageMetadata", "usage_metadata")):
+        return None
+    from promptcache.usage.parse import detect_provider
+
+    try:
+        return rid if detect_provider(data) == "gemini" else None
+    except PromptCacheError:
+        return None
+
+
+def _stream_id(kind: str, event: Mapping[str, Any]) -> str | None:
+    """The response id an event names (a non-empty string), or None."""
+    if kind == "anthropic":
+        rid = _sub(event, "message", "id")
+    elif kind == "responses":
+        rid = _sub(event, "response", "id")
+    elif kind == "gemini":
+        rid = event.get("responseId", event.get("response_id"))
+    else:
+        rid = event.get("id")
+    return rid if isinstance(rid, str) and rid else None
+
+
+def _starts_reply(chunk: Mapping[str, Any]) -> bool:
+    """A chat chunk that opens a completion (a choice's ``delta.role``)."""
+    choices = chunk.get("choices")
+    return isinstance(choices, list) and any(
+        isinstance(c, Mapping) and _sub(c, "delta", "role") is not None for c in choices)
 
 
 class _Stream:
     """Consecutive lines of a log that are the events of one streamed response: merged by
     :class:`promptcache.usage.parse.StreamUsage` (per counter, the maximum over the events,
     case BR-30), so a ``message_start`` (input and cache counts) and its ``message_delta``
-    (output) are one request, not two."""
+    (output) are one request, not two.
+
+    Events of one response logged more than once are still one request: chat chunks of one
+    ``id`` that each carry the cumulative usage (vLLM ``continuous_usage_stats``, a usage
+    chunk logged twice), Gemini chunks of one ``responseId``, a ``message_start`` /
+    ``response.created`` repeated with the same id. After a chat stream's usage chunk, a
+    chunk of the same id that opens a reply (``delta.role``) starts another request (servers
+    that reuse one id)."""
 
     def __init__(self, kind: str, first: dict[str, Any], where: str) -> None:
         self.kind, self.where, self.first = kind, where, first
-        self.id = first.get("id")
+        self.id = _stream_id(kind, first)
         self.events: list[dict[str, Any]] = [first]
         self.done = False
 
+    def _same(self, data: Mapping[str, Any]) -> bool:
+        return self.id is not None and _stream_id(self.kind, data) == self.id
+
     def takes(self, data: Mapping[str, Any]) -> bool:
-        """Whether ``data`` is the next event of this response."""
+        """Whether ``data`` is the next event of this response (or a repeat of one)."""
         kind = data.get("type")
         if self.kind == "anthropic":
-            return kind in _ANTHROPIC_EVENTS
+            if kind == "message_start":
+                return self._same(data)
+            return not self.done and kind in _ANTHROPIC_EVENTS
         if self.kind == "responses":
-            return isinstance(kind, str) and kind.startswith("response.") and (
-                kind != "response.created")
+            if kind == "response.created" or self.done:
+                return isinstance(kind, str) and kind.startswith("response.") and self._same(data)
+            return isinstance(kind, str) and kind.startswith("response.")
+        if self.kind == "bedrock":
+            return not self.done and any(k in data for k in _BEDROCK_EVENTS) and (
+                "messageStart" not in data)
+        if self.kind == "gemini":
+            return self._same(data)
         # chunks of one completion share its id: without one (a log that dropped it) two
         # requests' usage chunks cannot be told apart, so none is merged (review 13)
-        return (data.get("object") == "chat.completion.chunk" and isinstance(self.id, str)
-                and bool(self.id) and data.get("id") == self.id)
+        return (data.get("object") == "chat.completion.chunk" and self._same(data)
+                and not (self.done and _starts_reply(data)))
 
     def add(self, data: dict[str, Any]) -> None:
         """Take the next event (``takes`` said yes)."""
         self.events.append(data)
         kind = data.get("type")
-        self.done = kind == "message_stop" or kind in _RESPONSES_END or (
-            # a chat stream's usage rides on its last chunk (choices: [], usage set)
-            self.kind == "chat" and data.get("usage") is not None)
+        if kind in ("message_start", "response.created"):
+            self.done = False  # the same response again: its events follow
+        elif (kind == "message_stop" or kind in _RESPONSES_END
+              or (self.kind == "bedrock" and "metadata" in data)
+              # a chat stream's usage rides on its last chunk (choices: [], usage set)
+              or (self.kind == "chat" and data.get("usage") is not None)):
+            self.done = True
 
     def record(self) -> UsageRecord:
-        """The merged record.
+        """The merged record. A stream none of whose events carried usage (a chat stream cut
+        before its usage chunk, a Responses stream before ``response.completed``, a Bedrock
+        stream before ``metadata``) is a request with unknown usage, flagged
+        ``stream_incomplete:...``; an Anthropic stream without ``message_delta`` has an
+        unknown output (:class:`~promptcache.usage.parse.StreamUsage`).
 
         Raises:
-            InputError: no event carried usage, or the events' counts are bad (``file`` =
-                the stream's first line).
+            InputError: the events' counts are bad, or an Anthropic stream's usage cannot be
+                read (``file`` = the stream's first line).
         """
         from promptcache.usage.parse import StreamUsage
 
+        if self.kind == "gemini" and len(self.events) == 1:
+            return _line_record(self.first, self.where)
         inner = self.first.get("response")
-        fields = _line_fields(self.first, inner if isinstance(inner, Mapping) else self.first)
+        fields = _line_fields(self.first, inner if isinstance(inner, Mapping) else self.first,
+                              self.where)
         n = len(self.events)
         what = (f"a streamed response's {n} events" if n > 1
                 else f"a streamed response's first event ({self.first.get('type') or 'chunk'})")
@@ -359,6 +553,8 @@ class _Stream:
             acc = StreamUsage(**fields)
             for event in self.events:
                 acc.feed(event)
+            if not acc.seen_usage and self.kind in _NO_USAGE:
+                return self._unknown(fields)
             return acc.record()
         except ValidationError as exc:
             raise InputError(self.where, f"bad usage counts in {what} "
@@ -367,19 +563,40 @@ class _Stream:
             reason = getattr(exc, "reason", None) or str(exc)
             raise InputError(self.where, f"{what}: {reason}") from exc
 
+    def _unknown(self, fields: Mapping[str, Any]) -> UsageRecord:
+        """The record of a request whose stream carried no usage: every count unknown."""
+        provider, flag = _NO_USAGE[self.kind]
+        model = fields.get("model")
+        if model is None:
+            found = self.first.get("model", _sub(self.first, "response", "model"))
+            model = found if isinstance(found, str) else None
+        return UsageRecord.model_validate({
+            **fields, "provider": provider, "model": model, "request_id": self.id,
+            "flags": (flag,)})
+
 
 def _request_model(line: Mapping[str, Any]) -> str | None:
     """The model a request-log line's request names (``{"request": {"model": ...},
     "usage": {...}}``, also under ``body`` / ``payload``, found as ``explain`` finds it), or
     None. Read only when neither the line nor its response names one: the response's model
     (what served the request, e.g. a dated snapshot) comes first."""
-    from promptcache._cliutil import unwrap_request
+    return _request_field(line, "model")
 
+
+def _request_field(line: Mapping[str, Any], key: str) -> str | None:
+    """A non-empty string field of the request a request-log line carries (see
+    :func:`_request_model`), or None."""
+    from promptcache._cliutil import REQUEST_FIELDS, unwrap_request
+    from promptcache.lint.sources.request_json import WRAPPER_KEYS
+
+    if not any(k in line for k in (*WRAPPER_KEYS, *REQUEST_FIELDS)):
+        return None  # no request on the line: not worth the search
     found = unwrap_request(line)
-    if found is None:
-        return None
-    model = found[0].get("model")
-    return model if isinstance(model, str) and model else None
+    return None if found is None else _str(found[0].get(key))
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -403,10 +620,10 @@ def _json_lines(path: str | os.PathLike[str], *, text: str | None = None,
     name = str(path)
     fh: IO[str]
     if text is not None:
-        fh = io.StringIO(text, newline=None)
+        fh = io.StringIO(text.removeprefix("\ufeff"), newline=None)
     else:
-        try:
-            fh = open(path, encoding="utf-8")
+        try:  # utf-8-sig: a UTF-8 BOM (Windows loggers) at the start is not part of line 1
+            fh = open(path, encoding="utf-8-sig")
         except OSError as exc:
             raise InputError(name, exc.strerror or str(exc)) from exc
     with fh:
