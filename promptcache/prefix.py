@@ -999,6 +999,11 @@ class _Renderer:
             if isinstance(source, Mapping) and source.get("type") == "text":
                 data = source.get("data")
                 text = data if isinstance(data, str) else None
+                # title and context are content the model reads: counted with the text
+                head = [v for v in (block.get("title"), block.get("context"))
+                        if isinstance(v, str) and v]
+                if head:
+                    token_text = "\n".join([*head, text or ""])
             else:
                 extra = _document_tokens(source)
                 token_text = ""

@@ -28,10 +28,21 @@ Invariants (tested in tests/test_local_template.py):
   breakpoint covers, so every prefix-cache boundary lies strictly inside the prompt.
 * ``cache_control`` / ``prompt_cache_breakpoint`` markers do not change tokens (they are
   stripped before encoding), so adding a breakpoint never invalidates a prefix.
-* Request settings that the hosted API renders at the start of the messages tier
-  (``tool_choice``, ``thinking``, ``output_config``; Anthropic) are encoded once, before the
-  first message, inside that message's span: changing them misses the messages tier but still
-  hits tools and system (hosted-api-rules.md 1.7).
+* Anthropic request settings are encoded once, at the start of the tier their change
+  invalidates (the catalog's invalidation table, ``invalidation_rules("anthropic")``, from
+  hosted-api-rules.md 1.7), inside the span of that tier's first segment:
+
+  - whole prompt (before the first segment): ``output_config.format`` / ``output_format``
+    ("invalidates the whole cache for that conversation thread");
+  - system tier (before the first system segment, or the first message without a system):
+    ``speed`` (fast mode) and the citations toggle (a ``document`` / ``search_result`` block
+    with ``citations.enabled``: the API edits the system prompt for it);
+  - messages tier (before the first message): ``tool_choice``, ``thinking``,
+    ``output_config.effort`` and any other ``output_config`` key.
+
+  Changing one misses its tier and every later one and still hits the earlier ones.
+* A text ``document`` block's ``title`` and ``context`` are content the model reads: they are
+  encoded before the document text (a change misses the messages tier).
 * Images are "hashed into the prefix": an image becomes an image marker plus
   :data:`IMAGE_TOKENS` ids derived from the SHA-256 of its source (base64 data or URL and
   ``detail``), so the same image gives the same ids and any change to it changes them.
@@ -53,6 +64,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from promptcache.catalog import invalidation_rules
 from promptcache.prefix import PrefixView, Segment, render
 from promptcache.tokens import encode
 
@@ -84,8 +96,22 @@ _SEP = "<|sep|>"
 _TURN_END = "<|end|>"
 _IMAGE = "<|image|>"
 _SETTINGS = "<|settings|>"
+_SYSTEM_SETTINGS = "<|system_settings|>"
+_REQUEST_SETTINGS = "<|request_settings|>"
+#: Settings placed at the messages tier when the catalog has no rule for them (what is left of
+#: ``output_config`` once its ruled keys are placed, e.g. a task budget).
 _MESSAGES_TIER_PARAMS = ("tool_choice", "thinking", "output_config")
+#: Blocks whose ``citations: {"enabled": true}`` turns citations on; hosted-api-rules.md 1.7:
+#: the "citations toggle" changes the system prompt (tools kept, system and messages miss).
+_CITATION_KINDS = frozenset({"document", "search_result", "tool_result"})
 _GENERATION_ROLE = "assistant"
+#: The settings hooks a segment of each tier may open (the earlier tiers' hooks come first:
+#: a request without a system prompt opens the system hook at its first message).
+_TIERS_FROM: dict[str, tuple[str, ...]] = {
+    "tools": ("tools",),
+    "system": ("tools", "system"),
+    "messages": ("tools", "system", "messages"),
+}
 
 # keys that mark breakpoints and must not change tokens; never stripped below these keys
 _MARKER_KEYS = ("cache_control", "prompt_cache_breakpoint")
@@ -228,7 +254,9 @@ def _content_ids(segment: Segment) -> list[int]:
     kind = segment.kind
     if kind in _MEDIA_KINDS and not (kind == "document" and segment.text is not None):
         return _image_ids(segment)
-    if kind in ("text", "thinking", "document") and segment.text is not None:
+    if kind == "document" and segment.text is not None:
+        return [*_document_header(segment), *encode_text(segment.text)]
+    if kind in ("text", "thinking") and segment.text is not None:
         return encode_text(segment.text)
     return encode_text(_canonical(segment))
 
@@ -243,17 +271,95 @@ def _role(segment: Segment) -> str:
     return segment.role or segment.tier
 
 
-def _messages_tier_settings(view: PrefixView) -> list[int]:
-    """Tokens of the Anthropic request settings that only affect the messages tier
-    (``tool_choice``, ``thinking``, ``output_config``): changing them invalidates the messages
-    cache but keeps tools and system (hosted-api-rules.md 1.7)."""
-    if view.provider != "anthropic":
+def _document_header(segment: Segment) -> list[int]:
+    """Tokens of a text document's ``title`` and ``context`` (content the model reads; empty
+    when neither is set)."""
+    try:
+        node = json.loads(segment.data)
+    except (ValueError, UnicodeDecodeError):
         return []
-    found = {k: view.params[k] for k in _MESSAGES_TIER_PARAMS if view.params.get(k) is not None}
+    if not isinstance(node, dict):
+        return []
+    fields = {k: node[k] for k in ("title", "context") if isinstance(node.get(k), str)}
+    if not fields:
+        return []
+    return encode_text(json.dumps(fields, ensure_ascii=False, separators=(",", ":")))
+
+
+def _pop_path(params: dict[str, Any], dotted: str) -> tuple[bool, Any]:
+    """Remove ``params[a][b]...`` (``"a.b"``) and return ``(found, value)``; containers on the
+    path are copied, never changed in place (``params`` itself is the caller's copy)."""
+    keys = dotted.split(".")
+    node: Any = params
+    parents: list[tuple[dict[str, Any], str]] = []
+    for key in keys[:-1]:
+        child = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(child, Mapping):
+            return False, None
+        child = dict(child)
+        node[key] = child
+        parents.append((node, key))
+        node = child
+    if not isinstance(node, dict) or keys[-1] not in node or node[keys[-1]] is None:
+        return False, None
+    value = node.pop(keys[-1])
+    for parent, key in reversed(parents):  # drop containers left empty by the pop
+        if parent[key]:
+            break
+        del parent[key]
+    return True, value
+
+
+def _citations_enabled(view: PrefixView) -> bool:
+    """True when a block of the request turns citations on (``citations.enabled``)."""
+    for segment in view.segments:
+        if segment.kind not in _CITATION_KINDS or b'"citations"' not in segment.data:
+            continue
+        try:
+            node = json.loads(segment.data)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        blocks = [node]
+        if isinstance(node, dict) and isinstance(node.get("content"), list):
+            blocks.extend(node["content"])
+        for block in blocks:
+            cit = block.get("citations") if isinstance(block, dict) else None
+            if isinstance(cit, dict) and cit.get("enabled") is True:
+                return True
+    return False
+
+
+def _settings_tokens(marker: str, found: Mapping[str, Any]) -> list[int]:
     if not found:
         return []
-    text = json.dumps(_strip_markers(found), ensure_ascii=False, separators=(",", ":"))
-    return [*_marker(_SETTINGS), *encode_text(text)]
+    text = json.dumps(_strip_markers(dict(found)), ensure_ascii=False, separators=(",", ":"))
+    return [*_marker(marker), *encode_text(text)]
+
+
+def _request_settings(view: PrefixView) -> dict[str, list[int]]:
+    """Tokens of the Anthropic request settings, by the tier whose start they are encoded at
+    (``"tools"``: before everything; ``"system"``; ``"messages"``). Placement follows the
+    catalog's invalidation table (hosted-api-rules.md 1.7): a setting is encoded at the start
+    of the first tier its change invalidates, so the earlier tiers stay cached."""
+    if view.provider != "anthropic":
+        return {}
+    params: dict[str, Any] = dict(view.params)
+    found: dict[str, dict[str, Any]] = {"tools": {}, "system": {}, "messages": {}}
+    for rule in invalidation_rules("anthropic"):
+        for key in rule.keys:
+            present, value = _pop_path(params, key)
+            if present and key not in found[rule.invalidates]:
+                found[rule.invalidates][key] = value
+    for key in _MESSAGES_TIER_PARAMS:  # unruled leftovers (e.g. the rest of output_config)
+        if params.get(key) is not None and params[key] != {}:
+            found["messages"].setdefault(key, params[key])
+    if _citations_enabled(view):
+        found["system"]["citations"] = True
+    return {
+        "tools": _settings_tokens(_REQUEST_SETTINGS, found["tools"]),
+        "system": _settings_tokens(_SYSTEM_SETTINGS, found["system"]),
+        "messages": _settings_tokens(_SETTINGS, found["messages"]),
+    }
 
 
 def apply_template(
@@ -280,15 +386,14 @@ def apply_template(
     segments = view.segments
     ids: list[int] = []
     spans: list[SegmentSpan] = []
-    settings = _messages_tier_settings(view)
+    settings = _request_settings(view)
     for i, segment in enumerate(segments):
         start = len(ids)
         opens = i == 0 or _turn_key(segments[i - 1]) != _turn_key(segment)
         if opens and i:
             ids.extend(_marker(_TURN_END))  # closes the previous turn
-        if settings and segment.tier == "messages":
-            ids.extend(settings)  # once, before the first message
-            settings = []
+        for tier in _TIERS_FROM[segment.tier]:  # each once, at the start of its tier
+            ids.extend(settings.pop(tier, ()))
         ids.extend(_marker(_TURN_START.format(role=_role(segment)) if opens else _SEP))
         content_start = len(ids)
         ids.extend(_content_ids(segment))
