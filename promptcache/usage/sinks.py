@@ -276,20 +276,19 @@ def _failed_request(data: Mapping[str, Any]) -> str | None:
             what = _error_text(result.get("error")) if kind == "errored" else None
             return f"batch result {kind}" + (f" ({what})" if what else "")
     target = _response_of(data)
-    if any(isinstance(target.get(k), Mapping) for k in _USAGE_KEYS):
+    failed = next((obj for obj in (target, data, data.get("response"))
+                   if isinstance(obj, Mapping) and isinstance(obj.get("error"), Mapping | str)),
+                  None)
+    if failed is None or any(isinstance(target.get(k), Mapping) for k in _USAGE_KEYS):
         return None
     from promptcache.usage.parse import detect_provider
 
     if detect_provider(target) is not None:  # bare usage counts beside an "error" key
         return None
-    for obj in (target, data, data.get("response")):
-        if isinstance(obj, Mapping) and obj.get("error") is not None and (
-                isinstance(obj.get("error"), Mapping | str)):
-            status = _sub(data, "response", "status_code")
-            what = _error_text(obj["error"])
-            code = f"status {status}: " if isinstance(status, int) else ""
-            return f"API error response ({code}{what})" if what else "API error response"
-    return None
+    status = _sub(data, "response", "status_code")
+    what = _error_text(failed["error"])
+    code = f"status {status}: " if isinstance(status, int) else ""
+    return f"API error response ({code}{what})" if what or code else "API error response"
 
 
 #: Where a response (or a line) keeps its usage.
@@ -304,7 +303,7 @@ def _error_text(error: Any) -> str:
         return ""
     nested = error.get("error")
     inner: Mapping[str, Any] = nested if isinstance(nested, Mapping) else error
-    kind = inner.get("type") or inner.get("code")
+    kind = inner.get("code") or inner.get("type")  # OpenAI: code is the specific one
     message = inner.get("message")
     parts = [str(p) for p in (kind, message) if isinstance(p, str | int) and p != ""]
     return ": ".join(parts)
