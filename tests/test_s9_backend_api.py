@@ -185,3 +185,59 @@ def test_streamed_text_never_shows_the_stop_sequence(backend: LocalBackend) -> N
     text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
     done = next(e for e in events if e["type"] == "response.output_text.done")
     assert text == want == done["text"]
+
+
+# --------------------------------------------------------------- F8: what mode="exact" claims
+def _exact_runs() -> dict[str, Any]:
+    import random
+
+    from promptcache.local.engine import Engine
+    from promptcache.local.testing import shared_runner
+
+    runner = shared_runner(**{**TINY, "layers": 2})
+    rng = random.Random(1)
+    p = [rng.randrange(1000, 50000) for _ in range(100)]
+    other = [7, 8, 9] * 10
+
+    def engine() -> Engine:
+        return Engine(runner, num_blocks=64, mode="exact")
+
+    cold = engine().generate(p, max_tokens=4, return_logits=True)
+    e = engine()
+    e.generate(p[:48] + other, max_tokens=1)
+    block = e.generate(p, max_tokens=4, return_logits=True)
+    e = engine()
+    e.generate(p[:58] + other, max_tokens=1, keep_tail_at=[58])
+    tail = e.generate(p, max_tokens=4, return_logits=True)
+    e = engine()
+    first = e.generate(p[:60], max_tokens=30)
+    turn2 = p[:60] + first.output_ids + p[60:70]
+    generated = e.generate(turn2, max_tokens=4, return_logits=True)
+    cold2 = engine().generate(turn2, max_tokens=4, return_logits=True)
+    return {"cold": cold, "block": block, "tail": tail, "generated": generated, "cold2": cold2}
+
+
+def test_exact_mode_claims_only_what_holds() -> None:
+    """Review 14 F8: the docs claimed bit-identical logits for every hit; a kept tail or a
+    block of generated tokens is float-rounding close only. Pin both halves of the claim."""
+    import torch
+
+    from promptcache.local import cli, engine
+
+    r = _exact_runs()
+    cold, block, tail = r["cold"], r["block"], r["tail"]
+    assert block.reused_tokens == 48 and block.tail_reused_tokens == 0
+    assert torch.equal(block.prompt_logits, cold.prompt_logits)  # block-aligned prompt hit
+    assert tail.tail_reused_tokens == 10 and tail.reused_tokens == 58
+    assert torch.allclose(tail.prompt_logits, cold.prompt_logits, atol=1e-4)
+    assert tail.output_ids == cold.output_ids
+    gen, cold2 = r["generated"], r["cold2"]
+    assert gen.reused_tokens > 64  # blocks written while decoding turn 1 were reused
+    assert torch.allclose(gen.prompt_logits, cold2.prompt_logits, atol=1e-4)
+    assert gen.output_ids == cold2.output_ids
+    # the documentation no longer promises bit-identical logits for those two paths
+    doc = " ".join((engine.__doc__ or "").split())
+    assert "block-aligned prompt hit" in doc and "kept partial tail" in doc
+    assert "blocks of generated tokens" in doc and "not* bit-identical" in doc
+    help_text = next(p.help for p in cli.serve_command.params if p.name == "mode")  # type: ignore[attr-defined]
+    assert help_text is not None and "block-aligned prompt hits" in help_text

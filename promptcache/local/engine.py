@@ -15,10 +15,17 @@ One request, under one lock (the API may call from several threads)::
                      └─► commit generated full blocks; free (tail first)
 
 Exactness: in ``mode="exact"`` both the miss and the hit path prefill in chunks that end at
-absolute multiples of ``block_size``, so a hit replays exactly the computation a miss would
-have done after its cached blocks, and the last-position logits are bit-identical
-(``torch.equal``; CPU fp32, tested). ``mode="fast"`` prefills the uncached suffix in one
-forward: about 1e-7 off, same greedy tokens, far fewer model calls.
+absolute multiples of ``block_size``. When every reused token comes from full blocks that an
+earlier request prefilled as *prompt* tokens (a block-aligned prompt hit), a hit replays exactly
+the computation a miss would have done after those blocks, and the last-position logits are
+bit-identical (``torch.equal``; CPU fp32, tested). Two reuse paths are *not* bit-identical,
+because their K/V was computed in a forward of another shape than a cold prefill's chunk: a
+kept partial tail (``keep_tail_at``: every Anthropic breakpoint that ends mid-block) and blocks
+of generated tokens (written one decode step at a time, reused when the next prompt re-sends
+the reply). They differ by float rounding (about 1e-6 in fp32 on CPU; tested within 1e-4, with
+the same greedy tokens in the tests), so compare such outputs with a tolerance, not
+``torch.equal`` or exact text. ``mode="fast"`` prefills the uncached suffix in one forward:
+about 1e-7 off, same greedy tokens, far fewer model calls.
 
 Accounting: ``reused_tokens`` counts prompt tokens whose K/V came from the cache (full blocks
 plus a kept tail) and were *not* recomputed; ``computed_tokens = prompt_tokens -
@@ -130,7 +137,9 @@ class Engine:
         num_blocks: blocks in the pool (default 2048 when neither is given).
         block_size: tokens per block (16).
         hash_fn: ``"sha256"`` or ``"blake2b"`` (or a test callable).
-        mode: ``"exact"`` (block-aligned chunked prefill, bit-identical logits) or ``"fast"``.
+        mode: ``"exact"`` (block-aligned chunked prefill: bit-identical logits for block-aligned
+            prompt hits; kept tails and generated-token blocks are float-rounding close, see
+            the module docstring) or ``"fast"``.
         tail_tokens: token budget of the kept-tail side table (default: 1/16 of the pool,
             at least 4 blocks' worth); counted in ``pool_bytes``.
         adapter_id: mixed into the chain root.
