@@ -184,6 +184,9 @@ class _Scope:
         self.mod = mod
         self.env: dict[str, Taints] = {}
         self.lists: dict[str, list[ast.expr]] = {}
+        # name -> the (key, value) items of the dict literal / dict(...) call it holds, read
+        # as keywords where the name is passed as **name to an API call
+        self.dicts: dict[str, list[tuple[str, ast.expr]]] = {}
         self.returns: set[_Taint] = set()
         self.record = record
         self.is_module = is_module
@@ -356,6 +359,14 @@ class _Scope:
                 name = _dotted(target)
                 if name is not None:
                     self.mod.builders.add(name)
+        if isinstance(target, (ast.Name, ast.Attribute)):
+            items = self._dict_items(value_node) if value_node is not None else None
+            dotted = _dotted(target)
+            if dotted is not None:
+                if items is not None:
+                    self.dicts[dotted] = items
+                else:
+                    self.dicts.pop(dotted, None)
         if isinstance(target, ast.Name):
             self.env[target.id] = value
             if isinstance(value_node, ast.List):
@@ -372,6 +383,10 @@ class _Scope:
             base = _dotted(target.value)
             if base is not None:
                 self.env[base] = self.lookup(base) | value
+                key = target.slice
+                if (base in self.dicts and value_node is not None
+                        and isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                    self.dicts[base].append((key.value, value_node))  # params["system"] = ...
         elif isinstance(target, (ast.Tuple, ast.List)):
             for elt in target.elts:
                 self.assign(elt, value, None)
@@ -457,6 +472,8 @@ class _Scope:
             t = self._union([*call.args, *(k.value for k in call.keywords)])
             if t:
                 self.env[base] = self.lookup(base) | t
+            if attr == "update" and base in self.dicts:  # params.update(system=...)
+                self.dicts[base].extend(self._call_items(call))
             if base in self.lists:
                 if attr == "append" and call.args:
                     self.lists[base].append(call.args[0])
@@ -515,10 +532,11 @@ class _Scope:
                 continue
             resolved = self.resolve(call.func) or dotted
             is_api = bool(_SINK_CALL.search(dotted)) or resolved in _SINK_FUNCS
+            keywords = self._keywords(call)
             if not is_api:
-                for kw in call.keywords:
-                    if kw.arg in _AGENT_PROMPT_KWARGS:
-                        self._emit(self.taint(kw.value), f"{kw.arg}=", dotted + "()", kw.value,
+                for kwname, kwvalue in keywords:
+                    if kwname in _AGENT_PROMPT_KWARGS:
+                        self._emit(self.taint(kwvalue), f"{kwname}=", dotted + "()", kwvalue,
                                    call)
             is_builder = (isinstance(call.func, ast.Attribute)
                           and call.func.attr in _BUILDER_METHODS
@@ -536,18 +554,67 @@ class _Scope:
                 for arg in [*call.args, *(k.value for k in call.keywords)]:
                     self._emit(self.taint(arg), f"{method}()", label, arg, call)
                 continue
-            for kw in call.keywords:
-                if kw.arg in _PREFIX_KWARGS:
-                    self._emit(self.taint(kw.value), f"{kw.arg}=", label, kw.value, call)
-                elif kw.arg in _LIST_KWARGS:
-                    elts = self._elements(kw.value)
+            for kwname, kwvalue in keywords:
+                if kwname in _PREFIX_KWARGS:
+                    self._emit(self.taint(kwvalue), f"{kwname}=", label, kwvalue, call)
+                elif kwname in _LIST_KWARGS:
+                    elts = self._elements(kwvalue)
                     if elts is None:
                         continue
                     for i, elt in enumerate(elts):
                         role = _role_of(elt)
                         if role in ("system", "developer") or (i == 0 and len(elts) >= 2):
-                            self._emit(self.taint(elt), f"{kw.arg}[{i}]", label,
+                            self._emit(self.taint(elt), f"{kwname}[{i}]", label,
                                        self._anchor(elt), call, elt)
+
+    def _keywords(self, call: ast.Call) -> list[tuple[str, ast.expr]]:
+        """The call's keyword arguments, a ``**params`` resolved to the items of the dict
+        literal or ``dict(...)`` call ``params`` was assigned in this scope (the last value of
+        a key wins, as in Python); a ``**`` of anything else is skipped."""
+        out: dict[str, ast.expr] = {}
+        for kw in call.keywords:
+            if kw.arg is not None:
+                out[kw.arg] = kw.value
+            else:
+                out.update(self._dict_items(kw.value) or ())
+        return list(out.items())
+
+    def _dict_items(self, node: ast.expr | None,
+                    depth: int = 0) -> list[tuple[str, ast.expr]] | None:
+        """The (string key, value node) items of a dict literal, a ``dict(...)`` call (its
+        keywords, and a mapping argument or ``**`` it unpacks) or a name bound to one; None
+        when ``node`` is none of these. Keys that are not string constants are skipped."""
+        if node is None or depth > 20:
+            return None
+        if isinstance(node, ast.Dict):
+            items: list[tuple[str, ast.expr]] = []
+            for k, v in zip(node.keys, node.values, strict=False):
+                if k is None:  # {**base, ...}
+                    items.extend(self._dict_items(v, depth + 1) or ())
+                elif isinstance(k, ast.Constant) and isinstance(k.value, str):
+                    items.append((k.value, v))
+            return items
+        if isinstance(node, ast.Call):
+            if self.resolve(node.func) != "dict":
+                return None
+            return self._call_items(node, depth)
+        dotted = _dotted(node)
+        if dotted is not None and dotted in self.dicts:
+            return list(self.dicts[dotted])
+        return None
+
+    def _call_items(self, call: ast.Call, depth: int = 0) -> list[tuple[str, ast.expr]]:
+        """The items ``dict(...)`` / ``d.update(...)`` gets: its first argument's (a dict it
+        can read), then its keywords."""
+        items: list[tuple[str, ast.expr]] = []
+        for a in call.args[:1]:
+            items.extend(self._dict_items(a, depth + 1) or ())
+        for kw in call.keywords:
+            if kw.arg is None:
+                items.extend(self._dict_items(kw.value, depth + 1) or ())
+            else:
+                items.append((kw.arg, kw.value))
+        return items
 
     def _elements(self, node: ast.expr) -> list[ast.expr] | None:
         if isinstance(node, (ast.List, ast.Tuple)):
