@@ -401,7 +401,10 @@ def test_assert_cache_stable_reads_log_records_and_refuses_what_it_cannot_read()
             assert_cache_stable([{wrap_as: a, "usage": {}}, {wrap_as: b, "usage": {}}])
     with pytest.raises(InvalidRequestError, match="no request"):
         assert_cache_stable([{"nonsense": 1}, {"nonsense": 2}])
-    # a string system and one text block with the same text are the same cached content
+    # a string system and one text block with the same text are the same cached content (the
+    # breakpoint moves to the new turn: a request without one reads nothing, trial 14)
     same = dict(a, system=SYSTEM, messages=a["messages"] + [
-        {"role": "assistant", "content": "ok"}, {"role": "user", "content": "q1"}])
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": [{"type": "text", "text": "q1",
+                                      "cache_control": {"type": "ephemeral"}}]}])
     assert_cache_stable([a, same])

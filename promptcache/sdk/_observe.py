@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import logging
 import threading
 import time
@@ -658,6 +659,15 @@ class Observer:
                 call.kept_prefix = cut > prev.last_breakpoint
                 if not call.kept_prefix:
                     self._report_divergence(call, prev, body, cut)
+                else:
+                    # the content is kept, but a request setting that invalidates entries
+                    # (model, tool_choice, thinking...) or breakpoints that no longer reach the
+                    # previous entry lose it too: the diff decides (new-user trial 14)
+                    setting = changed_setting(prev.payload, body, call.shape)
+                    if setting is not None or not reaches_entry(prev.view, prev.last_breakpoint,
+                                                           view, call.model):
+                        call.kept_prefix = not self._report_divergence(
+                            call, prev, body, cut, setting=setting or "breakpoints")
         state = _SessionState(body, call.shape, view, digests, last_bp, plan, first)
         call.state = state
         with self.shared.lock:
@@ -680,24 +690,43 @@ class Observer:
                        why)
 
     def _report_divergence(self, call: Call, prev: _SessionState, body: Mapping[str, Any],
-                           cut: int) -> None:
+                           cut: int, setting: str | None = None) -> bool:
+        """Log why the request loses the previous request's cached prefix; True when logged.
+
+        ``setting``: None when the contents diverge at segment ``cut`` (logged unless the diff
+        finds a chained turn healthy); else the request setting that changed (``"model"``,
+        ``"tool_choice"``...) or ``"breakpoints"`` (none reaches the previous entry), logged only
+        when the diff finds a miss."""
         where = (prev.view.segments[cut].path if cut < len(prev.view.segments)
                  else "<end of request>")
         try:
-            # calibrated to the previous request's reported usage when its response arrived
-            result = _diff(prev.payload, body, call.shape, call.model, usage_a=prev.usage)
-            if result.verdict != "miss_explained" and stored_prompt_fields(body, call.shape):
+            # calibrated to the previous request's reported usage when its response arrived;
+            # each body's own model (a model given here would hide a model switch)
+            result = _diff(prev.payload, body, call.shape, None, usage_a=prev.usage)
+            if result.verdict != "miss_explained" and (
+                    setting is not None or stored_prompt_fields(body, call.shape)):
                 # B's prompt starts with stored items the server prepends (previous_response_id,
                 # conversation, prompt): its body holds only the new input, so the bodies
                 # diverge at the start (new-user trial 12); only a miss the diff finds is a break
-                return
+                return False
             explanation = _explanation(result)
         except Exception as exc:  # the diff's fault, not the caller's
+            if setting is not None:
+                fault("live diff", exc, "the request is sent unchanged")
+                return False
             explanation = f"(diff failed: {type(exc).__name__}: {exc})"
+        if setting is not None:
+            what = ("its breakpoints no longer reach the previous request's cache entry"
+                    if setting == "breakpoints" else f"its {setting} changed")
+            logger.warning("promptcache: session %r: the request keeps the previous one's "
+                           "content, but %s, so the cached prefix is lost: %s", call.session,
+                           what, explanation)
+            return True
         logger.warning(
             "promptcache: session %r: the request diverges from the previous one at %s, before "
             "its last breakpoint, so the cached prefix from there on is lost: %s", call.session,
             where, explanation)
+        return True
 
     # ------------------------------------------------------------------ after the response
     def record_response(self, call: Call, response: Any, end: float,
@@ -823,6 +852,48 @@ class Observer:
             if ev.kind == "usage_anomaly" and set(ev.record.flags) <= _OWN_FLAGS:
                 continue  # already reported when the record was made
             logger.warning("promptcache: %s: %s", ev.kind, ev.message)
+
+
+@functools.lru_cache(maxsize=4)
+def _setting_keys(family: str) -> tuple[str, ...]:
+    """Top-level request fields whose change invalidates cache entries without changing the
+    cached content: ``model`` (caches are per model) and the keys of the catalog's
+    invalidation table (``tool_choice``, ``thinking``, ``output_config``, ``speed``...;
+    hosted-api-rules.md 1.7 and 2.1). Routing hints (``prompt_cache_key``) are left out: a
+    change there makes a read uncertain, not lost."""
+    from promptcache.catalog import invalidation_rules
+
+    keys = {k.split(".")[0] for r in invalidation_rules(family)  # type: ignore[arg-type]
+            for k in r.keys} - {"prompt_cache_key"}
+    return ("model", *sorted(keys))
+
+
+def changed_setting(before: Mapping[str, Any], after: Mapping[str, Any], shape: str
+                     ) -> str | None:
+    """The first of :func:`_setting_keys` whose value differs between two bodies, or None."""
+    for key in _setting_keys("anthropic" if shape == "anthropic" else "openai"):
+        if before.get(key) != after.get(key):
+            return key
+    return None
+
+
+def reaches_entry(before: PrefixView, before_bp: int | None, view: PrefixView,
+             model: str | None) -> bool:
+    """Whether some breakpoint of ``view`` can read the entry the previous request ``before``
+    wrote at its last breakpoint (segment ``before_bp``): on Anthropic a read looks back at
+    most the policy's lookback (20 positions) from each breakpoint (hosted-api-rules.md 1.4);
+    other providers have no such limit. True when it cannot be told (no policy, no previous
+    breakpoint)."""
+    if view.provider != "anthropic" or before_bp is None:
+        return True
+    from promptcache.catalog import find_policy
+
+    policy = find_policy(model)
+    lookback = getattr(policy, "lookback_positions", None) if policy is not None else None
+    if not lookback:
+        return True
+    start = before.segments[before_bp].position
+    return any(0 <= s.position - start <= lookback for s in view.breakpoints())
 
 
 def marker_paths(plan: BreakpointPlan) -> set[str] | None:

@@ -16,7 +16,14 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from promptcache._errors import InvalidRequestError
-from promptcache.sdk._observe import SentRequest, explain_break, first_divergence, last_breakpoint
+from promptcache.sdk._observe import (
+    SentRequest,
+    changed_setting,
+    explain_break,
+    first_divergence,
+    last_breakpoint,
+    reaches_entry,
+)
 
 __all__ = ["assert_cache_stable", "sent_requests"]
 
@@ -119,14 +126,29 @@ def assert_cache_stable(requests: Iterable[SentRequest | Mapping[str, Any]] | An
                 raise AssertionError(f"request {i}{session} breaks the prefix request {j} "
                                      f"cached: cause stored_prompt_changed; {changed}")
             cut = first_divergence(before_digests, digests)
-            if before_bp is not None and cut <= before_bp and _loses_reads(
-                    before, sent, sent.provider, m):
-                where = (before_view.segments[cut].path if cut < len(before_view.segments)
-                         else "<end>")
-                why = explain_break(before.payload, sent.payload, sent.provider, m,
+            # the contents diverge before the cached end, or a request setting that
+            # invalidates entries (model, tool_choice, thinking...) changed, or no breakpoint
+            # reaches the earlier entry any more: the diff decides (new-user trial 14)
+            setting = changed_setting(before.payload, sent.payload, sent.provider)
+            suspect = (before_bp is not None and cut <= before_bp) or setting is not None \
+                or not reaches_entry(before_view, before_bp, view, m)
+            # each body's own model unless the caller named one (one model for both would
+            # hide a model switch)
+            if suspect and _loses_reads(before, sent, sent.provider, model):
+                if before_bp is not None and cut <= before_bp:
+                    where = ("they diverge at " + (
+                        before_view.segments[cut].path if cut < len(before_view.segments)
+                        else "<end>"))
+                elif setting is not None:
+                    where = f"its {setting} changed"
+                else:
+                    where = "its breakpoints no longer reach that entry"
+                why = explain_break(before.payload, sent.payload, sent.provider, model,
                                     usage_a=before.usage)
                 session = "" if sent.session is None else f" of session {sent.session!r}"
+                upto = (f" (up to {before_view.segments[before_bp].path})"
+                        if before_bp is not None else "")
                 raise AssertionError(
-                    f"request {i}{session} breaks the prefix request {j} cached (up to "
-                    f"{before_view.segments[before_bp].path}): they diverge at {where}; {why}")
+                    f"request {i}{session} breaks the prefix request {j} cached{upto}: "
+                    f"{where}; {why}")
         last[sent.session] = (i, sent, digests, last_breakpoint(view), view)
