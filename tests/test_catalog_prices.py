@@ -166,11 +166,12 @@ def test_openai_prices_and_snapshot() -> None:
 
 
 def test_dated_prices() -> None:
-    # GPT-5.6 Sol: $5 at launch, $4 from 2026-08-21 (genai-prices cites OpenAI's changelog)
+    # GPT-5.6 Sol: the reference's $5 table price for every date; the $4/$20 cut from
+    # 2026-08-21 (genai-prices) is UNCONFIRMED in the reference (review 15 F11)
     assert get_prices("gpt-5.6", at=date(2026, 8, 1)).input == Decimal(5)
-    cut = get_prices("gpt-5.6-sol", at=datetime(2026, 9, 1, tzinfo=UTC))
-    assert (cut.input, cut.cache_write) == (Decimal(4), Decimal(5))
-    assert cut.source.effective_from == date(2026, 8, 21)
+    later = get_prices("gpt-5.6-sol", at=datetime(2026, 9, 1, tzinfo=UTC))
+    assert (later.input, later.cache_write) == (Decimal(5), Decimal("6.25"))
+    assert later.source.kind == "catalog" and later.source.effective_from == date(2026, 7, 9)
     # Claude Sonnet 5.5 read: $0.20 before 2026-10-07, $0.10 from (genai-prices has no history,
     # the catalog row wins before the change)
     before = get_prices("claude-sonnet-5-5", at=date(2026, 10, 6))

@@ -181,7 +181,9 @@ def _write(path: Path, *lines: dict[str, Any]) -> Path:
 
 
 def test_report_prices_a_dated_responses_object_at_its_created_at(tmp_path: Path) -> None:
-    """gpt-5.6-sol: $5/MTok input before 2026-08-21, $4 from then (catalog rows)."""
+    """A Responses object's created_at is read (gpt-5.6-sol: $5/MTok input on both dates since
+    review 15 F11 dropped the unconfirmed $4 cut; the dated switch itself is covered by the
+    claude-sonnet-5-5 tests)."""
     resp = {"id": "resp_1", "object": "response", "created_at": 1785000000,  # 2026-07-25
             "model": "gpt-5.6-sol", "output": [],
             "usage": {"input_tokens": 1000, "output_tokens": 0,
@@ -189,7 +191,7 @@ def test_report_prices_a_dated_responses_object_at_its_created_at(tmp_path: Path
     old = _report(_write(tmp_path / "old.jsonl", resp))
     assert Decimal(old["total"]["cost_usd"]) == Decimal("0.005")
     new = _report(_write(tmp_path / "new.jsonl", {**resp, "created_at": 1795000000}))
-    assert Decimal(new["total"]["cost_usd"]) == Decimal("0.004")
+    assert Decimal(new["total"]["cost_usd"]) == Decimal("0.005")
 
 
 def test_report_prices_a_dated_chat_completion_at_its_created(tmp_path: Path) -> None:
