@@ -182,7 +182,7 @@ def breakeven(
         model: model id (catalog).
         prefix_tokens: tokens of the shared prefix.
         ttl: ``"5m"``/``"1h"`` (Anthropic), ``"30m"`` (OpenAI GPT-5.6+); default: the model's
-            default TTL; ignored for models without a TTL parameter.
+            default TTL; must be None for models without a TTL parameter.
         prices: explicit prices (multipliers then come from these prices).
         policy: explicit ``CachePolicy`` (models the catalog does not know).
         at: price date (default now).
@@ -193,19 +193,26 @@ def breakeven(
 
     Raises:
         UnknownModelError: model unknown to the catalog (and no ``policy``/``prices``).
-        TypeError: ``prefix_tokens`` not a number (e.g. the string ``"5000"``).
+        TypeError: ``prefix_tokens`` not a number (e.g. the string ``"5000"``), or ``ttl`` not
+            a string.
         ValueError: ``prefix_tokens`` negative or fractional, or a TTL the model does not
-            offer.
+            offer (any TTL for a model without one, e.g. ``"1h"`` for gpt-5).
     """
     prefix_tokens = _count("prefix_tokens", prefix_tokens)
     get_policy, get_prices = _catalog()
     pol = get_policy(model, policy=policy)
     table = prices if prices is not None else get_prices(model, at=at)
     flat = _flat(table, prefix_tokens)
+    if ttl is not None and not isinstance(ttl, str):
+        raise TypeError(f"ttl must be a string such as '5m' or '1h', not {type(ttl).__name__} "
+                        f"({ttl!r})")
     if pol.ttls:
         ttl = ttl or pol.default_ttl
         if ttl not in pol.ttls:
             raise ValueError(f"{model}: TTL {ttl!r} not offered (offered: {', '.join(pol.ttls)})")
+    elif ttl is not None:  # as the CLI's --ttl: a TTL the model does not take is a mistake
+        raise ValueError(f"{model}: caches automatically and takes no TTL (got {ttl!r}): its "
+                         "cache lifetime is the provider's, leave ttl unset")
     else:
         ttl = None
     if prices is not None:
