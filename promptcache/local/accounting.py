@@ -36,6 +36,10 @@ OpenAI (hosted-api-rules.md 2.1-2.4; https://developers.openai.com/api/docs/guid
 * GPT-5.6+ (``policy.explicit_breakpoints``): entries at breakpoints (one implicit breakpoint on
   the newest message plus the latest 3 explicit ones; in ``mode: "explicit"`` only the latest 4
   explicit ones), no lookback limit, TTL 30m; ``cache_write_tokens`` reports the tokens written.
+  Reads look at the **latest** ``policy.read_breakpoint_window`` (80) breakpoints of the
+  request (explicit markers, read-only ones included, plus the implicit one): an entry that
+  ends before the oldest of them is not read (hosted-api-rules.md 2.3 [O3]; the Azure doc
+  says 50 [O4], a CONFLICT the catalog records, choosing OpenAI's own SDK).
 * ``prompt_tokens`` includes ``cached_tokens`` (and ``cache_write_tokens``).
 
 OpenAI's guide documents routing (a hash of the prompt's start plus ``prompt_cache_key``, spill
@@ -57,6 +61,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from promptcache._errors import UnknownModelError
+from promptcache.catalog import get_policy
 from promptcache.local.errors import BackendAPIError
 from promptcache.local.template import TemplatedPrompt
 
@@ -79,6 +85,7 @@ __all__ = [
     "openai_automatic_cached_tokens",
     "openai_breakpoints",
     "plan_reads_and_writes",
+    "read_window_start",
     "ttl_seconds",
 ]
 
@@ -492,6 +499,57 @@ class CachePlan:
         return self.total_tokens - self.read_tokens - self.write_tokens
 
 
+class _FromPolicy:
+    """Sentinel type: take the value from the catalog policy of the prompt's model."""
+
+
+_FROM_POLICY = _FromPolicy()
+
+
+def _policy_read_window(model: str | None) -> int | None:
+    """The catalog's ``read_breakpoint_window`` of ``model`` (None when the model is unknown
+    or the policy has none)."""
+    if model is None:
+        return None
+    try:
+        return get_policy(model).read_breakpoint_window
+    except UnknownModelError:
+        return None
+
+
+def read_window_start(prompt: TemplatedPrompt, window: int | None) -> int:
+    """Index of the first span whose cache entry a read may use under a window of the latest
+    ``window`` breakpoints (OpenAI GPT-5.6+, hosted-api-rules.md 2.3 [O3]: "for reads, OpenAI
+    looks at the latest 80 breakpoints").
+
+    The request's breakpoints are its explicit ``prompt_cache_breakpoint`` markers (the
+    read-only ones beyond the 4 that write included) plus, in ``prompt_cache_options.mode``
+    ``"implicit"`` (the default), the implicit one on the newest message. With more than
+    ``window`` of them, an entry ending before the oldest of the latest ``window`` is not looked
+    at; entries from there on are (no content-block lookback limit). 0 (no floor) when
+    ``window`` is None or not exceeded.
+    """
+    if window is None:
+        return 0
+    spans = prompt.spans
+    marked = [
+        i
+        for i, span in enumerate(spans)
+        if span.segment.breakpoint is not None
+        and span.segment.breakpoint.source == "openai-explicit"
+    ]
+    opts = prompt.view.params.get("prompt_cache_options")
+    mode = opts.get("mode", "implicit") if isinstance(opts, Mapping) else "implicit"
+    if mode != "explicit":
+        messages = [i for i, span in enumerate(spans) if span.segment.tier == "messages"]
+        implicit = messages[-1] if messages else len(spans) - 1
+        if implicit >= 0 and implicit not in marked:
+            marked = sorted([*marked, implicit])
+    if len(marked) <= window:
+        return 0
+    return marked[-window] if window > 0 else len(spans)
+
+
 def plan_reads_and_writes(
     prompt: TemplatedPrompt,
     breakpoints: Sequence[PlannedBreakpoint],
@@ -503,6 +561,7 @@ def plan_reads_and_writes(
     lookback_positions: int | None,
     available_tokens: int,
     arrived: Instant | None = None,
+    read_breakpoint_window: int | _FromPolicy | None = _FROM_POLICY,
 ) -> CachePlan:
     """Decide the read and the writes of one request.
 
@@ -524,17 +583,25 @@ def plan_reads_and_writes(
             that prefix itself (Anthropic: "a cache entry becomes available only after the first
             response begins", hosted-api-rules.md 1.9; case BR-21). None: every entry is visible
             (the OpenAI routes, whose reference documents no such rule).
+        read_breakpoint_window: reads look at the latest N breakpoints of the request only
+            (:func:`read_window_start`); None = every breakpoint. Default: the catalog's
+            ``read_breakpoint_window`` for ``prompt.view.model`` (OpenAI GPT-5.6+: 80; None
+            for Anthropic, whose reads are bounded by ``lookback_positions``, and for a model
+            the catalog does not know).
 
     Returns:
         the :class:`CachePlan`.
     """
     keys = boundary_keys(prompt, tenant_salt)
     spans = prompt.spans
+    if isinstance(read_breakpoint_window, _FromPolicy):
+        read_breakpoint_window = _policy_read_window(prompt.view.model)
+    floor = read_window_start(prompt, read_breakpoint_window)
     best_end = 0
     best_key: bytes | None = None
     for bp in breakpoints:
         pos = spans[bp.span_index].segment.position
-        for j in range(bp.span_index, -1, -1):
+        for j in range(bp.span_index, floor - 1, -1):
             if spans[j].end <= best_end:
                 break
             if (
