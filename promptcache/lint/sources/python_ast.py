@@ -4,7 +4,10 @@ Sources (what varies between requests): ``datetime.now/utcnow/today``, ``date.to
 ``time.time/time_ns/localtime/gmtime/ctime/asctime/strftime``, ``uuid.uuid1/4/6/7``,
 ``random.*``, ``secrets.*``, ``os.getpid``, ``os.urandom``; iteration over a ``set`` (string
 hashing is salted per process, so set order changes between runs); ``json.dumps`` of a
-runtime value without ``sort_keys=True`` (key order follows however the dict was built).
+runtime value without ``sort_keys=True`` (key order follows however the dict was built);
+a list reordered in place at random (``random.shuffle(x)`` unless on a seeded
+``random.Random(seed)``, ``x.sort(key=<random>)``): its text, and which message comes first
+where it is a ``messages=`` / ``input=`` list.
 
 Propagation, within a module, sequentially through each function body: assignments (also
 tuple targets, ``self.x``, ``d[k] = v``, ``x += ...``, ``.append/.extend/.insert/.update``),
@@ -19,7 +22,8 @@ and ``SystemMessage(...)`` objects, and the ``system=``, ``tools=``, ``instructi
 ``prompt_cache_key=`` arguments and the first / system / developer elements of ``messages=`` /
 ``input=`` (list literals, or names built from them) of ``*.messages.create/stream``,
 ``*.chat.completions.create/parse``, ``*.responses.create/stream/parse``,
-``litellm.completion/acompletion``, and promptcache's ``PromptBuilder`` stable sections
+``litellm.completion/acompletion`` (also passed as ``**params``, ``params`` a dict literal or
+``dict(...)`` call built in the same function), and promptcache's ``PromptBuilder`` stable sections
 (``.system()`` unless ``dynamic=``/``dynamic_from=``, ``.tools()``, ``.tool()``,
 ``.document()``, ``.example()``; values wrapped in ``.volatile()`` are declared and left to
 the builder).
@@ -187,6 +191,9 @@ class _Scope:
         # name -> the (key, value) items of the dict literal / dict(...) call it holds, read
         # as keywords where the name is passed as **name to an API call
         self.dicts: dict[str, list[tuple[str, ast.expr]]] = {}
+        # name -> the taint of an in-place random reordering (random.shuffle(name),
+        # name.sort(key=<random>)): the list's order, so its first element, changes per run
+        self.reordered: dict[str, Taints] = {}
         self.returns: set[_Taint] = set()
         self.record = record
         self.is_module = is_module
@@ -298,7 +305,10 @@ class _Scope:
                 return args_taint | {self._new(node, "timestamp", gran or "second", _origin(node))}
             if name.startswith(_RANDOM_MODULES) and not name.endswith(("seed", "Random",
                                                                      "SystemRandom")):
-                return args_taint | {self._new(node, "random", None, _origin(node))}
+                # a random pick from a random value (random.sample(shuffled, 2)) is one
+                # random value: the new one stands for its arguments' random taints
+                return (frozenset(t for t in args_taint if t.vol.kind != "random")
+                        | {self._new(node, "random", None, _origin(node))})
             if name == "json.dumps":
                 sort = any(k.arg == "sort_keys" and not (isinstance(k.value, ast.Constant)
                                                          and not k.value.value)
@@ -363,6 +373,7 @@ class _Scope:
             items = self._dict_items(value_node) if value_node is not None else None
             dotted = _dotted(target)
             if dotted is not None:
+                self.reordered.pop(dotted, None)  # a new value: its own order
                 if items is not None:
                     self.dicts[dotted] = items
                 else:
@@ -461,6 +472,8 @@ class _Scope:
         return any(t.vol.kind == "set-order" for t in self.taint(node))
 
     def _mutating_call(self, call: ast.Call) -> None:
+        if self._reorders(call):
+            return
         func = call.func
         if not isinstance(func, ast.Attribute):
             return
@@ -487,6 +500,38 @@ class _Scope:
                     self.lists[base].extend(call.args[0].elts)
             elif attr == "append" and call.args and base not in self.env:
                 self.lists[base] = [call.args[0]]
+
+    def _reorders(self, call: ast.Call) -> bool:
+        """``random.shuffle(x)`` (any random module's, ``from random import shuffle`` too) and
+        ``x.sort(key=<a random value>)`` reorder ``x`` in place: taint ``x`` as a random value
+        (its text, and its order where it is a message list). True when ``call`` is one."""
+        name = self.resolve(call.func) or ""
+        target: ast.expr | None = None
+        recv = call.func.value if isinstance(call.func, ast.Attribute) else None
+        seeded = (isinstance(recv, ast.Call) and bool(recv.args or recv.keywords)
+                  and (self.resolve(recv.func) or "").endswith(".Random"))  # Random(seed)
+        if (name.startswith(_RANDOM_MODULES) and name.rsplit(".", 1)[-1] == "shuffle"
+                and call.args and not seeded):
+            target = call.args[0]
+        elif isinstance(call.func, ast.Attribute) and call.func.attr == "sort":
+            key = next((k.value for k in call.keywords if k.arg == "key"), None)
+            body = key.body if isinstance(key, ast.Lambda) else key
+            if body is not None and any(t.vol.kind == "random" for t in self.taint(body)):
+                target = call.func.value
+        base = _dotted(target) if target is not None else None
+        if base is None:
+            return False
+        t = frozenset({self._new(call, "random", None, _origin(call))})
+        self.env[base] = self.lookup(base) | t
+        self.reordered[base] = self.reordered.get(base, _EMPTY) | t
+        return True
+
+    def _reordered_in(self, node: ast.expr) -> Taints:
+        """The in-place reorderings of the list that starts ``node`` (``x`` or ``x + [...]``)."""
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return self._reordered_in(node.left)
+        dotted = _dotted(node)
+        return self.reordered.get(dotted, _EMPTY) if dotted is not None else _EMPTY
 
     # ---------------------------------------------------------------- sinks
     def _calls_in(self, stmt: ast.stmt) -> Iterator[ast.Call | ast.Dict]:
@@ -558,6 +603,9 @@ class _Scope:
                 if kwname in _PREFIX_KWARGS:
                     self._emit(self.taint(kwvalue), f"{kwname}=", label, kwvalue, call)
                 elif kwname in _LIST_KWARGS:
+                    shuffled = self._reordered_in(kwvalue)
+                    if shuffled:  # which message comes first changes per request
+                        self._emit(shuffled, f"{kwname}[0]", label, kwvalue, call)
                     elts = self._elements(kwvalue)
                     if elts is None:
                         continue
