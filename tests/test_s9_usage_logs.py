@@ -394,3 +394,15 @@ def test_speed_is_read_from_a_logged_request(tmp_path: Path) -> None:
     assert (fast.speed, std.speed) == ("fast", None)
     ((_, top),) = _records(_write(tmp_path, {**_anthropic(), "speed": "fast"}))
     assert top.speed == "fast"
+
+
+def test_responses_stream_cut_before_completed_is_a_request_with_unknown_usage(
+        tmp_path: Path) -> None:
+    resp = {"id": "resp_1", "object": "response", "created_at": 1793491200,
+            "model": "gpt-5", "usage": None}
+    path = _write(tmp_path, {"type": "response.created", "response": resp},
+                  {"type": "response.output_text.delta", "delta": "x"})
+    ((_, rec),) = _records(path)
+    assert (rec.provider, rec.model, rec.request_id, rec.start) == (
+        "openai-responses", "gpt-5", "resp_1", 1793491200)
+    assert rec.cache_read is None and rec.flags[0].startswith("stream_incomplete")
