@@ -233,6 +233,15 @@ CAUSES: dict[str, CauseInfo] = {
             client_side=False,
         ),
         _c(
+            "sent_before_a",
+            "B was sent no later than A: A's cache entries did not exist yet (an entry can be "
+            "read only once the response that writes it has begun)",
+            "send the first request alone and the others after its first token "
+            "(promptcache.warm_then_fanout); if the requests were not concurrent, check the "
+            "log's timestamps (a log written at response end is out of start order)",
+            A_CACHING,
+        ),
+        _c(
             "below_minimum",
             "the prefix is below the model's minimum cacheable length",
             "grow the stable prefix above the minimum, or drop the markers (nothing is cached)",

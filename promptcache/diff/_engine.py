@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
@@ -1123,12 +1124,18 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
     pred_read: int | None = None
     scale = 1.0
     top_a = 0  # Anthropic: A's largest written entry (estimated tokens)
+    # B sent no later than A: A's entries did not exist yet when B started (an entry is
+    # readable once the response writing it has begun, hosted-api-rules.md 1.9), so none is
+    # alive for B: predicted as an infinite gap, and the cause is sent_before_a, not the TTL
+    concurrent = gap is not None and gap <= 0
+    g = math.inf if concurrent else gap
+    lapse = "sent_before_a" if concurrent else "ttl_expired"
     if policy is not None and pa.policy is not None:
         scale = calibration(pa, usage_a)
         if pb.family == "anthropic":
-            p = _predict_anthropic(pa, pb, cut, gap)
+            p = _predict_anthropic(pa, pb, cut, g)
             p_nottl = _predict_anthropic(pa, pb, cut, None)
-            alive = _entries(pa, min(cut, n_b), gap)
+            alive = _entries(pa, min(cut, n_b), g)
             content_best = max((pb.end(j) for j in alive), default=0)
             all_entries = _entries(pa, n_a, None)
             top_a = max((pa.end(j) for j in all_entries), default=0)
@@ -1138,8 +1145,9 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
                     "minimum_tokens": int(getattr(pa.policy, "min_cacheable_tokens", 0)),
                     "largest_breakpoint_prefix_tokens": max(pa.end(j) for j in pa.bps)}))
             if p_nottl.read > p.read:
-                raw.append(_RawCause("ttl_expired", _after(pb, p.read_index), 4,
+                raw.append(_RawCause(lapse, _after(pb, p.read_index), 4,
                                      _tier_at(pb, _after(pb, p.read_index)), None,
+                                     {"gap_seconds": gap} if concurrent else
                                      {"gap_seconds": gap, "ttl": _ttls_lost(pa, gap)}))
             elif content_best > p.read:
                 raw.append(_RawCause("breakpoint_moved", _after(pb, p.read_index), 5,
@@ -1150,7 +1158,11 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
         elif explicit_breakpoints(pa) and explicit_breakpoints(pb):
             # GPT-5.6+: entries at the breakpoints, not on the 128-token grid. The TTL is a
             # minimum lifetime (hosted-api-rules.md 2.3): a longer gap cuts nothing (below)
-            p = _predict_openai_bp(pa, pb, cut, None)
+            p = _predict_openai_bp(pa, pb, cut, math.inf if concurrent else None)
+            if concurrent:
+                p_any = _predict_openai_bp(pa, pb, cut, None)
+                if p_any.read > p.read:
+                    raw.append(_RawCause(lapse, 0, 4, "tools", None, {"gap_seconds": gap}))
             minimum = int(getattr(pa.policy, "min_cacheable_tokens", 1024) or 0)
             top_a = max((pa.end(j) for j in _openai_entries(pa, n_a, None)), default=0)
             ideal = min(top_a, pb.total)
@@ -1165,13 +1177,13 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
             # the read entry's lifetime: its breakpoint's own ttl where longer ("12h")
             ttl_read = max(_openai_ttl(pa), 0.0 if p.read_index is None
                            else _bp_seconds(pa, p.read_index))
-            if gap is not None and gap > ttl_read and p.read:
+            if gap is not None and not concurrent and gap > ttl_read and p.read:
                 raw.append(_ttl_warning(pb, gap, ttl_read))
             alive = _openai_entries(pa, min(cut, n_b), None)
             if max((pb.end(j) for j in alive), default=0) > p.read:
                 raw.append(_reach_cause(pa, pb, alive, p))
         else:  # scaled before the 128-token grid: predictions stay on the grid
-            p = _predict_openai(pa, pb, identical, cut, gap, scale)
+            p = _predict_openai(pa, pb, identical, cut, g, scale)
             p_nottl = _predict_openai(pa, pb, identical, cut, None, scale)
             ideal = min(openai_cacheable_tokens(round(pa.total * scale), pa.policy),
                         round(pb.total * scale))
@@ -1181,8 +1193,9 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
                     "minimum_tokens": int(getattr(pa.policy, "min_cacheable_tokens", 1024)),
                     "prompt_tokens": pa.total}))
             if p_nottl.read > p.read:
-                raw.append(_RawCause("ttl_expired", 0, 4, "tools", None,
-                                     {"gap_seconds": gap, "ttl_seconds": _openai_ttl(pa)}))
+                raw.append(_RawCause(lapse, 0, 4, "tools", None, {"gap_seconds": gap} if
+                                     concurrent else {"gap_seconds": gap,
+                                                      "ttl_seconds": _openai_ttl(pa)}))
         # estimated-token predictions (Anthropic, GPT-5.6+) are scaled here; the others are
         # already in reported tokens, on the grid
         estimated = pb.family == "anthropic" or (explicit_breakpoints(pa)
@@ -1651,7 +1664,9 @@ def _checks(pa: Prepared, pb: Prepared, first: int, gap: float | None,
             ttl = max([_openai_ttl(pa), *(_bp_seconds(pa, j) for j in pa.bps)])
         minimum = (" (a minimum lifetime: a read is still possible)"
                    if explicit_breakpoints(pa) and gap > ttl else "")
-        checks.append(Check.model_construct(name="gap < TTL", passed=gap <= ttl,
+        if gap <= 0:
+            minimum = ": B was sent no later than A, before A's entries existed"
+        checks.append(Check.model_construct(name="gap < TTL", passed=0 < gap <= ttl,
                             detail=f"gap {gap:g} s, TTL {ttl:g} s{minimum}"))
     checks.append(Check.model_construct(name="prefix above minimum",
                         passed=None if ideal is None else ideal > 0))

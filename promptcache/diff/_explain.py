@@ -1114,8 +1114,15 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
     writer first; :func:`compare` predicts each one's read (TTL from the timestamps, parameter
     changes such as tool_choice included). The longest predicted read wins, ties going to the
     session's last request; the last request is also the baseline when nothing matches or
-    nothing predicts a read. The walk stops once no shorter prefix can beat the best read."""
+    nothing predicts a read. The walk stops once no shorter prefix can beat the best read.
+
+    An earlier line logged with a later start time (a log written at response end is out of
+    start order; new-user trial 14) is no baseline: ``e`` was sent before it and could not
+    read what it wrote. When the session's last line is such a line and nothing else
+    matches, ``e`` has no baseline (``(None, None)``: a cold start)."""
     last = sess.last
+    if last is not None and _after_e(e, last):
+        last = None
     p = e.prepared
     if p is None or p.policy is None or not sess.written:
         return last, (_compare(e, last, prices_for) if last is not None else None)
@@ -1135,7 +1142,7 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
         if best is not None and p.end(i) <= best[0] + slack:
             break  # no entry at a shorter prefix reads more
         for c in writers:  # newest first, so the last request (preferred at a tie) leads
-            if c in tried or len(tried) >= _MAX_COMPARES:
+            if c in tried or len(tried) >= _MAX_COMPARES or _after_e(e, c):
                 continue
             if best is not None and p.end(i) <= best[0] + slack:
                 break  # every writer here wrote the same prefix: none reads more
@@ -1156,6 +1163,12 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
             return last, best_res
         return last, (_compare(e, last, prices_for) if last is not None else None)
     return best_entry, best_res
+
+
+def _after_e(e: _Entry, c: _Entry) -> bool:
+    """Whether the earlier log line ``c`` started strictly after ``e`` (both timestamped)."""
+    gap = _gap(e, c)
+    return gap is not None and gap < 0
 
 
 def _below_minimum(p: Prepared | None) -> dict[str, Any] | None:
