@@ -281,7 +281,9 @@ def _br30_events() -> list[dict[str, Any]]:
 def test_report_merges_a_streamed_anthropic_response_into_one_request(tmp_path: Path) -> None:
     """BR-30 anthropic_official: one request, input 50 / read 2,400 / write 120 / output 310."""
     events = _br30_events()
-    for lines in ([events[0], events[4]], events, [*events, *events]):
+    # a second response (its own id): chunks of one id are one response (review 15 F5)
+    second = [{**events[0], "message": {**events[0]["message"], "id": "msg_2"}}, *events[1:]]
+    for lines in ([events[0], events[4]], events, [*events, *second]):
         data = _report(_write(tmp_path / "e.jsonl", *lines))
         n = 2 if len(lines) > len(events) else 1
         total = data["total"]
