@@ -145,18 +145,24 @@ class Volatile:
     Attributes:
         value: the wrapped value.
         name: a label for error messages (default: the value's repr).
+        formatted: how many times ``str()`` / ``format()`` / an f-string gave its text (the
+            builder looks for the text in a later cached section only once it has been
+            formatted: before that, a cached text cannot hold it).
     """
 
-    __slots__ = ("name", "value")
+    __slots__ = ("formatted", "name", "value")
 
     def __init__(self, value: Any, name: str | None = None) -> None:
         self.value = value
         self.name = name or repr(value)
+        self.formatted = 0
 
     def __str__(self) -> str:
+        self.formatted += 1
         return str(self.value)
 
     def __format__(self, spec: str) -> str:
+        self.formatted += 1
         return format(self.value, spec)
 
     def __repr__(self) -> str:
@@ -532,8 +538,11 @@ class PromptBuilder:
         self._history: list[_Msg] = []
         self._turn: list[Any] = []
         self._tail: list[Any] = []
-        self._watch: dict[str, str] = {}
-        self._early_texts: list[tuple[str, str]] = []  # (text, where) of cached sections
+        # text of a volatile value -> (its name, the Volatile, the pattern its text is found by)
+        self._watch: dict[str, tuple[str, Volatile, re.Pattern[str]]] = {}
+        # (text, where) of the cached sections the prompt's author wrote (system, tools,
+        # examples): volatile() looks for a value declared after them there
+        self._early_texts: list[tuple[str, str]] = []
 
     def _model_name(self) -> str:
         """The model as the user typed it, with the catalog id when that differs (an alias)."""
@@ -558,40 +567,56 @@ class PromptBuilder:
 
     def _check_volatiles(self, canon: _Canon, section: Section) -> None:
         for v, where in canon.volatiles:
-            self._watch.setdefault(str(v.value), v.name)
+            text = str(v.value)
+            if text:
+                self._watch.setdefault(text, (v.name, v, _whole(text)))
             if section not in _CACHED_VOLATILE_OK:
                 raise VolatileValueError(
                     f"volatile value {v.name} placed in the {section} section ({where}); "
                     "volatile values may only go in the new turn or the uncached tail")
 
-    def _record_early(self, text: str, where: str, section: Section) -> None:
-        for value, name in self._watch.items():
-            if value and value in text:
+    def _record_early(self, text: str, where: str, section: Section,
+                      authored: bool = True) -> None:
+        for name, v, pattern in self._watch.values():
+            if v.formatted and pattern.search(text):
                 raise VolatileValueError(
                     f"volatile value {name} appears in the {section} section ({where}); "
                     "volatile values may only go in the new turn or the uncached tail")
-        self._early_texts.append((text, f"{section}: {where}"))
+        if authored:
+            self._early_texts.append((text, f"{section}: {where}"))
 
     def volatile(self, value: Any, name: str | None = None) -> Volatile:
         """Declare ``value`` volatile and get a :class:`Volatile` wrapper for it.
 
         From now on its text (``str(value)``) may not appear in any cached section (tools,
-        system, context, history), also when it was formatted into a plain string.
+        system, context, history), also when the wrapper was formatted into a plain string
+        (``f"User {v}"``): a later cached section that holds the text as a whole word (not
+        inside a longer word or number: ``7`` is not found in ``17``, ``Bob`` not in
+        ``Bobby``) raises, once the wrapper has been formatted (before that, no text can have
+        come from it: a system prompt that merely mentions "7 days" next to a volatile user
+        id 7 is fine).
+
+        A value declared after the sections the prompt's author wrote (system, tools,
+        examples) must not already be in them, as a whole word. Documents and history are
+        not searched: they are data (a changelog dated today, an earlier answer that names
+        the date), where the same text is a coincidence, not the value put there.
 
         Raises:
-            VolatileValueError: the text is already in a cached section.
+            VolatileValueError: the text is already in the system, tools or examples, as a
+                whole word.
             ValueError: the value's text is empty.
         """
         v = Volatile(value, name)
         text = str(value)
         if not text:
             raise ValueError("a volatile value needs a non-empty text")
+        pattern = _whole(text)
         for existing, where in self._early_texts:
-            if text in existing:
+            if pattern.search(existing):
                 raise VolatileValueError(
                     f"volatile value {v.name} already appears in the {where}; volatile values "
                     "may only go in the new turn or the uncached tail")
-        self._watch[text] = v.name
+        self._watch[text] = (v.name, v, pattern)
         return v
 
     # ------------------------------------------------------------------ sections
@@ -733,7 +758,7 @@ class PromptBuilder:
         if title_text is not None:
             body = _DOC_CLOSE.sub(r"&lt;/\1", value)
             value = f'<document title="{_escape_attr(title_text)}">\n{body}\n</document>'
-        self._record_early(value, where, "context")
+        self._record_early(value, where, "context", authored=False)
         self._documents.append(value)
         return self
 
@@ -866,7 +891,8 @@ class PromptBuilder:
         self._check_volatiles(canon, section)
         if section not in _CACHED_VOLATILE_OK:
             for p in parts:
-                self._record_early(_part_text(p), where, section)
+                self._record_early(_part_text(p), where, section,
+                                   authored=section != "history")
         return _Msg(msg.role, tuple(parts), section, where)
 
     # ------------------------------------------------------------------ rendering
@@ -1380,6 +1406,14 @@ def _part_text(part: Any) -> str:
     if isinstance(part, Mapping):
         return _jdump(part)
     return ""
+
+
+def _whole(text: str) -> re.Pattern[str]:
+    """A pattern finding ``text`` as a whole word: not preceded (if it starts with a letter,
+    digit or ``_``) or followed (if it ends with one) by another such character."""
+    head = r"(?<!\w)" if re.match(r"\w", text) else ""
+    tail = r"(?!\w)" if re.search(r"\w\Z", text) else ""
+    return re.compile(head + re.escape(text) + tail)
 
 
 def _sdk_plain(obj: Any) -> Any:
