@@ -22,3 +22,13 @@ def test_models_with_ttls_are_unchanged() -> None:
     assert breakeven("claude-sonnet-4-6", 12000, "1h").ttl == "1h"
     with pytest.raises(ValueError, match="not offered"):
         breakeven("claude-sonnet-4-6", 12000, "2h")
+
+
+def test_a_record_with_an_impossible_start_is_unpriced_not_a_traceback() -> None:
+    # model_construct skips the record's own range check (review 15 F7, U2's note)
+    from promptcache.usage import UsageRecord, UsageTracker
+
+    ok = UsageRecord(provider="anthropic", model="claude-sonnet-4-6", uncached_input=10,
+                     cache_read=0, cache_write=0, output=1)
+    bad = UsageRecord.model_construct(**{**ok.__dict__, "start": 1e300})
+    assert UsageTracker().cost_of(bad) is None

@@ -581,6 +581,10 @@ class UsageTracker:
                 found = get_prices(model, at=utc(start))
             except (ImportError, PromptCacheError):
                 found = None
+            except (ValueError, OverflowError, OSError):
+                # a start no date can hold (a record built with model_construct skips the
+                # record's own check): no dated price, so the cost is unknown, never a traceback
+                found = None
             if (span == 86400 and found is not None and found.provider is None
                     and found.source.kind == "genai-prices"):
                 self._half_hour_priced.add(model)
