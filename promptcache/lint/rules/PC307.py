@@ -19,11 +19,13 @@ class Rule_PC307(Rule):
     In request logs, reports a breakpoint block (Anthropic ``cache_control``, or the automatic
     breakpoint's block) of the tools or system part that differs from the previous request's
     block at the same place while everything before it is identical. The message gives the
-    tokens every request writes again (the prefix up to the breakpoint, less the entry of an
-    earlier breakpoint it can read). Silent when the prefix up to the breakpoint is under the
+    tokens every request writes again (the prefix up to its last breakpoint, less the entry of
+    an earlier breakpoint it can read). Silent when the prefix up to the breakpoint is under the
     model's minimum (nothing is cached there: PC303). Details: ``stable_tokens`` (the
     unchanged head of the block), ``stable_tail_tokens`` (the unchanged text at its end),
-    ``head_prefix_tokens`` (the prompt up to the change), ``tokens_rewritten``,
+    ``head_prefix_tokens`` (the prompt up to the change), ``tokens_rewritten`` (the prefix
+    through the request's last breakpoint, less the entry before the block a request can
+    read: every entry from the changed block on is written again),
     ``model_minimum``, ``advice`` (``"split"`` or ``"move"``), ``char_offset``,
     ``previous_request``.
 
@@ -94,7 +96,13 @@ class Rule_PC307(Rule):
             head_prefix = seg.start_token + div.common_tokens
             readable = readable_before(cur, seg)
             read = readable.end_token if readable is not None else 0
-            rewritten = max(0, seg.end_token - read)
+            # every entry at or after the changed block holds it: the request's later
+            # breakpoints are written again too, up to its last one (as PC101 and explain count;
+            # new-user trial 14)
+            top = max((bp.end_token for bp in cur.view.breakpoints()
+                       if bp.index >= seg.index and bp.end_token >= minimum),
+                      default=seg.end_token)
+            rewritten = max(0, top - read)
             tail = _common_tail_tokens(cur, div)
             # a split (breakpoint on the stable head) caches nothing when the head's prefix is
             # under the minimum, and saves little when most of the stable text follows the change
