@@ -241,3 +241,124 @@ def test_exact_mode_claims_only_what_holds() -> None:
     assert "blocks of generated tokens" in doc and "not* bit-identical" in doc
     help_text = next(p.help for p in cli.serve_command.params if p.name == "mode")  # type: ignore[attr-defined]
     assert help_text is not None and "block-aligned prompt hits" in help_text
+
+
+# ------------------------------------------------------- F9: requests the hosted APIs reject
+_TOOL_LOOP: list[dict[str, Any]] = [
+    {"role": "user", "content": "a"},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "r"}]},
+]
+
+
+def _with_tool_use(**changes: Any) -> list[dict[str, Any]]:
+    block = {"type": "tool_use", "id": "t", "name": "f", "input": {}, **changes}
+    result = {"type": "tool_result", "tool_use_id": block["id"], "content": "r"}
+    return [_TOOL_LOOP[0], {"role": "assistant", "content": [block]},
+            {"role": "user", "content": [result]}]
+
+
+def _user(*blocks: Any) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": list(blocks)}]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"messages": [{"role": "bot", "content": "x"}]},
+         "messages.0.role: Input should be 'user' or 'assistant'"),
+        ({"messages": _user({"type": "foo", "text": "x"})},
+         "messages.0.content.0: Input tag 'foo' found using 'type'"),
+        ({"messages": _user({"type": "image"})}, "messages.0.content.0.source: Field required"),
+        ({"messages": _user({"type": "image", "source": 5})},
+         "messages.0.content.0.source: Input should be a valid dictionary"),
+        ({"messages": _user({"type": "document", "source": "x"})},
+         "messages.0.content.0.source: Input should be a valid dictionary"),
+        ({"messages": _with_tool_use(input="x")},
+         "messages.1.content.0.input: Input should be a valid dictionary"),
+        ({"messages": _with_tool_use(id=5)},
+         "messages.1.content.0.id: Input should be a valid string"),
+        ({"tool_choice": "auto"}, "tool_choice: Input should be a valid dictionary"),
+        ({"tool_choice": {"type": "sometimes"}}, "tool_choice: Input tag 'sometimes'"),
+        ({"tool_choice": {"type": "tool"}}, "tool_choice.name: Field required"),
+    ],
+)
+def test_anthropic_rejects_what_the_api_rejects(
+    backend: LocalBackend, extra: dict[str, Any], message: str
+) -> None:
+    for route in ("/v1/messages", "/v1/messages/count_tokens"):
+        body = {"model": CLAUDE, "max_tokens": 2,
+                "messages": [{"role": "user", "content": "hi"}], **extra}
+        r = backend.http_client().post(route, json=body, headers=AH)
+        assert r.status_code == 400, (route, r.text)
+        err = r.json()["error"]
+        assert err["type"] == "invalid_request_error" and err["message"].startswith(message)
+
+
+def test_anthropic_still_accepts_valid_blocks(backend: LocalBackend) -> None:
+    ok = [
+        _TOOL_LOOP,
+        _user({"type": "image", "source": {"type": "url", "url": "https://x/y.png"}},
+              {"type": "text", "text": "describe"}),
+        [{"role": "user", "content": "a"}, {"role": "system", "content": "be brief"},
+         {"role": "user", "content": "b"}],
+    ]
+    for messages in ok:
+        assert _anthropic(backend, messages=messages).status_code == 200
+    r = _anthropic(backend, tools=[{"name": "f", "input_schema": {"type": "object"}}],
+                   tool_choice={"type": "tool", "name": "f"})
+    assert r.status_code == 200, r.text
+
+
+_CHAT_TOOL_LOOP: list[dict[str, Any]] = [
+    {"role": "user", "content": "a"},
+    {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+]
+
+
+@pytest.mark.parametrize(
+    ("route", "extra", "param", "code"),
+    [
+        ("chat", {"messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": 5}]}]},
+         "messages[0].content[0].image_url", "invalid_type"),
+        ("chat", {"messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {}}]}]},
+         "messages[0].content[0].image_url.url", "missing_required_parameter"),
+        ("chat", {"tools": [{"type": "function"}]}, "tools[0].function",
+         "missing_required_parameter"),
+        ("chat", {"tools": [{"type": "function", "function": {"description": "d"}}]},
+         "tools[0].function.name", "missing_required_parameter"),
+        ("chat", {"messages": [*_CHAT_TOOL_LOOP, {"role": "tool", "content": "r"}]},
+         "messages[2].tool_call_id", "missing_required_parameter"),
+        ("chat", {"model": "gpt-5.6-sol", "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "x", "prompt_cache_breakpoint": {"mode": "y"}}]}]},
+         "messages[0].content[0].prompt_cache_breakpoint.mode", "invalid_value"),
+        ("responses", {"input": [{"type": "function_call_output", "call_id": "c",
+                                  "output": "x"}]}, "input", None),
+        ("responses", {"tools": [{"type": "function"}]}, "tools[0].name",
+         "missing_required_parameter"),
+    ],
+)
+def test_openai_rejects_what_the_api_rejects(
+    backend: LocalBackend, route: str, extra: dict[str, Any], param: str, code: str | None
+) -> None:
+    r = _chat(backend, **extra) if route == "chat" else _responses(backend, **extra)
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["type"] == "invalid_request_error"
+    assert err["param"] == param and err["code"] == code
+
+
+def test_openai_still_accepts_valid_tool_loops_and_breakpoints(backend: LocalBackend) -> None:
+    messages = [*_CHAT_TOOL_LOOP, {"role": "tool", "tool_call_id": "c1", "content": "r"}]
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    assert _chat(backend, messages=messages, tools=tools).status_code == 200
+    part = {"type": "text", "text": "x", "prompt_cache_breakpoint": {"mode": "explicit"}}
+    r = _chat(backend, model="gpt-5.6-sol", messages=[{"role": "user", "content": [part]}])
+    assert r.status_code == 200, r.text
+    items = [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c", "output": "x"}]
+    r = _responses(backend, input=items, tools=[{"type": "function", "name": "f"}])
+    assert r.status_code == 200, r.text

@@ -205,9 +205,104 @@ def template(body: dict[str, Any], policy: CachePolicy) -> TemplatedPrompt:
     except InvalidRequestError as exc:
         where = _dotted(exc.path) if exc.path else "body"
         raise _bad(f"{where}: {exc.reason}") from None
+    _check_schema(body)
     _check_text_blocks(prompt)
     _check_tool_pairing(body["messages"])
     return prompt
+
+
+MESSAGE_ROLES = ("user", "assistant", "system")
+"""``messages[].role`` values: the SDK's ``MessageParam`` takes ``"user"`` / ``"assistant"``;
+``"system"`` is the beta mid-conversation system message (hosted-api-rules.md 1.7 notes,
+"Escape hatches")."""
+
+CONTENT_BLOCK_TYPES = (
+    "text", "image", "document", "search_result", "thinking", "redacted_thinking", "tool_use",
+    "tool_result", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result",
+    "advisor_tool_result", "code_execution_tool_result", "bash_code_execution_tool_result",
+    "text_editor_code_execution_tool_result", "tool_search_tool_result", "mcp_tool_use",
+    "mcp_tool_result", "container_upload", "compaction", "tool_addition", "tool_removal",
+    "mcp_tool_listing", "fallback",
+)
+"""Message content block types a request may send: the ``type`` tags of anthropic-python
+2.14.0 ``BetaContentBlockParam`` (``types/beta/beta_content_block_param.py``; the GA
+``ContentBlockParam`` union is a subset), so beta blocks are accepted too. Another ``type`` is
+the API's 400 (its discriminated union has no such tag)."""
+
+TOOL_CHOICE_TYPES = ("auto", "any", "tool", "none")
+"""``tool_choice.type`` values (anthropic-python 2.14.0 ``ToolChoiceParam``)."""
+
+_SOURCE_BLOCKS = ("image", "document")
+
+
+def _check_schema(body: dict[str, Any]) -> None:
+    """The API's 400s for request shapes its schema rejects and the renderer passes over.
+
+    * ``messages.N.role`` not ``"user"`` / ``"assistant"`` (or the beta ``"system"``);
+    * a content block whose ``type`` is no block type (:data:`CONTENT_BLOCK_TYPES`);
+    * an ``image`` / ``document`` block without a ``source`` object;
+    * a ``tool_use`` / ``server_tool_use`` block whose ``id`` or ``name`` is not a string or
+      whose ``input`` is not an object;
+    * a ``tool_choice`` that is not an object with a known ``type`` (``"tool"`` needs a
+      ``name``).
+
+    Messages follow the API's validation errors (``messages.0.role: Input should be 'user' or
+    'assistant'``).
+
+    Raises:
+        BackendAPIError: 400 ``invalid_request_error``.
+    """
+    for i, message in enumerate(body.get("messages") or []):
+        if not isinstance(message, dict):
+            continue  # the renderer named it
+        if message.get("role") not in MESSAGE_ROLES:
+            raise _bad(f"messages.{i}.role: Input should be 'user' or 'assistant'")
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for j, block in enumerate(content):
+            if isinstance(block, dict):
+                _check_block(block, f"messages.{i}.content.{j}")
+    choice = body.get("tool_choice")
+    if choice is not None:
+        if not isinstance(choice, dict):
+            raise _bad("tool_choice: Input should be a valid dictionary or object to extract "
+                       "fields from")
+        kind = choice.get("type")
+        if kind not in TOOL_CHOICE_TYPES:
+            tags = ", ".join(f"'{t}'" for t in TOOL_CHOICE_TYPES)
+            raise _bad(f"tool_choice: Input tag {kind!r} found using 'type' does not match any "
+                       f"of the expected tags: {tags}")
+        if kind == "tool" and not isinstance(choice.get("name"), str):
+            raise _bad("tool_choice.name: Field required" if choice.get("name") is None
+                       else "tool_choice.name: Input should be a valid string")
+
+
+def _check_block(block: dict[str, Any], where: str) -> None:
+    kind = block.get("type")
+    if kind not in CONTENT_BLOCK_TYPES:
+        tags = ", ".join(f"'{t}'" for t in CONTENT_BLOCK_TYPES)
+        raise _bad(f"{where}: Input tag {kind!r} found using 'type' does not match any of the "
+                   f"expected tags: {tags}")
+    if kind in _SOURCE_BLOCKS:
+        source = block.get("source")
+        if source is None:
+            raise _bad(f"{where}.source: Field required")
+        if not isinstance(source, dict):
+            raise _bad(f"{where}.source: Input should be a valid dictionary or object to "
+                       f"extract fields from")
+    elif kind in ("tool_use", "server_tool_use"):
+        for key in ("id", "name"):
+            value = block.get(key)
+            if value is None:
+                raise _bad(f"{where}.{key}: Field required")
+            if not isinstance(value, str):
+                raise _bad(f"{where}.{key}: Input should be a valid string")
+        tool_input = block.get("input")
+        if tool_input is None:
+            raise _bad(f"{where}.input: Field required")
+        if not isinstance(tool_input, dict):
+            raise _bad(f"{where}.input: Input should be a valid dictionary")
 
 
 def _turns(messages: list[Any]) -> list[tuple[str, list[tuple[int, int, dict[str, Any]]]]]:

@@ -336,6 +336,100 @@ def check_cache_options(body: dict[str, Any], policy: CachePolicy,
             raise _invalid_value(param, value, supported)
 
 
+def _missing(param: str) -> BackendAPIError:
+    return _bad(f"Missing required parameter: '{param}'.", param, "missing_required_parameter")
+
+
+BREAKPOINT_MODES = ("explicit",)
+"""``prompt_cache_breakpoint.mode`` values (hosted-api-rules.md 2.3: ``{"mode": "explicit"}``)."""
+
+
+def check_schema(body: dict[str, Any], shape: Shape) -> None:
+    """The API's 400s for request shapes its schema rejects and the renderer passes over.
+
+    Chat Completions: a ``tool`` message without a string ``tool_call_id``; an ``image_url``
+    part whose ``image_url`` is not an object with a string ``url``; a ``function`` tool
+    without a ``function`` object with a string ``name``. Responses: a ``function`` tool
+    without a string ``name``; a ``function_call_output`` whose ``call_id`` matches no earlier
+    ``function_call`` of the input ("No tool call found for function call output with call_id
+    ..."; items of a ``previous_response_id`` conversation count). Both: a
+    ``prompt_cache_breakpoint.mode`` other than ``"explicit"`` (``invalid_value``). Call after
+    the renderer accepted the body (its messages keep priority) and, for Responses, on the
+    body with the stored conversation prepended.
+
+    Raises:
+        BackendAPIError: 400 ``invalid_request_error`` whose ``param`` names the field
+            (``missing_required_parameter``, ``invalid_type`` or ``invalid_value``).
+    """
+    items_key = "messages" if shape == "openai-chat" else "input"
+    items = body.get(items_key)
+    items = items if isinstance(items, list) else []
+    for i, tool in enumerate(body.get("tools") or []):
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            continue
+        if shape == "openai-chat":
+            function = tool.get("function")
+            if function is None:
+                raise _missing(f"tools[{i}].function")
+            if not isinstance(function, dict):
+                raise _invalid_type(f"tools[{i}].function", "an object", function)
+            name, where = function.get("name"), f"tools[{i}].function.name"
+        else:
+            name, where = tool.get("name"), f"tools[{i}].name"
+        if name is None:
+            raise _missing(where)
+        if not isinstance(name, str):
+            raise _invalid_type(where, "a string", name)
+    calls: set[Any] = set()
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        where = f"{items_key}[{i}]"
+        if shape == "openai-chat" and item.get("role") == "tool":
+            call_id = item.get("tool_call_id")
+            if call_id is None:
+                raise _missing(f"{where}.tool_call_id")
+            if not isinstance(call_id, str):
+                raise _invalid_type(f"{where}.tool_call_id", "a string", call_id)
+        if shape == "openai-responses":
+            if item.get("type") == "function_call":
+                calls.add(item.get("call_id"))
+            elif item.get("type") == "function_call_output" and item.get("call_id") not in calls:
+                raise _bad(
+                    f"No tool call found for function call output with call_id "
+                    f"{item.get('call_id')}.",
+                    items_key,
+                )
+        content = item.get("content")
+        if not isinstance(content, list):
+            continue
+        for j, part in enumerate(content):
+            if isinstance(part, dict):
+                _check_part(part, f"{where}.content[{j}]")
+
+
+def _check_part(part: dict[str, Any], where: str) -> None:
+    if part.get("type") == "image_url":
+        image = part.get("image_url")
+        if image is None:
+            raise _missing(f"{where}.image_url")
+        if not isinstance(image, dict):
+            raise _invalid_type(f"{where}.image_url", "an object", image)
+        url = image.get("url")
+        if url is None:
+            raise _missing(f"{where}.image_url.url")
+        if not isinstance(url, str):
+            raise _invalid_type(f"{where}.image_url.url", "a string", url)
+    marker = part.get("prompt_cache_breakpoint")
+    if isinstance(marker, dict) and marker.get("mode") is not None:
+        mode = marker["mode"]
+        param = f"{where}.prompt_cache_breakpoint.mode"
+        if not isinstance(mode, str):
+            raise _invalid_type(param, "a string", mode)
+        if mode not in BREAKPOINT_MODES:
+            raise _invalid_value(param, mode, BREAKPOINT_MODES)
+
+
 def _check_cache_params(body: dict[str, Any], prompt: TemplatedPrompt, policy: CachePolicy) -> None:
     if not policy.prompt_cache_options:
         for span in prompt.spans:
@@ -536,6 +630,7 @@ def router(service: BackendService) -> APIRouter:
         except InvalidRequestError as exc:
             raise _bad(f"Invalid '{exc.path or 'body'}': {exc.reason}", exc.path or None) from None
         _check_cache_params(body, prompt, policy)
+        check_schema(body, shape)
         max_param = next(
             (k for k in ("max_completion_tokens", "max_tokens", "max_output_tokens")
              if body.get(k) is not None),
