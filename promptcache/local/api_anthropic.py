@@ -28,6 +28,11 @@ Pre-warm (``max_tokens: 0``): prefill only, writes at the breakpoints, ``content
 ``stop_reason: "max_tokens"``; rejected with ``stream``, ``thinking.type: "enabled"``,
 ``output_config.format`` or a forced ``tool_choice`` (hosted-api-rules.md 1.5).
 
+Schema (both routes, :func:`_check_schema`): a ``role`` other than user / assistant (or the beta
+``system``), a block ``type`` no SDK block type has, an image / document without a ``source``
+object, a ``tool_use`` whose ``id`` / ``name`` is not a string or ``input`` not an object, and a
+``tool_choice`` that is not an object with a known ``type`` are the API's 400, not priced.
+
 Tool pairing (both routes): a client ``tool_use`` without a ``tool_result`` for its id in the
 next message, or a ``tool_result`` whose ``tool_use_id`` matches no ``tool_use`` of the previous
 message, is the API's 400 naming the id (:func:`_check_tool_pairing`); ``server_tool_use`` and a
