@@ -28,7 +28,7 @@ from jinja2.exceptions import TemplateSyntaxError
 from promptcache.lint.engine import Piece, Volatility
 from promptcache.lint.volatile import classify_name, granularity_of_strftime
 
-__all__ = ["JinjaSyntaxError", "jinja_pieces", "pieces_for", "regex_pieces"]
+__all__ = ["FORMAT_FIELD", "JinjaSyntaxError", "jinja_pieces", "pieces_for", "regex_pieces"]
 
 Position = Callable[[int], tuple[int, int]]
 
@@ -40,7 +40,7 @@ _RANDOM_FILTERS = frozenset({"random", "shuffle"})
 _FORMAT_FILTERS = frozenset({"strftime", "date", "datetimeformat", "format_datetime", "dateformat",
                              "format_date"})
 _PLACEHOLDER = re.compile(r"\{\{\s*[.$]?\s*([A-Za-z_][\w.]*)\s*\}\}")
-_FORMAT_FIELD = re.compile(r"(?<!\{)\{([A-Za-z_]\w*(?:\.\w+|\[\w+\])*)(?:![rsa])?(?::[^{}]*)?\}(?!\})")
+FORMAT_FIELD = re.compile(r"(?<!\{)\{([A-Za-z_]\w*(?:\.\w+|\[\w+\])*)(?:![rsa])?(?::[^{}]*)?\}(?!\})")
 
 
 class JinjaSyntaxError(ValueError):
@@ -183,11 +183,15 @@ def jinja_pieces(source: str, position: Position) -> list[Piece]:
 
 
 # ------------------------------------------------------------------------ regexes
-def regex_pieces(source: str, position: Position, pattern: re.Pattern[str]) -> list[Piece]:
-    """Pieces of a placeholder template whose holes match ``pattern`` (group 1 = the name)."""
+def regex_pieces(source: str, position: Position, pattern: re.Pattern[str],
+                 skip: Callable[[int], bool] | None = None) -> list[Piece]:
+    """Pieces of a placeholder template whose holes match ``pattern`` (group 1 = the name);
+    a match whose start offset ``skip`` accepts stays text (not a hole)."""
     pieces: list[Piece] = []
     last = 0
     for m in pattern.finditer(source):
+        if skip is not None and skip(m.start()):
+            continue
         if m.start() > last:
             line, col = position(last)
             pieces.append(Piece("text", source[last:m.start()], line, col))
@@ -230,7 +234,7 @@ def pieces_for(source: str, position: Position, *, prefer: str = "auto",
                 raise
         if "{{" in source:
             return "placeholder", regex_pieces(source, position, _PLACEHOLDER)
-    if "{" in source and _FORMAT_FIELD.search(source):
-        return "format", regex_pieces(source, position, _FORMAT_FIELD)
+    if "{" in source and FORMAT_FIELD.search(source):
+        return "format", regex_pieces(source, position, FORMAT_FIELD)
     line, col = position(0)
     return "text", [Piece("text", source, line, col)] if source else []
