@@ -43,6 +43,12 @@ Invariants (tested in tests/test_local_template.py):
   Changing one misses its tier and every later one and still hits the earlier ones.
 * A text ``document`` block's ``title`` and ``context`` are content the model reads: they are
   encoded before the document text (a change misses the messages tier).
+* Thinking-block stripping (hosted-api-rules.md 1.7 notes; the catalog's per-model
+  ``strips_prior_thinking``): on older Claude models a plain (non-``tool_result``) user turn
+  makes the API drop the thinking blocks of the assistant turns before it, so they are not in
+  the prompt: such a block gets an empty span (no tokens) and everything from it on misses
+  the cache entries written while it was still there. Thinking blocks of the current tool loop
+  (after the last plain user turn) are kept.
 * Images are "hashed into the prefix": an image becomes an image marker plus
   :data:`IMAGE_TOKENS` ids derived from the SHA-256 of its source (base64 data or URL and
   ``detail``), so the same image gives the same ids and any change to it changes them.
@@ -64,7 +70,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from promptcache.catalog import invalidation_rules
+from promptcache._errors import UnknownModelError
+from promptcache.catalog import get_policy, invalidation_rules
 from promptcache.prefix import PrefixView, Segment, render
 from promptcache.tokens import encode
 
@@ -362,11 +369,49 @@ def _request_settings(view: PrefixView) -> dict[str, list[int]]:
     }
 
 
+_THINKING_KINDS = frozenset({"thinking", "redacted_thinking"})
+
+
+def _strips_prior_thinking(view: PrefixView, strip: bool | None) -> bool:
+    if strip is not None:
+        return strip
+    if view.provider != "anthropic" or view.model is None:
+        return False
+    try:
+        return bool(get_policy(view.model).strips_prior_thinking)
+    except UnknownModelError:
+        return False
+
+
+def _stripped_thinking(view: PrefixView) -> frozenset[int]:
+    """Indexes of the thinking segments a plain user turn strips: those in messages before the
+    last user message that holds no ``tool_result`` block."""
+    messages = [seg for seg in view.segments if seg.tier == "messages"]
+    tool_turns = {seg.message_index for seg in messages if seg.kind == "tool_result"}
+    plain = [
+        seg.message_index
+        for seg in messages
+        if seg.role == "user" and seg.message_index is not None
+        and seg.message_index not in tool_turns
+    ]
+    if not plain:
+        return frozenset()
+    last_plain = max(i for i in plain if i is not None)
+    return frozenset(
+        seg.index
+        for seg in messages
+        if seg.kind in _THINKING_KINDS
+        and seg.message_index is not None
+        and seg.message_index < last_plain
+    )
+
+
 def apply_template(
     payload: Mapping[str, Any] | PrefixView,
     provider: Provider | None = None,
     *,
     model: str | None = None,
+    strip_prior_thinking: bool | None = None,
 ) -> TemplatedPrompt:
     """Render a request and encode it with the backend's chat template.
 
@@ -375,6 +420,9 @@ def apply_template(
             already rendered :class:`PrefixView`.
         provider: the request shape (see :func:`promptcache.prefix.render`).
         model: model id, passed to the renderer.
+        strip_prior_thinking: drop the thinking blocks a plain user turn strips (see the
+            module docstring); None (default): the catalog's ``strips_prior_thinking`` of the
+            view's model (False for an unknown model and for OpenAI).
 
     Returns:
         the :class:`TemplatedPrompt` (token ids, per-segment spans).
@@ -387,11 +435,20 @@ def apply_template(
     ids: list[int] = []
     spans: list[SegmentSpan] = []
     settings = _request_settings(view)
-    for i, segment in enumerate(segments):
+    stripped = (
+        _stripped_thinking(view) if _strips_prior_thinking(view, strip_prior_thinking)
+        else frozenset()
+    )
+    previous: Segment | None = None  # the last segment encoded
+    for segment in segments:
         start = len(ids)
-        opens = i == 0 or _turn_key(segments[i - 1]) != _turn_key(segment)
-        if opens and i:
+        if segment.index in stripped:  # not in the prompt: an empty span
+            spans.append(SegmentSpan(segment, start, start, start, start))
+            continue
+        opens = previous is None or _turn_key(previous) != _turn_key(segment)
+        if opens and previous is not None:
             ids.extend(_marker(_TURN_END))  # closes the previous turn
+        previous = segment
         for tier in _TIERS_FROM[segment.tier]:  # each once, at the start of its tier
             ids.extend(settings.pop(tier, ()))
         ids.extend(_marker(_TURN_START.format(role=_role(segment)) if opens else _SEP))
@@ -399,7 +456,7 @@ def apply_template(
         ids.extend(_content_ids(segment))
         spans.append(SegmentSpan(segment, start, len(ids), content_start, len(ids)))
     generation_start = len(ids)
-    if segments:
+    if previous is not None:
         ids.extend(_marker(_TURN_END))
     ids.extend(_marker(_TURN_START.format(role=_GENERATION_ROLE)))
     return TemplatedPrompt(view, tuple(ids), tuple(spans), generation_start)
