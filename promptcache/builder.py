@@ -783,7 +783,9 @@ class PromptBuilder:
         """Add earlier turns: :class:`Message` objects or Anthropic-shaped dicts
         (``{"role", "content": str | [blocks]}``); OpenAI chat ``tool`` messages and
         ``tool_calls`` are accepted too, and OpenAI Responses ``function_call`` /
-        ``function_call_output`` items (one message each). A single list argument is unpacked.
+        ``function_call_output`` items: a run of calls joins the assistant message before it,
+        a run of outputs (or of chat ``tool`` messages) makes one user message. A single list
+        argument is unpacked.
 
         The SDKs' own response objects (pydantic models) are taken wherever a message, a
         content block or a tool call goes, read as the SDK sends them
@@ -807,9 +809,23 @@ class PromptBuilder:
         self._enter("history")
         if len(messages) == 1 and isinstance(messages[0], (list, tuple)):
             messages = tuple(messages[0])
+        converted: list[Message] = []
         for m in messages:
+            msg = _to_message(m, f"history message {len(self._history) + len(converted)}")
+            prev = converted[-1] if converted else None
+            if (prev is not None and _tool_item(m) and prev.role == msg.role
+                    and (msg.role == "assistant"
+                         or all(isinstance(p, ToolResult) for p in prev.parts))):
+                # one Responses output holds [message, function_call, function_call, ...],
+                # the next input [function_call_output, ...], a chat history one tool
+                # message per result: one turn each, as the APIs need them (an assistant
+                # message with every call, then one user message with the results)
+                converted[-1] = Message(msg.role, (*prev.parts, *msg.parts))
+            else:
+                converted.append(msg)
+        for msg in converted:
             where = f"history message {len(self._history)}"
-            self._history.append(self._message(_to_message(m, where), "history", where))
+            self._history.append(self._message(msg, "history", where))
         return self
 
     def turn(self, *parts: Any) -> PromptBuilder:
@@ -1047,8 +1063,8 @@ class PromptBuilder:
     def _check_request(self, fmt: OutputFormat, payload: Mapping[str, Any],
                        params: Mapping[str, Any]) -> None:
         """Refuse a request the API would answer with a 400: no message, an empty history or
-        example message (Anthropic), a ``tool_use`` without its ``tool_result`` or the reverse
-        (Anthropic, :func:`_check_tool_pairs`), a bad token limit, an Anthropic pre-warm
+        example message (Anthropic), a tool call without its result or the reverse
+        (:func:`_check_tool_pairs`, :func:`_check_function_call_pairs`), a bad token limit, an Anthropic pre-warm
         (``max_tokens=0``) combined with what it excludes (catalog ``prewarm_rejects``)."""
         if self._stage in ("turn", "tail") and not self._turn and not self._tail:
             raise InvalidRequestError("turn", "the new turn is empty (no parts, or only blank "
@@ -1070,6 +1086,11 @@ class PromptBuilder:
                                               "rejects empty content (text content blocks must "
                                               "be non-empty)")
             _check_tool_pairs(self._messages())
+        elif fmt == "openai-chat":
+            _check_tool_pairs(self._messages(), "openai-chat")
+        else:
+            _check_function_call_pairs(self._messages(), any(
+                params.get(k) is not None for k in ("previous_response_id", "conversation")))
         from promptcache.catalog import provider_rules
 
         rules = provider_rules("anthropic" if fmt == "anthropic" else "openai")
@@ -1192,8 +1213,10 @@ class PromptBuilder:
                 ``instructions``, ``input``: the message names the method to use instead,
                 ``.system()``, ``.tools()``, ``.turn()`` / ``.history()``) or one the builder
                 sets, ``prompt_cache_options`` has a bad ``mode`` / ``ttl`` or the model's
-                catalog policy takes none (before GPT-5.6), or a text holds a lone surrogate
-                (the path names it).
+                catalog policy takes none (before GPT-5.6), a text holds a lone surrogate
+                (the path names it), or a tool call has no result at the start of the next
+                message or a result no call just before it (as :meth:`to_anthropic`; Chat
+                Completions answers both with a 400).
         """
         return self._output("openai-chat", previous if previous is not None else _UNSET,
                             params)
@@ -1210,8 +1233,10 @@ class PromptBuilder:
                 not None or an int >= the catalog's
                 :attr:`~promptcache.catalog.ProviderRules.min_max_output_tokens` (16; not a
                 bool), a parameter is a prompt section or one the builder sets (as
-                :meth:`to_openai_chat`; ``instructions=`` included: use ``.system()``), or a
-                text holds a lone surrogate (the path names it). The 16 is UNCONFIRMED: no
+                :meth:`to_openai_chat`; ``instructions=`` included: use ``.system()``), a
+                text holds a lone surrogate (the path names it), or a tool call has no result
+                after it, or a result no call before it (unless ``previous_response_id`` /
+                ``conversation`` is given: the calls are then on the server). The 16 is UNCONFIRMED: no
                 official source, only the API's
                 error text quoted in https://github.com/vectorize-io/hindsight/issues/58.
         """
@@ -1325,10 +1350,24 @@ def _tool_result_id(part: Any) -> str | None:
     return None
 
 
-def _check_tool_pairs(msgs: Sequence[_Msg]) -> None:
-    """Refuse an Anthropic conversation whose tool calls and results do not pair up.
+_PAIR_TEXT = {
+    # api -> (call, result, "the X API", 400 text for a call without result, for an orphan)
+    "anthropic": ("tool_use", "tool_result", "the Anthropic API",
+                  "tool_use ids were found without tool_result blocks immediately after",
+                  "unexpected tool_use_id found in tool_result blocks"),
+    "openai-chat": ("tool_calls", "role=tool message", "Chat Completions",
+                    "An assistant message with 'tool_calls' must be followed by tool messages "
+                    "responding to each 'tool_call_id'",
+                    "messages with role 'tool' must be a response to a preceding message with "
+                    "'tool_calls'"),
+}
 
-    The API rule: each ``tool_use`` block of an assistant message must be answered by a
+
+def _check_tool_pairs(msgs: Sequence[_Msg], api: str = "anthropic") -> None:
+    """Refuse an Anthropic or OpenAI Chat Completions conversation whose tool calls and
+    results do not pair up.
+
+    The Anthropic rule: each ``tool_use`` block of an assistant message must be answered by a
     ``tool_result`` block with its id in the very next message, a user message whose content
     starts with the ``tool_result`` blocks (text only after them); a ``tool_result`` must
     answer a ``tool_use`` of the assistant message right before it. Anything else is a 400
@@ -1338,44 +1377,102 @@ def _check_tool_pairs(msgs: Sequence[_Msg]) -> None:
     tool results: the results follow their tool use blocks in the next user message, and come
     first in its content array); the 400 text above is the API's, as recorded by third-party
     test fixtures. The project's reference notes (hosted-api-rules.md) do not state the rule.
-    An assistant ``tool_use`` in the last message (nothing after it) is not refused here.
+
+    Chat Completions (``api="openai-chat"``) has the same shape: the builder sends a user
+    message's leading :class:`ToolResult` parts as ``role=tool`` messages right after the
+    assistant message with ``tool_calls``, and the API answers 400 to an assistant
+    ``tool_calls`` not followed by a tool message for each id, and to a tool message that
+    does not answer the ``tool_calls`` just before it (the API's texts, as quoted in
+    third-party reports, e.g. https://github.com/QwenLM/qwen-code/issues/315; OpenAI's
+    function calling guide, https://platform.openai.com/docs/guides/function-calling, appends
+    one tool message per call right after the assistant message). Only :class:`ToolCall` /
+    :class:`ToolResult` parts count there (the chat output sends no other tool blocks).
+    An assistant tool call in the last message (nothing after it) is not refused here.
     """
-    pending: list[str] = []  # tool_use ids of the assistant message just before
+    call_word, result_word, api_name, no_result_400, orphan_400 = _PAIR_TEXT[api]
+    anthropic = api == "anthropic"
+
+    def call_id(p: Any) -> str | None:
+        return _tool_use_id(p) if anthropic else p.id if isinstance(p, ToolCall) else None
+
+    def result_id(p: Any) -> str | None:
+        return (_tool_result_id(p) if anthropic
+                else p.tool_use_id if isinstance(p, ToolResult) else None)
+
+    pending: list[str] = []  # tool call ids of the assistant message just before
     pending_where = ""
     for i, msg in enumerate(msgs):
         parts = [p.part if isinstance(p, _TailPart) else p for p in msg.parts]
         where = msg.where or ("turn" if msg.section == "turn" else f"message {i}")
-        results = [(j, rid) for j, p in enumerate(parts)
-                   if (rid := _tool_result_id(p)) is not None]
+        results = [(j, rid) for j, p in enumerate(parts) if (rid := result_id(p)) is not None]
         if msg.role == "user":
             lead = 0
-            while lead < len(parts) and _tool_result_id(parts[lead]) is not None:
+            while lead < len(parts) and result_id(parts[lead]) is not None:
                 lead += 1
             for j, rid in results:
                 if rid not in pending:
                     raise InvalidRequestError(
-                        f"{where} part {j}", f"tool_result for tool call id {rid!r} has no "
-                        "matching tool_use in the assistant message right before it; the "
-                        "Anthropic API rejects it with a 400 (add the assistant's "
-                        f"ToolCall({rid!r}, ...) just before, or drop the result)")
+                        f"{where} part {j}", f"{result_word} for tool call id {rid!r} has no "
+                        f"matching {call_word} in the assistant message right before it; "
+                        f"{api_name} rejects it with a 400 ({orphan_400}): add the "
+                        f"assistant's ToolCall({rid!r}, ...) just before, or drop the result")
                 if j >= lead:
                     raise InvalidRequestError(
-                        f"{where} part {j}", f"tool_result for tool call id {rid!r} comes after "
-                        "other content; the Anthropic API needs the tool_result blocks first "
-                        "in the user message (text after them)")
+                        f"{where} part {j}", f"{result_word} for tool call id {rid!r} comes "
+                        f"after other content; {api_name} needs the tool results first in the "
+                        "user message (text after them)")
             answered = {rid for _, rid in results}
             missing = [t for t in pending if t not in answered]
         else:
             missing = pending
         if missing:
             raise InvalidRequestError(
-                pending_where, f"tool call id {missing[0]!r} (tool_use) has no tool_result in "
-                f"the next message ({where}); the Anthropic API rejects it with a 400: start "
-                f"the next user message with ToolResult({missing[0]!r}, ...), in history() or "
-                "turn()")
-        pending = ([t for p in parts if (t := _tool_use_id(p)) is not None]
+                pending_where, f"tool call id {missing[0]!r} ({call_word}) has no "
+                f"{result_word} in the next message ({where}); {api_name} rejects it with a "
+                f"400 ({no_result_400}): start the next user message with "
+                f"ToolResult({missing[0]!r}, ...), in history() or turn()")
+        pending = ([t for p in parts if (t := call_id(p)) is not None]
                    if msg.role == "assistant" else [])
         pending_where = where
+
+
+def _check_function_call_pairs(msgs: Sequence[_Msg], stored_context: bool) -> None:
+    """Refuse an OpenAI Responses input whose ``function_call`` and ``function_call_output``
+    items do not pair up: a call with no output after it anywhere in the input ("No tool
+    output found for function call ..."), or, unless the input continues a stored response
+    or conversation (``stored_context``: ``previous_response_id`` / ``conversation``, where
+    the calls are on the server), an output whose ``call_id`` no earlier call has ("No tool
+    call found for function call output with call_id ..."). Both 400 texts are the API's as
+    quoted in third-party reports (https://github.com/continuedev/continue/issues/10092,
+    https://github.com/openai/codex/issues/620); Responses does not need the output right
+    after its call. A call in the last message (nothing after it) is not refused here.
+    """
+    calls: dict[str, str] = {}  # call id -> where
+    answered: set[str] = set()
+    for i, msg in enumerate(msgs):
+        where = msg.where or ("turn" if msg.section == "turn" else f"message {i}")
+        for j, raw in enumerate(msg.parts):
+            p = raw.part if isinstance(raw, _TailPart) else raw
+            if isinstance(p, ToolCall) and msg.role == "assistant":
+                calls.setdefault(p.id, where)
+            elif isinstance(p, ToolResult):
+                if p.tool_use_id not in calls and not stored_context:
+                    raise InvalidRequestError(
+                        f"{where} part {j}", f"function_call_output for call id "
+                        f"{p.tool_use_id!r} has no function_call before it; the Responses "
+                        "API rejects it with a 400 (No tool call found for function call "
+                        f"output with call_id {p.tool_use_id}): add the assistant's "
+                        f"ToolCall({p.tool_use_id!r}, ...) before it, drop the result, or pass "
+                        "previous_response_id")
+                answered.add(p.tool_use_id)
+    last = msgs[-1].where if msgs else ""
+    for cid, where in calls.items():
+        if cid not in answered and where != last:
+            raise InvalidRequestError(
+                where, f"function_call {cid!r} has no function_call_output after it; the "
+                f"Responses API rejects it with a 400 (No tool output found for function call "
+                f"{cid}): add ToolResult({cid!r}, ...) to the next user message, in history() "
+                "or turn()")
 
 
 def _section_of(path: str, sections: Mapping[str, Section]) -> str:
@@ -1435,6 +1532,16 @@ def _sdk_plain(obj: Any) -> Any:
                     exclude=getattr(obj, "__api_exclude__", None))
     except TypeError:  # a model_dump() with another signature
         return dump()
+
+
+def _tool_item(m: Any) -> bool:
+    """Whether ``m`` is a Responses ``function_call`` / ``function_call_output`` item or an
+    OpenAI chat ``role=tool`` message: one tool call or result, which joins its neighbours."""
+    m = _sdk_plain(m)
+    if not isinstance(m, Mapping):
+        return False
+    return m.get("role") == "tool" or (
+        m.get("role") is None and m.get("type") in ("function_call", "function_call_output"))
 
 
 def _to_message(m: Any, where: str) -> Message:
