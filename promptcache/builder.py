@@ -1567,7 +1567,9 @@ def _to_message(m: Any, where: str) -> Message:
         out = m.get("output", "")
         return Message("user", (ToolResult(str(m.get("call_id")), out if isinstance(out, str)
                                            else _text_of(out)),))
-    if role is None and isinstance(kind, str) and kind != "message":
+    if role is None and isinstance(kind, str) and (
+            kind in ("reasoning", "item_reference", "compaction")
+            or kind.endswith(("_call", "_call_output"))):
         raise InvalidRequestError(
             f"{where}.type", f"a Responses {kind!r} item has no place in the builder's "
             "history (only messages, function_call and function_call_output items): drop it, "

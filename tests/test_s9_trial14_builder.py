@@ -112,6 +112,8 @@ def test_responses_item_the_builder_cannot_carry_is_named() -> None:
     ({"role": "assistant", "content": None, "tool_calls": [42]},
      "history message 0.tool_calls[0]"),
     ({"role": "system", "content": "x"}, "history message 0.role"),
+    ({"type": "text", "text": "a content block, not a message"}, "history message 0.role"),
+    ({"type": "web_search_call", "id": "ws_1"}, "history message 0.type"),
 ])
 def test_other_objects_still_refused_with_a_path(bad: Any, path: str) -> None:
     with pytest.raises(InvalidRequestError) as e:
