@@ -16,6 +16,7 @@ import anthropic
 import openai
 import pytest
 
+from promptcache._errors import PoolExhaustedError
 from promptcache.local.app import ServerOptions
 from promptcache.local.engine import Engine
 from promptcache.local.template import apply_template
@@ -354,9 +355,20 @@ def test_body_over_the_limit_is_413() -> None:
 
 
 # ---------------------------------------------------------------------------------- 529 / 503
-def test_pool_exhausted_is_529_and_503() -> None:
+def test_a_prompt_over_the_pool_is_served_and_pinned_blocks_are_529_and_503(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     tiny = LocalBackend(_engine(num_blocks=8))  # 128 tokens of KV blocks
     payload = _payload([_user("x")])
+    # a prompt longer than the pool is served (its first blocks cached), not refused
+    served = tiny.anthropic().messages.create(**payload)
+    assert served.usage.cache_creation_input_tokens > 128
+    # blocks pinned outside the engine (no free block at all): 529 / 503, as before
+
+    def exhausted(*args: Any, **kwargs: Any) -> Any:
+        raise PoolExhaustedError("every block pinned")
+
+    monkeypatch.setattr(tiny.engine, "generate", exhausted)
     with pytest.raises(anthropic.APIStatusError) as a_err:
         tiny.anthropic().messages.create(**payload)
     assert a_err.value.status_code == 529
@@ -370,9 +382,6 @@ def test_pool_exhausted_is_529_and_503() -> None:
             model="gpt-4o", messages=[{"role": "user", "content": SYSTEM}], max_tokens=1
         )
     assert o_err.value.status_code == 503
-    # a prompt that fits is still served
-    ok = tiny.anthropic().messages.create(model=MODEL, max_tokens=1, messages=[_user("hi")])
-    assert ok.usage.input_tokens > 0
 
 
 # ---------------------------------------------------------------------------------- 500

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from promptcache._errors import InvalidRequestError, PoolExhaustedError  # noqa: E402
+from promptcache._errors import InvalidRequestError  # noqa: E402
 from promptcache.local.engine import Engine  # noqa: E402
 from promptcache.local.model import ModelRunner  # noqa: E402
 
@@ -136,12 +136,16 @@ def test_generated_tokens_are_cached_for_the_next_turn(runner: ModelRunner) -> N
     assert eng.available_prefix(nxt) == 48
 
 
-def test_pool_exhaustion_is_clean(runner: ModelRunner) -> None:
-    eng = Engine(runner, num_blocks=2, tail_tokens=0)
-    with pytest.raises(PoolExhaustedError):
-        eng.generate(prompt(40), max_tokens=1)
-    assert eng.stats.blocks_used == 0 and eng.stats.queries == 0
-    assert eng.generate(prompt(20), max_tokens=1).prompt_tokens == 20
+def test_a_prompt_over_the_pool_is_served_and_its_first_blocks_cached(
+    runner: ModelRunner,
+) -> None:
+    eng = Engine(runner, num_blocks=2, tail_tokens=0)  # 32 tokens of blocks
+    cold = Engine(runner, num_blocks=8, tail_tokens=0).generate(prompt(40), max_tokens=3)
+    res = eng.generate(prompt(40), max_tokens=3)
+    assert res.prompt_tokens == 40 and res.reused_tokens == 0
+    assert res.output_ids == cold.output_ids
+    assert eng.stats.blocks_used == 0 and eng.stats.blocks_cached == 2
+    assert eng.generate(prompt(40), max_tokens=1).reused_tokens == 32
 
 
 def test_pool_sized_in_bytes(runner: ModelRunner) -> None:
