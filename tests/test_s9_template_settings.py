@@ -131,3 +131,19 @@ def test_backend_usage_follows_the_tiers(backend: LocalBackend) -> None:
     usage(_payload(size=size))
     read, written = usage(_payload(size=size, speed="fast"))
     assert read == tools_end and written > 0
+
+
+def test_web_search_toggle_keeps_tools_misses_system() -> None:
+    search = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
+    before = _payload()
+    after = _payload()
+    after["tools"] = [*after["tools"], search]
+    assert _first_miss(before, after) == "system"
+    assert apply_template(after).span_of("tools[1]").tokens == 0  # encoded in the system tier
+    changed = _payload()
+    changed["tools"] = [*changed["tools"], {**search, "max_uses": 5}]
+    assert _first_miss(after, changed) == "system"
+    # an ordinary tool added is a tool definition change: everything misses
+    other = _payload()
+    other["tools"] = [*other["tools"], {"name": "g", "input_schema": {"type": "object"}}]
+    assert _first_miss(before, other) == "tools"

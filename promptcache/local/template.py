@@ -35,8 +35,10 @@ Invariants (tested in tests/test_local_template.py):
   - whole prompt (before the first segment): ``output_config.format`` / ``output_format``
     ("invalidates the whole cache for that conversation thread");
   - system tier (before the first system segment, or the first message without a system):
-    ``speed`` (fast mode) and the citations toggle (a ``document`` / ``search_result`` block
-    with ``citations.enabled``: the API edits the system prompt for it);
+    ``speed`` (fast mode), the citations toggle (a ``document`` / ``search_result`` block
+    with ``citations.enabled``) and the web search toggle (a ``web_search_*`` server tool,
+    whose definition is encoded here and not in the tools tier: its span there is empty):
+    "both change the system prompt", tools stay cached;
   - messages tier (before the first message): ``tool_choice``, ``thinking``,
     ``output_config.effort`` and any other ``output_config`` key.
 
@@ -111,6 +113,9 @@ _MESSAGES_TIER_PARAMS = ("tool_choice", "thinking", "output_config")
 #: Blocks whose ``citations: {"enabled": true}`` turns citations on; hosted-api-rules.md 1.7:
 #: the "citations toggle" changes the system prompt (tools kept, system and messages miss).
 _CITATION_KINDS = frozenset({"document", "search_result", "tool_result"})
+#: Anthropic's web search server tool (``web_search_20250305``, ...); hosted-api-rules.md 1.7:
+#: the "web search toggle" changes the system prompt, not the tools.
+_WEB_SEARCH_PREFIX = "web_search_"
 _GENERATION_ROLE = "assistant"
 #: The settings hooks a segment of each tier may open (the earlier tiers' hooks come first:
 #: a request without a system prompt opens the system hook at its first message).
@@ -336,6 +341,25 @@ def _citations_enabled(view: PrefixView) -> bool:
     return False
 
 
+def _web_search_tools(view: PrefixView) -> dict[int, Any]:
+    """Anthropic web search server tools: segment index -> the definition (markers kept in
+    the node, stripped when encoded)."""
+    if view.provider != "anthropic":
+        return {}
+    out: dict[int, Any] = {}
+    for segment in view.segments_in("tools"):
+        if _WEB_SEARCH_PREFIX.encode() not in segment.data:
+            continue
+        try:
+            node = json.loads(segment.data)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        kind = node.get("type") if isinstance(node, dict) else None
+        if isinstance(kind, str) and kind.startswith(_WEB_SEARCH_PREFIX):
+            out[segment.index] = node
+    return out
+
+
 def _settings_tokens(marker: str, found: Mapping[str, Any]) -> list[int]:
     if not found:
         return []
@@ -362,6 +386,9 @@ def _request_settings(view: PrefixView) -> dict[str, list[int]]:
             found["messages"].setdefault(key, params[key])
     if _citations_enabled(view):
         found["system"]["citations"] = True
+    web_search = list(_web_search_tools(view).values())
+    if web_search:
+        found["system"]["web_search"] = web_search
     return {
         "tools": _settings_tokens(_REQUEST_SETTINGS, found["tools"]),
         "system": _settings_tokens(_SYSTEM_SETTINGS, found["system"]),
@@ -438,11 +465,11 @@ def apply_template(
     stripped = (
         _stripped_thinking(view) if _strips_prior_thinking(view, strip_prior_thinking)
         else frozenset()
-    )
+    ) | frozenset(_web_search_tools(view))  # web search: encoded in the system tier instead
     previous: Segment | None = None  # the last segment encoded
     for segment in segments:
         start = len(ids)
-        if segment.index in stripped:  # not in the prompt: an empty span
+        if segment.index in stripped:  # not in the prompt here: an empty span
             spans.append(SegmentSpan(segment, start, start, start, start))
             continue
         opens = previous is None or _turn_key(previous) != _turn_key(segment)
