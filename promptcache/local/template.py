@@ -153,6 +153,9 @@ class SegmentSpan:
             ``token_ids[:end]`` and does not depend on the blocks after it.
         content_start: index of the first token of the block's own content.
         content_end: one past the last content token (equal to ``end``).
+
+    A segment that is not in the prompt (a thinking block a plain user turn strips, a web
+    search tool encoded in the system tier) has an empty span: ``start == end``.
     """
 
     segment: Segment
