@@ -244,16 +244,35 @@ class CacheEntry:
 
 
 class CacheLedger:
-    """The set of entries written at breakpoints (thread-safe). Expired entries vanish on read.
+    """The set of entries written at breakpoints (thread-safe). Expired entries vanish on read
+    and in a sweep on write (at most once a minute of ledger clock); ``len()`` counts the live
+    ones.
 
     An entry is visible to a request only once it is available at the request's arrival
     (:meth:`CacheEntry.available_to`); to an earlier request it is absent, so that request writes
     the prefix again (:meth:`put`), as N parallel cold requests pay N writes on the hosted API.
     """
 
+    #: seconds of ledger clock between sweeps of expired entries (each sweep is one pass)
+    SWEEP_EVERY = 60.0
+
     def __init__(self) -> None:
         self._entries: dict[bytes, CacheEntry] = {}
         self._lock = threading.Lock()
+        self._now = float("-inf")  # the latest clock time an operation gave
+        self._next_sweep = float("-inf")
+
+    def _sweep(self, now: float) -> None:
+        """Forget every entry expired at ``now`` (lock held), at most once per
+        :attr:`SWEEP_EVERY`: without it, each distinct prefix ever written stayed in memory
+        for the life of the server and the entries gauge counted dead ones (review 14)."""
+        self._now = max(self._now, now)
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + self.SWEEP_EVERY
+        dead = [k for k, e in self._entries.items() if e.expires_at <= now]
+        for k in dead:
+            del self._entries[k]
 
     def get(
         self, key: bytes, now: float, *, arrived: Instant | None = None
@@ -264,6 +283,7 @@ class CacheLedger:
         then (its writer's response began later) is reported as None and left in place.
         """
         with self._lock:
+            self._now = max(self._now, now)
             entry = self._entries.get(key)
             if entry is None:
                 return None
@@ -289,6 +309,7 @@ class CacheLedger:
         earlier of the two availabilities: requests that could read the first write still can.
         """
         with self._lock:
+            self._sweep(now)
             expires = now + ttl_seconds(ttl)
             old = self._entries.get(key)
             if old is not None and old.expires_at > now:
@@ -316,8 +337,9 @@ class CacheLedger:
             self._entries.pop(key, None)
 
     def __len__(self) -> int:
+        """Live entries at the latest clock time the ledger was given."""
         with self._lock:
-            return len(self._entries)
+            return sum(1 for e in self._entries.values() if e.expires_at > self._now)
 
 
 def boundary_keys(prompt: TemplatedPrompt, tenant_salt: bytes) -> list[bytes]:
