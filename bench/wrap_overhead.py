@@ -146,7 +146,8 @@ class _Split:
 
 def _bench(provider: str, body: bytes, iterations: int, turns: int, *, auto_cache: bool = True,
            lint: str = "warn") -> dict[str, float]:
-    chats = _Chats(turns, provider, (iterations + turns) // turns + 2)
+    warmup = max(turns, 50)  # calls per side before timing (see below)
+    chats = _Chats(turns, provider, (iterations + warmup) // turns + 2)
     stamp = _Stamp(body)
     http = httpx2.Client(transport=httpx2.MockTransport(stamp))
     raw: Any
@@ -183,7 +184,7 @@ def _bench(provider: str, body: bytes, iterations: int, turns: int, *, auto_cach
     # warm-up: imports, caches, first-finding warnings, and the SDK's own path (on a quiet
     # 16-core machine, 10 warm-up calls left the first row's raw calls in a slow state: SDK
     # build 0.82 ms there, 0.50 ms in every later row)
-    for _ in range(max(turns, 50)):
+    for _ in range(warmup):
         raw_call(0)
         wrapped_call(0)
     raw_build, raw_total, w_build, w_total = [], [], [], []
