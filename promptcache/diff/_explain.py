@@ -129,6 +129,7 @@ from promptcache.diff._engine import (
     cannot_tell,
     chained_body,
     compare,
+    conversation_id,
     entry_ttl_seconds,
     explicit_breakpoints,
     is_warning,
@@ -575,22 +576,6 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
     return _report(out, len(sessions)), with_request
 
 
-def _conversation_id(request: Mapping[str, Any], provider: str | None) -> str | None:
-    """The ``conversation`` of a Responses request (its id; None: none, or not Responses).
-
-    The server prepends the conversation's items to the input, as for
-    ``previous_response_id`` (openai-python ``ResponseCreateParams.conversation``: "Items from
-    this conversation are prepended to ``input_items``")."""
-    value = request.get("conversation")
-    if value is None or value == "" or "messages" in request:
-        return None
-    if provider not in (None, "", "auto", "openai", "openai-responses"):
-        return None
-    if isinstance(value, Mapping):
-        value = value.get("id") or "?"
-    return str(value)
-
-
 def _chain_id(request: Mapping[str, Any] | None, provider: str | None) -> str | None:
     """The ``previous_response_id`` of a Responses request (None: none, or not Responses)."""
     if not isinstance(request, Mapping):
@@ -613,7 +598,7 @@ def _resolve_chain(e: _Entry, provider: str | None, stored: dict[str, list[Any]]
     if any) and returns the body as logged. So does a ``conversation`` (``e.via``)."""
     assert e.request is not None
     prev = _chain_id(e.request, provider)
-    conversation = _conversation_id(e.request, provider)
+    conversation = conversation_id(e.request, provider)
     head = None
     conv = None
     if prev is not None:

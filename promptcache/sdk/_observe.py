@@ -648,46 +648,27 @@ class Observer:
             ends = sorted(end_set)
             call.breakpoint_hashes = tuple(digests[i] for i in ends)
             call.breakpoint_tokens = tuple(view.segments[i].end_token for i in ends)
-        if prev is not None and call.session is not None and call.shape == "openai-responses" \
-                and (body.get("prompt") is not None or prev.payload.get("prompt") is not None):
-            self._check_stored_prompt(call, prev, body)
-        if prev is not None and call.session is not None and call.kept_prefix is None:
-            cut = first_divergence(prev.digests, digests)
-            if prev.last_breakpoint is not None:
-                # the previous request's cached prefix is still this one's (the tracker tells
-                # a changed prefix from an expiry or eviction by it)
-                call.kept_prefix = cut > prev.last_breakpoint
-                if not call.kept_prefix:
-                    self._report_divergence(call, prev, body, cut)
-                else:
-                    # the content is kept, but a request setting that invalidates entries
-                    # (model, tool_choice, thinking...) or breakpoints that no longer reach the
-                    # previous entry lose it too: the diff decides (new-user trial 14)
-                    setting = changed_setting(prev.payload, body, call.shape)
-                    if setting is not None or not reaches_entry(prev.view, prev.last_breakpoint,
-                                                           view, call.model):
-                        call.kept_prefix = not self._report_divergence(
-                            call, prev, body, cut, setting=setting or "breakpoints")
+        if prev is not None and call.session is not None:
+            # whether the previous request's cached prefix is still this one's (the tracker
+            # tells a changed prefix from an expiry or eviction by it)
+            loss = prefix_loss(prev.payload, prev.view, prev.digests, prev.last_breakpoint,
+                               body, view, digests, call.shape, call.model)
+            if loss is not None and loss.kind == "stored_prompt":
+                call.kept_prefix = False
+                logger.warning("promptcache: session %r: cause stored_prompt_changed; %s",
+                               call.session, loss.detail)
+            elif prev.last_breakpoint is not None:
+                call.kept_prefix = loss is None
+                if loss is not None and loss.kind == "content":
+                    self._report_divergence(call, prev, body, loss.cut)
+                elif loss is not None:  # the diff decides whether the setting loses it
+                    call.kept_prefix = not self._report_divergence(
+                        call, prev, body, loss.cut, setting=loss.detail or loss.kind)
         state = _SessionState(body, call.shape, view, digests, last_bp, plan, first)
         call.state = state
         with self.shared.lock:
             self.shared.sessions[call.session] = state
             self.shared.history.append(entry)
-
-    def _check_stored_prompt(self, call: Call, prev: _SessionState,
-                             body: Mapping[str, Any]) -> None:
-        """A Responses request whose stored prompt template (``prompt``: id, version,
-        variables) differs from the session's previous one: the server expands the template
-        into the prompt, so its text changed where the bodies do not show (the digests, taken
-        over the bodies, cannot see it). Logged as the live diff logs a divergence."""
-        from promptcache.diff._engine import stored_prompt_change
-
-        why = stored_prompt_change(prev.payload, body, call.shape)
-        if why is None:
-            return
-        call.kept_prefix = False
-        logger.warning("promptcache: session %r: cause stored_prompt_changed; %s", call.session,
-                       why)
 
     def _report_divergence(self, call: Call, prev: _SessionState, body: Mapping[str, Any],
                            cut: int, setting: str | None = None) -> bool:
@@ -868,8 +849,8 @@ def _setting_keys(family: str) -> tuple[str, ...]:
     return ("model", *sorted(keys))
 
 
-def changed_setting(before: Mapping[str, Any], after: Mapping[str, Any], shape: str
-                     ) -> str | None:
+def _changed_setting(before: Mapping[str, Any], after: Mapping[str, Any],
+                     shape: str) -> str | None:
     """The first of :func:`_setting_keys` whose value differs between two bodies, or None."""
     for key in _setting_keys("anthropic" if shape == "anthropic" else "openai"):
         if before.get(key) != after.get(key):
@@ -877,8 +858,8 @@ def changed_setting(before: Mapping[str, Any], after: Mapping[str, Any], shape: 
     return None
 
 
-def reaches_entry(before: PrefixView, before_bp: int | None, view: PrefixView,
-             model: str | None) -> bool:
+def _reaches_entry(before: PrefixView, before_bp: int | None, view: PrefixView,
+                   model: str | None) -> bool:
     """Whether some breakpoint of ``view`` can read the entry the previous request ``before``
     wrote at its last breakpoint (segment ``before_bp``): on Anthropic a read looks back at
     most the policy's lookback (20 positions) from each breakpoint (hosted-api-rules.md 1.4);
@@ -894,6 +875,51 @@ def reaches_entry(before: PrefixView, before_bp: int | None, view: PrefixView,
         return True
     start = before.segments[before_bp].position
     return any(0 <= s.position - start <= lookback for s in view.breakpoints())
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixLoss:
+    """Why a request may not read what the previous request of its session cached.
+
+    Attributes:
+        kind: ``"stored_prompt"`` (a Responses stored prompt template changed: certain, the
+            bodies cannot show where), ``"content"`` (the contents diverge at or before the
+            previous request's last breakpoint), ``"setting"`` (a request setting that
+            invalidates entries changed: ``model``, ``tool_choice``, ``thinking``...) or
+            ``"breakpoints"`` (no breakpoint reaches the previous entry through the lookback).
+            The last three are suspicions the diff confirms or not.
+        detail: the stored-prompt sentence, the changed setting's name, or "".
+        cut: the first segment whose chained digest differs.
+    """
+
+    kind: Literal["stored_prompt", "content", "setting", "breakpoints"]
+    detail: str
+    cut: int
+
+
+def prefix_loss(before: Mapping[str, Any], before_view: PrefixView, before_digests: list[str],
+                before_bp: int | None, body: Mapping[str, Any], view: PrefixView,
+                digests: list[str], shape: str, model: str | None) -> PrefixLoss | None:
+    """What may make ``body`` lose the prefix ``before`` (the session's previous request)
+    cached, checked in that order (:class:`PrefixLoss`); None when nothing does. Shared by
+    the live diff and :func:`~promptcache.sdk.assert_cache_stable` (new-user trial 14: both
+    missed model, setting and lookback changes, which leave the content digests equal)."""
+    if shape == "openai-responses" and (body.get("prompt") is not None
+                                        or before.get("prompt") is not None):
+        from promptcache.diff._engine import stored_prompt_change
+
+        why = stored_prompt_change(before, body, shape)
+        if why is not None:  # the digests (of the bodies) cannot see the template
+            return PrefixLoss("stored_prompt", why, 0)
+    cut = first_divergence(before_digests, digests)
+    if before_bp is not None and cut <= before_bp:
+        return PrefixLoss("content", "", cut)
+    setting = _changed_setting(before, body, shape)
+    if setting is not None:
+        return PrefixLoss("setting", setting, cut)
+    if not _reaches_entry(before_view, before_bp, view, model):
+        return PrefixLoss("breakpoints", "", cut)
+    return None
 
 
 def marker_paths(plan: BreakpointPlan) -> set[str] | None:
@@ -990,8 +1016,6 @@ def _diff(a: Mapping[str, Any], b: Mapping[str, Any], provider: str, model: str 
     from promptcache.diff import diff
 
     return diff(a, b, provider=provider, model=model, usage_a=usage_a)
-
-
 
 
 def _explanation(result: Any) -> str:

@@ -16,14 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from promptcache._errors import InvalidRequestError
-from promptcache.sdk._observe import (
-    SentRequest,
-    changed_setting,
-    explain_break,
-    first_divergence,
-    last_breakpoint,
-    reaches_entry,
-)
+from promptcache.sdk._observe import SentRequest, explain_break, last_breakpoint, prefix_loss
 
 __all__ = ["assert_cache_stable", "sent_requests"]
 
@@ -103,7 +96,6 @@ def assert_cache_stable(requests: Iterable[SentRequest | Mapping[str, Any]] | An
             request indexes, the session and the diff's explanation).
         InvalidRequestError: a payload is malformed, or a mapping holds no request.
     """
-    from promptcache.diff._engine import stored_prompt_change
     from promptcache.planner import prefix_digests
     from promptcache.prefix import render
     from promptcache.sdk._wrap import is_wrapped
@@ -119,33 +111,25 @@ def assert_cache_stable(requests: Iterable[SentRequest | Mapping[str, Any]] | An
         prev = last.get(sent.session)
         if prev is not None and prev[1].provider == sent.provider:
             j, before, before_digests, before_bp, before_view = prev
-            changed = stored_prompt_change(before.payload, sent.payload, sent.provider) \
-                if sent.provider == "openai-responses" else None
-            if changed is not None:  # the digests (of the bodies) cannot see the template
-                session = "" if sent.session is None else f" of session {sent.session!r}"
+            loss = prefix_loss(before.payload, before_view, before_digests, before_bp,
+                               sent.payload, view, digests, sent.provider, m)
+            session = "" if sent.session is None else f" of session {sent.session!r}"
+            if loss is not None and loss.kind == "stored_prompt":
                 raise AssertionError(f"request {i}{session} breaks the prefix request {j} "
-                                     f"cached: cause stored_prompt_changed; {changed}")
-            cut = first_divergence(before_digests, digests)
-            # the contents diverge before the cached end, or a request setting that
-            # invalidates entries (model, tool_choice, thinking...) changed, or no breakpoint
-            # reaches the earlier entry any more: the diff decides (new-user trial 14)
-            setting = changed_setting(before.payload, sent.payload, sent.provider)
-            suspect = (before_bp is not None and cut <= before_bp) or setting is not None \
-                or not reaches_entry(before_view, before_bp, view, m)
+                                     f"cached: cause stored_prompt_changed; {loss.detail}")
             # each body's own model unless the caller named one (one model for both would
-            # hide a model switch)
-            if suspect and _loses_reads(before, sent, sent.provider, model):
-                if before_bp is not None and cut <= before_bp:
+            # hide a model switch); the diff decides whether the suspicion is a miss
+            if loss is not None and _loses_reads(before, sent, sent.provider, model):
+                if loss.kind == "content":
                     where = ("they diverge at " + (
-                        before_view.segments[cut].path if cut < len(before_view.segments)
-                        else "<end>"))
-                elif setting is not None:
-                    where = f"its {setting} changed"
+                        before_view.segments[loss.cut].path
+                        if loss.cut < len(before_view.segments) else "<end>"))
+                elif loss.kind == "setting":
+                    where = f"its {loss.detail} changed"
                 else:
                     where = "its breakpoints no longer reach that entry"
                 why = explain_break(before.payload, sent.payload, sent.provider, model,
                                     usage_a=before.usage)
-                session = "" if sent.session is None else f" of session {sent.session!r}"
                 upto = (f" (up to {before_view.segments[before_bp].path})"
                         if before_bp is not None else "")
                 raise AssertionError(
