@@ -538,8 +538,9 @@ class PromptBuilder:
         self._history: list[_Msg] = []
         self._turn: list[Any] = []
         self._tail: list[Any] = []
-        # text of a volatile value -> (its name, the Volatile, the pattern its text is found by)
-        self._watch: dict[str, tuple[str, Volatile, re.Pattern[str]]] = {}
+        #: every declared wrapper (by identity: the same text declared twice is two wrappers,
+        #: either of which may be formatted) -> (name, wrapper, whole-word pattern)
+        self._watch: dict[int, tuple[str, Volatile, re.Pattern[str]]] = {}
         # (text, where) of the cached sections the prompt's author wrote (system, tools,
         # examples): volatile() looks for a value declared after them there
         self._early_texts: list[tuple[str, str]] = []
@@ -569,7 +570,7 @@ class PromptBuilder:
         for v, where in canon.volatiles:
             text = str(v.value)
             if text:
-                self._watch.setdefault(text, (v.name, v, _whole(text)))
+                self._watch.setdefault(id(v), (v.name, v, _whole(text)))
             if section not in _CACHED_VOLATILE_OK:
                 raise VolatileValueError(
                     f"volatile value {v.name} placed in the {section} section ({where}); "
@@ -616,7 +617,7 @@ class PromptBuilder:
                 raise VolatileValueError(
                     f"volatile value {v.name} already appears in the {where}; volatile values "
                     "may only go in the new turn or the uncached tail")
-        self._watch[text] = (v.name, v, pattern)
+        self._watch[id(v)] = (v.name, v, pattern)
         return v
 
     # ------------------------------------------------------------------ sections
@@ -811,6 +812,7 @@ class PromptBuilder:
             messages = tuple(messages[0])
         converted: list[Message] = []
         for m in messages:
+            m = _sdk_plain(m)  # once: _to_message and _tool_item take the plain form as is
             msg = _to_message(m, f"history message {len(self._history) + len(converted)}")
             prev = converted[-1] if converted else None
             if (prev is not None and _tool_item(m) and prev.role == msg.role

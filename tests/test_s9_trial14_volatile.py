@@ -62,3 +62,16 @@ def test_declared_after_the_authors_own_sections_still_raises() -> None:
         b.volatile("Ada Lovelace")
     b = PromptBuilder(CLAUDE).system("Greet Ada Lovelaces politely.")
     b.volatile("Ada Lovelace")  # inside a longer word: another text
+
+
+def test_a_text_declared_twice_is_watched_through_either_wrapper() -> None:
+    # the second declaration replaced the first in the watch list, so text formatted from the
+    # first wrapper passed into history unnoticed (review of the ninth session)
+    from promptcache.builder import assistant, user
+
+    b = PromptBuilder("claude-sonnet-4-6")
+    first = b.volatile("u-4711")
+    b.volatile("u-4711")
+    b.system("You are a support agent.")
+    with pytest.raises(VolatileValueError, match="u-4711"):
+        b.history(user("hi"), assistant(f"user {first}"))
