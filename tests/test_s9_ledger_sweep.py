@@ -4,10 +4,6 @@ counted dead ones (review 14, F12)."""
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("torch")
-
 from promptcache.local.accounting import CacheLedger
 
 

@@ -32,14 +32,8 @@ M = Decimal(1_000_000)
 
 
 def _with(rec: UsageRecord, **fields: Any) -> UsageRecord:
-    """``rec`` with ``fields`` set: declared fields through model_copy, the others (U2's
-    ``inference_geo`` / ``speed`` before they are declared) as plain attributes."""
-    declared = {k: v for k, v in fields.items() if k in UsageRecord.model_fields}
-    out = rec.model_copy(update=declared) if declared else rec.model_copy()
-    for name, value in fields.items():
-        if name not in declared:
-            object.__setattr__(out, name, value)
-    return out
+    """``rec`` with ``fields`` set."""
+    return rec.model_copy(update=fields)
 
 
 def _gpt5(uncached: int, read: int, out: int, **kw: Any) -> UsageRecord:
@@ -322,14 +316,8 @@ def test_a_price_the_reference_marks_unconfirmed_stays_unconfirmed(model: str,
     assert f"unconfirmed price for {model}" in text
 
 
-# ---------------------------------------------- end to end, once parse.py fills the fields (U2)
+# ------------------------------------------------------------------------------ end to end
 
-_NEEDS_U2 = pytest.mark.skipif(
-    not {"inference_geo", "speed"} <= set(UsageRecord.model_fields),
-    reason="UsageRecord.inference_geo / speed not there yet (parse.py / record.py change)")
-
-
-@_NEEDS_U2
 def test_report_prices_an_inference_geo_us_response_at_1_1x(tmp_path: Path) -> None:
     line = {"model": "claude-opus-4-6", "type": "message", "created_at": "2026-11-01T00:00:00Z",
             "usage": {"input_tokens": 1000, "cache_creation_input_tokens": 3000,
@@ -345,7 +333,6 @@ def test_report_prices_an_inference_geo_us_response_at_1_1x(tmp_path: Path) -> N
     assert Decimal(data["total"]["savings_usd"]) == Decimal("0.086625")
 
 
-@_NEEDS_U2
 def test_report_prices_a_fast_mode_request_log_line(tmp_path: Path) -> None:
     line = {"request": {"model": "claude-opus-4-8", "speed": "fast", "max_tokens": 100,
                         "messages": [{"role": "user", "content": "hi"}]},
