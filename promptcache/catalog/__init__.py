@@ -50,6 +50,7 @@ from promptcache.catalog._prices import (
     clear_overrides,
     genai_prices_for,
     get_prices,
+    is_fine_tuned,
     load_overrides,
 )
 from promptcache.catalog._rules import (
@@ -86,6 +87,7 @@ __all__ = [
     "get_policy",
     "get_prices",
     "invalidation_rules",
+    "is_fine_tuned",
     "known_models",
     "load_overrides",
     "price_adjustment",

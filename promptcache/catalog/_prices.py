@@ -88,6 +88,7 @@ __all__ = [
     "UnknownPriceError",
     "clear_overrides",
     "get_prices",
+    "is_fine_tuned",
     "load_overrides",
 ]
 
@@ -533,13 +534,15 @@ _installed: dict[str, PriceOverride] = {}
 _env_cache: dict[tuple[str, int], dict[str, PriceOverride]] = {}
 
 
-def _is_fine_tune(model: str) -> bool:
-    """An OpenAI fine-tuned model id (``ft:gpt-4o-2024-08-06:org::id``)."""
+def is_fine_tuned(model: str) -> bool:
+    """Whether ``model`` is an OpenAI fine-tuned model id (``ft:gpt-4o-2024-08-06:org::id``),
+    which is billed at its own rates, never its base model's: :func:`get_prices` prices it only
+    from an override entry naming the ``ft:`` id itself."""
     return model.strip().lower().startswith("ft:")
 
 
 def _override_key(model: str) -> str:
-    if _is_fine_tune(model):  # its own prices, never its base model's
+    if is_fine_tuned(model):  # its own prices, never its base model's
         return model.strip().lower()
     return resolve_model_id(model) or _base_key(model)
 
@@ -625,7 +628,7 @@ def _env_overrides() -> dict[str, PriceOverride]:
 
 
 def _override_for(model: str) -> PriceOverride | None:
-    if _is_fine_tune(model):  # only an entry naming the fine-tuned id itself
+    if is_fine_tuned(model):  # only an entry naming the fine-tuned id itself
         key = _override_key(model)
         return _installed.get(key) or _env_overrides().get(key)
     keys = {_override_key(model), *_candidates(model)}
@@ -674,7 +677,7 @@ def get_prices(model: str, *, at: datetime | date | None = None) -> ModelPrices:
     catalog rows cite hosted-api-rules.md's sources.
     """
     when = _as_utc(at)
-    if _is_fine_tune(model):
+    if is_fine_tuned(model):
         return _fine_tune_prices(model, when)
     canonical = resolve_model_id(model)
     provider: Provider | None = get_policy(canonical).provider if canonical else None

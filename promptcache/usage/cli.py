@@ -62,7 +62,7 @@ import click
 
 from promptcache._cliutil import PLOT_FORMATS, check_model, fail, unknown_model_message
 from promptcache._errors import CatalogError, InputError, UnknownModelError
-from promptcache.usage.billing import ASSUMPTION_PREFIXES, Cost
+from promptcache.usage.billing import Cost
 from promptcache.usage.record import CLAMP_FLAG, REPORTED_FLAG, UsageRecord
 from promptcache.usage.sinks import iter_usage_log_lines
 from promptcache.usage.tracker import ColdWriteGroup, UsageSummary, UsageTracker
@@ -466,7 +466,6 @@ def _check_model(model: str, located: list[tuple[str, UsageRecord]]) -> None:
 
 #: Billing notes that state an assumption made while pricing or an adjustment applied, not
 #: why a cost is unknown.
-_ASSUMPTION_NOTES = ASSUMPTION_PREFIXES
 #: What the report adds to a billing assumption note: how to change the assumption.
 _NOTE_HINTS = {
     "write TTL not reported: priced at the 5m rate":
@@ -514,7 +513,9 @@ def _group_reasons(records: list[UsageRecord], tracker: UsageTracker
 def _no_prices_reason(model: str) -> str:
     """Why ``model`` has no price table: a fine-tuned OpenAI model (``ft:``) is billed at its
     own rates, not its base model's; any other model is unknown to the price sources."""
-    if model.strip().lower().startswith("ft:"):
+    from promptcache.catalog import is_fine_tuned
+
+    if is_fine_tuned(model):
         return (f"fine-tuned model {model!r}: no prices (fine-tuned models are billed at their "
                 "own rates, not the base model's; add the ft: id to a --prices file)")
     return f"no prices for model {model!r} (pass --model or --prices)"
@@ -538,6 +539,8 @@ def _unpriced(records: list[UsageRecord], tracker: UsageTracker) -> list[str]:
     """One sentence per reason some records have no cost: no model; a model without prices;
     a price table or usage that leaves a part of the cost unknown (the billing notes: a price
     the table lacks, a count the usage does not report)."""
+    from promptcache.catalog import is_fine_tuned
+
     costs = tracker.costs
     missing: Counter[str | None] = Counter(
         r.model for r, c in zip(records, costs, strict=True) if c is None)
@@ -554,8 +557,7 @@ def _unpriced(records: list[UsageRecord], tracker: UsageTracker) -> list[str]:
         out.append(f"{n} {'record names' if n == 1 else 'records name'} no model "
                    "(pass --model to price them)")
     for name, n in sorted(missing.items(), key=lambda kv: str(kv[0])):
-        why = ("no prices (pass --model or --prices)" if name is None
-               or not name.strip().lower().startswith("ft:")
+        why = ("no prices (pass --model or --prices)" if name is None or not is_fine_tuned(name)
                else _no_prices_reason(name).split(": ", 1)[1])
         out.append(f"{n} {'record' if n == 1 else 'records'} of model {name!r}: {why}")
     for (name, reason), n in sorted(partial.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):

@@ -553,10 +553,12 @@ class UsageTracker:
         Catalog prices are those in force at ``record.start`` (dated rows, e.g. a price
         change); a ``start`` under 1e9 s (before 2001-09-09: a relative time, as in a log that
         starts at 0) is no date, and today's prices apply, as for a record without one."""
+        from promptcache.catalog import is_fine_tuned
+
         model = record.model
         if model is not None and model in self._overrides:
             return self._overrides[model]
-        if model is not None and not model.strip().lower().startswith("ft:"):
+        if model is not None and not is_fine_tuned(model):
             # a fine-tuned id (ft:gpt-4o-...:org::id) is not priced as its base model
             pol = _policy(model)
             if pol is not None and pol.model_id in self._overrides:
