@@ -116,11 +116,14 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
         for seg in ctx.view.segments[:end + 1]:
             if not seg.text or (seg.tier == "messages" and seg.role not in _REGENERATED_ROLES):
                 continue  # history is sent byte-identical on every later request
+            matches = scan_text(seg.text, MAX_HITS_PER_SEGMENT)
+            if not matches:
+                continue  # most blocks hold no volatile value: no breakpoint lookups for them
             bp = ctx.covering_breakpoint(seg) if anthropic else None
             readable = readable_before(ctx, seg) if anthropic else None
             before = 0
             last = 0
-            for m in scan_text(seg.text, MAX_HITS_PER_SEGMENT):
+            for m in matches:
                 # tokens before the match, counted piecewise (linear, +-1 token per piece)
                 before += counter.count(seg.text[last:m.start]) if m.start > last else 0
                 last = m.start
