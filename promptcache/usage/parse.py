@@ -69,11 +69,12 @@ carries no recognisable usage.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from promptcache._errors import InvalidRequestError
 from promptcache._times import parse_timestamp
@@ -112,8 +113,14 @@ _RESPONSE_META_FIELDS = ("type", "object", "model", "id", "service_tier")
 
 def _to_dict(obj: Any) -> dict[str, Any]:
     """SDK object (pydantic) or mapping -> plain dict; anything else -> InvalidRequestError."""
+    return _to_dict_shaped(obj)[0]
+
+
+def _to_dict_shaped(obj: Any) -> tuple[dict[str, Any], _Shape | None]:
+    """:func:`_to_dict`, plus the shape of its ``usage`` (see :func:`_plain`) when that was
+    read from an SDK usage object without ``model_dump`` (else None)."""
     if isinstance(obj, Mapping):
-        return dict(obj)
+        return dict(obj), None
     usage = getattr(obj, "usage", None)
     if usage is not None and callable(getattr(usage, "model_dump", None)):
         # An SDK response: only its usage and the few fields _locate reads are dumped (a long
@@ -133,21 +140,101 @@ def _to_dict(obj: Any) -> dict[str, Any]:
             value = fields.get(key)
             if isinstance(value, str):
                 out[key] = value
+        plain = _plain(usage)
+        if plain is not None:  # the dict model_dump would give, read directly
+            out["usage"] = plain[0]
+            return out, plain[1]
         dumped = usage.model_dump(warnings=False)
         if isinstance(dumped, dict):
             out["usage"] = dumped
-            return out
+            return out, None
     dump = getattr(obj, "model_dump", None)
     if callable(dump):
         result = dump(warnings=False)
         if isinstance(result, dict):
-            return result
+            return result, None
     to_dict = getattr(obj, "to_dict", None)
     if callable(to_dict):
         result = to_dict()
         if isinstance(result, dict):
-            return result
+            return result, None
     raise InvalidRequestError("usage", f"cannot read usage from a {type(obj).__name__}")
+
+
+#: The shape of a usage dict read by :func:`_plain`: the model class, then (field, shape) for
+#: each field that held a nested model. Within one shape the format mappers look up the same
+#: paths, so the cache fields they leave unread are known once per shape (:func:`_map`).
+_Shape = tuple[Any, ...]
+
+#: Per pydantic class: its fields, each with the model classes its annotation allows (a
+#: nested value of another class is left to model_dump), or None when the class does not
+#: dump as a plain copy of its fields (custom serialisers, computed or excluded fields,
+#: aliases used for dumping, an overridden model_dump).
+_PLAIN_FIELDS: dict[type, tuple[tuple[str, frozenset[type]], ...] | None] = {}
+
+
+def _model_classes(annotation: Any) -> frozenset[type]:
+    """The pydantic model classes named anywhere in a field annotation."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return frozenset({annotation})
+    found: frozenset[type] = frozenset()
+    for arg in typing.get_args(annotation):
+        found |= _model_classes(arg)
+    return found
+
+
+def _plain_fields(cls: type) -> tuple[tuple[str, frozenset[type]], ...] | None:
+    if cls in _PLAIN_FIELDS:
+        return _PLAIN_FIELDS[cls]
+    spec: tuple[tuple[str, frozenset[type]], ...] | None = None
+    fields = getattr(cls, "__pydantic_fields__", None)
+    decorators = getattr(cls, "__pydantic_decorators__", None)
+    config = getattr(cls, "model_config", None) or {}
+    if (isinstance(fields, dict) and issubclass(cls, BaseModel)
+            and cls.model_dump is BaseModel.model_dump
+            and not getattr(cls, "__pydantic_root_model__", False)
+            and decorators is not None and not decorators.field_serializers
+            and not decorators.model_serializers
+            and not getattr(cls, "__pydantic_computed_fields__", None)
+            and not config.get("serialize_by_alias")
+            and all(not f.exclude and f.serialization_alias in (None, name)
+                    for name, f in fields.items())):
+        spec = tuple((name, _model_classes(f.annotation)) for name, f in fields.items())
+    if len(_PLAIN_FIELDS) < 1024:
+        _PLAIN_FIELDS[cls] = spec
+    return spec
+
+
+def _plain(model: Any) -> tuple[dict[str, Any], _Shape] | None:
+    """``model.model_dump(warnings=False)`` of an SDK usage object, and its shape, read
+    straight from its fields, or None (then model_dump is used) unless every value is None,
+    an exact int or str, or a nested model of a class its field declares that is itself plain:
+    no undeclared (extra) fields anywhere, nothing a serialiser would change."""
+    spec = _plain_fields(type(model))
+    if spec is None or getattr(model, "__pydantic_extra__", None):
+        return None
+    data = model.__dict__
+    if len(data) != len(spec):
+        return None
+    out: dict[str, Any] = {}
+    shape: list[Any] = [type(model)]
+    for name, nested in spec:
+        try:
+            value = data[name]
+        except KeyError:
+            return None
+        kind = type(value)
+        if value is None or (not nested and (kind is int or kind is str)):
+            out[name] = value
+        elif kind in nested:
+            sub = _plain(value)
+            if sub is None:
+                return None
+            out[name] = sub[0]
+            shape.append((name, sub[1]))
+        else:
+            return None
+    return out, tuple(shape)
 
 
 def _sub(d: Mapping[str, Any] | None, *keys: str) -> Any:
@@ -176,6 +263,8 @@ def _int(value: Any, field: str) -> int | None:
     """
     if value is None:
         return None
+    if value.__class__ is int and 0 <= value <= MAX_TOKENS:  # the common case, as below
+        return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidRequestError(f"usage.{field}", f"expected a token count, got {value!r}")
     if isinstance(value, float) and not value.is_integer():
@@ -779,7 +868,7 @@ def detect_provider(obj: Any) -> str | None:
 
 
 def _extract(obj: Any, provider: str | None) -> tuple[str, Raw | None, dict[str, Any]]:
-    d = _to_dict(obj)
+    d, shape = _to_dict_shaped(obj)
     usage, meta, hint = _locate(d)
     fmt = provider or hint or (_usage_kind(usage) if usage is not None else None)
     if fmt is None:
@@ -789,7 +878,9 @@ def _extract(obj: Any, provider: str | None) -> tuple[str, Raw | None, dict[str,
         raise InvalidRequestError(
             "usage", f"unknown provider format {fmt!r}; expected one of {', '.join(PROVIDERS)}"
         )
-    raw = None if usage is None else _map(fmt, usage)
+    if shape is not None and usage is not d.get("usage"):
+        shape = None  # the shape is that of d's usage
+    raw = None if usage is None else _map(fmt, usage, shape)
     if raw is not None and raw.get("service_tier") is None and meta.get("service_tier"):
         raw["service_tier"] = meta["service_tier"]
     return fmt, raw, {k: v for k, v in meta.items() if v is not None and k != "service_tier"}
@@ -836,16 +927,62 @@ def _unread_cache_fields(usage: Mapping[str, Any], seen: set[str], prefix: str =
     return out
 
 
-def _map(fmt: str, usage: Mapping[str, Any]) -> Raw:
+#: Formats whose mapper looks a field up only with ``get`` and :func:`_sub`: the paths it
+#: reads in a usage dict depend on the dict's shape only, not on its values.
+_SHAPE_FORMATS = frozenset({"anthropic", "openai", "vllm", "openai-responses"})
+
+#: Per (format, shape): the paths (and their keys) of the fields that name a cache and that
+#: the format's mapper does not read: the only fields :func:`_unread_cache_fields` can report.
+_UNREAD_CANDIDATES: dict[tuple[str, _Shape], tuple[tuple[str, tuple[str, ...]], ...]] = {}
+
+
+def _leaf_paths(usage: Mapping[str, Any], prefix: str = "", keys: tuple[str, ...] = ()
+                ) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """(path, keys) of every field of ``usage`` that is not a mapping, in walk order."""
+    for key, value in usage.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _leaf_paths(value, f"{path}.", (*keys, key))
+        else:
+            yield path, (*keys, key)
+
+
+def _map(fmt: str, usage: Mapping[str, Any], shape: _Shape | None = None) -> Raw:
     """``fmt``'s mapper on ``usage``; cache-related counts it does not read are listed under
-    the raw key ``_unknown_cache`` (they become ``unknown_cache_field:PATH`` flags)."""
-    seen: set[str] = set()
-    raw = _FORMATS[fmt][0](_Recorder(usage, "", seen))
+    the raw key ``_unknown_cache`` (they become ``unknown_cache_field:PATH`` flags).
+
+    ``shape``: that of a plain usage dict made by :func:`_plain` (values None, int, str or
+    such dicts). The mapper then runs on the dict itself, without recording its lookups: the
+    fields it leaves unread are known per shape once the recorded run of the first dict of
+    that shape has listed them."""
+    key = None if shape is None or fmt not in _SHAPE_FORMATS else (fmt, shape)
+    candidates = None if key is None else _UNREAD_CANDIDATES.get(key)
+    if candidates is not None:
+        raw = _FORMATS[fmt][0](usage)
+        if not candidates:
+            return raw
+        found: list[tuple[str, Any]] = []
+        for path, keys in candidates:
+            value: Any = usage
+            for k in keys:
+                value = value[k]
+            if _is_number(value) and value:
+                found.append((path, value))
+    else:
+        seen: set[str] = set()
+        raw = _FORMATS[fmt][0](_Recorder(usage, "", seen))
+        found = _unread_cache_fields(usage, seen)
+        if key is not None and len(_UNREAD_CANDIDATES) < 1024:
+            _UNREAD_CANDIDATES[key] = tuple(
+                (path, keys) for path, keys in _leaf_paths(usage)
+                if path not in seen and "cache" in path.lower())
+    if not found:
+        return raw
     # a count equal to one the mapper read is a relay's copy of it under another name (LiteLLM
     # adds cache_read_input_tokens beside OpenAI's cached_tokens, DeepSeek relays add
     # prompt_tokens_details.cached_tokens beside prompt_cache_hit_tokens): nothing is dropped
     mapped = {v for k, v in raw.items() if "cache" in k and isinstance(v, int)}
-    unread = [path for path, value in _unread_cache_fields(usage, seen) if value not in mapped]
+    unread = [path for path, value in found if value not in mapped]
     if unread:
         raw["_unknown_cache"] = ",".join(unread)
     return raw
@@ -860,7 +997,8 @@ def _unknown_cache_flags(raws: Iterable[Raw]) -> list[str]:
 def _make_record(fmt: str, raw: Raw, meta: Mapping[str, Any], extra_flags: Iterable[str],
                  overrides: Mapping[str, Any]) -> UsageRecord:
     built = _FORMATS[fmt][1](raw)
-    flags = [*built.pop("flags", []), *_unknown_cache_flags([raw]), *extra_flags]
+    flags = [*built.pop("flags", []), *(
+        _unknown_cache_flags([raw]) if raw.get("_unknown_cache") else ()), *extra_flags]
     fields: dict[str, Any] = {"provider": fmt, **built, **meta}
     for key, value in overrides.items():
         if key == "flags":
