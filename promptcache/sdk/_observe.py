@@ -255,6 +255,8 @@ class _Shared:
 
 
 _SCALARS = (str, int, float, bool, type(None))
+#: the same, for a hashed ``type(v) in`` test
+_SCALAR_TYPES = frozenset(_SCALARS)
 
 
 def _dump(value: Any, depth: int = 4) -> Any:
@@ -277,12 +279,17 @@ def _dump(value: Any, depth: int = 4) -> Any:
     if t is dict:
         if depth == 0:
             return value
-        return {k: v if type(v) in _SCALARS else _dump(v, depth - 1) for k, v in value.items()}
+        # a C-level copy, then only the non-scalar values replaced (same keys, same order)
+        out = value.copy()
+        for k, v in out.items():
+            if type(v) not in _SCALAR_TYPES:
+                out[k] = _dump(v, depth - 1)
+        return out
     if t is list:
         if depth == 0:
             return value
-        return [v if type(v) in _SCALARS else _dump(v, depth - 1) for v in value]
-    if t in _SCALARS:
+        return [v if type(v) in _SCALAR_TYPES else _dump(v, depth - 1) for v in value]
+    if t in _SCALAR_TYPES:
         return value
     dump = getattr(value, "model_dump", None)
     if callable(dump):
@@ -315,7 +322,7 @@ def body_of(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(extra, Mapping):
         body.update(extra)
     for key, value in body.items():
-        if type(value) in _SCALARS:
+        if type(value) in _SCALAR_TYPES:
             continue
         # three levels below the body: a message's content blocks, a tool's schema (OpenAI:
         # tools[i].function.parameters) may be pydantic models; six in the messages, where a
