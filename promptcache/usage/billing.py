@@ -57,6 +57,7 @@ __all__ = ["ASSUMPTION_PREFIXES", "Cost", "PriceTable", "TierLike", "explicit_pr
            "price_record"]
 
 _MTOK = Decimal(1_000_000)
+_ONE = Decimal(1)
 
 #: Prefixes of :attr:`Cost.notes` that state an assumption made while pricing or a price
 #: adjustment that was applied (the cost is known); every other note says why a part of the
@@ -203,8 +204,9 @@ def _adjusted(prices: PriceTable, replace: Any) -> PriceTable:
 def _unconfirmed(prices: PriceTable) -> str | None:
     """The note for prices the reference marks UNCONFIRMED (``source.confirmed`` False on
     the table or on one of its ``field_sources``), else None."""
-    sources = [getattr(prices, "source", None),
-               *dict(getattr(prices, "field_sources", None) or {}).values()]
+    source = getattr(prices, "source", None)
+    field_sources = getattr(prices, "field_sources", None)
+    sources = (source, *dict(field_sources).values()) if field_sources else (source,)
     for src in sources:
         if src is not None and getattr(src, "confirmed", True) is False:
             model = getattr(prices, "model_id", None)
@@ -232,6 +234,8 @@ def _prompt_tokens(rec: UsageRecord, counts: tuple[str, ...]) -> int | None:
 
 def _tier_for(rules: tuple[TierLike, ...], rec: UsageRecord) -> tuple[TierLike | None, bool]:
     """(applicable tier rule or None, whether the tier is known)."""
+    if not rules:
+        return None, True
     hit: TierLike | None = None
     for rule in sorted(rules, key=lambda r: r.above_tokens):
         prompt = _prompt_tokens(rec, tuple(rule.counts))
@@ -286,20 +290,20 @@ def price_record(
             tier_above = next((t.above_tokens for t in sorted(
                 price_tiers, key=lambda t: -int(t.above_tokens)) if prompt > t.above_tokens), None)
             prices = flat
-        im = cm = om = Decimal(1)
+        im = cm = om = _ONE
     else:
         tier, tier_known = _tier_for(tier_rules, rec)
         tier_above = tier.above_tokens if tier else None
-        im = _d(tier.input_multiplier) if tier else Decimal(1)
-        cm = _d(tier.cache_multiplier) if tier else Decimal(1)
-        om = _d(tier.output_multiplier) if tier else Decimal(1)
+        im = _d(tier.input_multiplier) if tier else _ONE
+        cm = _d(tier.cache_multiplier) if tier else _ONE
+        om = _d(tier.output_multiplier) if tier else _ONE
     if not tier_known:
         notes.append("prompt length unknown: pricing tier cannot be chosen")
     unconfirmed = _unconfirmed(prices)
     if unconfirmed is not None:
         notes.append(unconfirmed)
     use_batch = rec.service_tier == "batch" if batch is None else batch
-    disc = Decimal(1)
+    disc = _ONE
     if use_batch:
         mult = _d(batch_multiplier) if batch_multiplier is not None else _catalog_batch(rec.model)
         if mult is None:
@@ -323,9 +327,6 @@ def price_record(
     disc *= adj.multiplier
     in_rate = prices.input * im * disc
 
-    def rate(value: Decimal | None, mult: Decimal) -> Decimal | None:
-        return None if value is None else value * mult * disc
-
     # -- uncached
     uncached = None if rec.uncached_input is None else _usd(rec.uncached_input, in_rate)
     if uncached is None:
@@ -338,7 +339,8 @@ def price_record(
     elif rec.cache_read == 0:
         read_cost = Decimal(0)
     else:
-        r = rate(prices.cache_read, cm)
+        read_rate = prices.cache_read
+        r = None if read_rate is None else read_rate * cm * disc
         read_cost = None if r is None else _usd(rec.cache_read, r)
         if r is None:
             notes.append("no cache-read price for this model")
@@ -368,13 +370,25 @@ def _adjustment(rec: UsageRecord, use_batch: bool) -> PriceAdjustment:
     """The catalog's adjustment for the record's service tier, inference geo and speed (the
     last two read with ``getattr``: fields of newer records). Under the batch discount the
     reported tier is not looked at again."""
-    from promptcache.catalog import price_adjustment
-
-    return price_adjustment(
+    price_adjustment = _PRICE_ADJUSTMENT or _import_price_adjustment()
+    adjustment: PriceAdjustment = price_adjustment(
         rec.model, provider=rec.provider,
         service_tier=None if use_batch else rec.service_tier,
         inference_geo=getattr(rec, "inference_geo", None),
         speed=getattr(rec, "speed", None))
+    return adjustment
+
+
+#: promptcache.catalog.price_adjustment, imported on first use (the catalog loads TOML).
+_PRICE_ADJUSTMENT: Any = None
+
+
+def _import_price_adjustment() -> Any:
+    global _PRICE_ADJUSTMENT
+    from promptcache.catalog import price_adjustment
+
+    _PRICE_ADJUSTMENT = price_adjustment
+    return price_adjustment
 
 
 def _write_cost(

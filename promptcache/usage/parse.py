@@ -166,11 +166,24 @@ def _to_dict_shaped(obj: Any) -> tuple[dict[str, Any], _Shape | None]:
 #: paths, so the cache fields they leave unread are known once per shape (:func:`_map`).
 _Shape = tuple[Any, ...]
 
-#: Per pydantic class: its fields, each with the model classes its annotation allows (a
-#: nested value of another class is left to model_dump), or None when the class does not
-#: dump as a plain copy of its fields (custom serialisers, computed or excluded fields,
-#: aliases used for dumping, an overridden model_dump).
-_PLAIN_FIELDS: dict[type, tuple[tuple[str, frozenset[type]], ...] | None] = {}
+class _PlainSpec:
+    """How :func:`_plain` reads one pydantic class: its field names in order, those whose
+    annotation names no model class (scalars), and the others with the model classes their
+    annotation allows (a nested value of another class is left to model_dump)."""
+
+    __slots__ = ("names", "nested", "scalars")
+
+    def __init__(self, names: tuple[str, ...], scalars: tuple[str, ...],
+                 nested: tuple[tuple[str, frozenset[type]], ...]) -> None:
+        self.names, self.scalars, self.nested = names, scalars, nested
+
+
+#: Per pydantic class: its :class:`_PlainSpec`, or None when the class does not dump as a
+#: plain copy of its fields (custom serialisers, computed or excluded fields, aliases used
+#: for dumping, an overridden model_dump).
+_PLAIN_FIELDS: dict[type, _PlainSpec | None] = {}
+#: The value types :func:`_plain` copies as they are.
+_SCALARS = frozenset({int, str, type(None)})
 
 
 def _model_classes(annotation: Any) -> frozenset[type]:
@@ -183,10 +196,10 @@ def _model_classes(annotation: Any) -> frozenset[type]:
     return found
 
 
-def _plain_fields(cls: type) -> tuple[tuple[str, frozenset[type]], ...] | None:
+def _plain_fields(cls: type) -> _PlainSpec | None:
     if cls in _PLAIN_FIELDS:
         return _PLAIN_FIELDS[cls]
-    spec: tuple[tuple[str, frozenset[type]], ...] | None = None
+    spec: _PlainSpec | None = None
     fields = getattr(cls, "__pydantic_fields__", None)
     decorators = getattr(cls, "__pydantic_decorators__", None)
     config = getattr(cls, "model_config", None) or {}
@@ -199,7 +212,9 @@ def _plain_fields(cls: type) -> tuple[tuple[str, frozenset[type]], ...] | None:
             and not config.get("serialize_by_alias")
             and all(not f.exclude and f.serialization_alias in (None, name)
                     for name, f in fields.items())):
-        spec = tuple((name, _model_classes(f.annotation)) for name, f in fields.items())
+        kinds = {name: _model_classes(f.annotation) for name, f in fields.items()}
+        spec = _PlainSpec(tuple(kinds), tuple(name for name, m in kinds.items() if not m),
+                          tuple((name, m) for name, m in kinds.items() if m))
     if len(_PLAIN_FIELDS) < 1024:
         _PLAIN_FIELDS[cls] = spec
     return spec
@@ -214,26 +229,24 @@ def _plain(model: Any) -> tuple[dict[str, Any], _Shape] | None:
     if spec is None or getattr(model, "__pydantic_extra__", None):
         return None
     data = model.__dict__
-    if len(data) != len(spec):
+    # exactly the declared fields, in their order (model_dump's), every scalar one None, an
+    # exact int or an exact str
+    if tuple(data) != spec.names or not _SCALARS.issuperset(
+            map(type, map(data.__getitem__, spec.scalars))):
         return None
-    out: dict[str, Any] = {}
+    out = dict(data)
     shape: list[Any] = [type(model)]
-    for name, nested in spec:
-        try:
-            value = data[name]
-        except KeyError:
+    for name, classes in spec.nested:
+        value = out[name]
+        if value is None:
+            continue
+        if type(value) not in classes:
             return None
-        kind = type(value)
-        if value is None or (not nested and (kind is int or kind is str)):
-            out[name] = value
-        elif kind in nested:
-            sub = _plain(value)
-            if sub is None:
-                return None
-            out[name] = sub[0]
-            shape.append((name, sub[1]))
-        else:
+        sub = _plain(value)
+        if sub is None:
             return None
+        out[name] = sub[0]
+        shape.append((name, sub[1]))
     return out, tuple(shape)
 
 
@@ -241,7 +254,7 @@ def _sub(d: Mapping[str, Any] | None, *keys: str) -> Any:
     """``d[k1][k2]...`` with ``None`` for any missing level."""
     cur: Any = d
     for key in keys:
-        if not isinstance(cur, Mapping):
+        if cur.__class__ is not dict and not isinstance(cur, Mapping):
             return None
         cur = cur.get(key)
     return cur
@@ -997,15 +1010,18 @@ def _unknown_cache_flags(raws: Iterable[Raw]) -> list[str]:
 def _make_record(fmt: str, raw: Raw, meta: Mapping[str, Any], extra_flags: Iterable[str],
                  overrides: Mapping[str, Any]) -> UsageRecord:
     built = _FORMATS[fmt][1](raw)
-    flags = [*built.pop("flags", []), *(
-        _unknown_cache_flags([raw]) if raw.get("_unknown_cache") else ()), *extra_flags]
+    flags: list[str] = built.pop("flags", [])
+    if raw.get("_unknown_cache"):
+        flags = [*flags, *_unknown_cache_flags([raw])]
+    if extra_flags:
+        flags = [*flags, *extra_flags]
     fields: dict[str, Any] = {"provider": fmt, **built, **meta}
     for key, value in overrides.items():
         if key == "flags":
             flags.extend(value)
         elif value is not None:
             fields[key] = value
-    fields["flags"] = tuple(dict.fromkeys(flags))
+    fields["flags"] = tuple(dict.fromkeys(flags)) if flags else ()
     try:
         return UsageRecord.model_validate(fields)
     except ValidationError as exc:

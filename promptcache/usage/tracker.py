@@ -99,6 +99,11 @@ __all__ = [
 #: not dates: they do not choose a dated price (promptcache._times uses the same floor).
 _EPOCH_FLOOR = 1e9
 
+#: Distinct model ids whose catalog lookups a tracker keeps (beyond them: looked up each time).
+_MODELS_CACHED = 1024
+#: Markers of UsageTracker._static_prices: not looked up yet; priced from the dated catalog.
+_UNSET, _DATED = object(), object()
+
 #: Events kept in :attr:`UsageTracker.events` with ``keep_records=False`` (the newest).
 EVENTS_KEPT = 10_000
 #: Distinct cold-written prefixes tracked for concurrent-write detection with
@@ -257,15 +262,27 @@ class _Acc:
         self.cache_write_1h += c.cache_write_1h
         self.output += c.output
         self.reasoning += c.reasoning
-        self.cost = _plus(self.cost, c.cost)
-        self.input_cost = _plus(self.input_cost, c.input_cost)
-        self.uncached_input_cost = _plus(self.uncached_input_cost, c.uncached_input_cost)
-        if c.start is not None:
+        # _plus, written out (five accumulators per record)
+        total = self.cost
+        if total is not None:
+            self.cost = None if c.cost is None else total + c.cost
+        total = self.input_cost
+        if total is not None:
+            self.input_cost = None if c.input_cost is None else total + c.input_cost
+        total = self.uncached_input_cost
+        if total is not None:
+            self.uncached_input_cost = (None if c.uncached_input_cost is None
+                                        else total + c.uncached_input_cost)
+        start = c.start
+        if start is not None:
             first = self.first_start
-            self.first_start = c.start if first is None or c.start < first else first
-        if c.end is not None:
+            if first is None or start < first:
+                self.first_start = start
+        end = c.end
+        if end is not None:
             last = self.last_end
-            self.last_end = c.end if last is None or c.end > last else last
+            if last is None or end > last:
+                self.last_end = end
 
     def snapshot(self, key: tuple[str | None, ...]) -> UsageSummary:
         return UsageSummary(
@@ -301,9 +318,13 @@ class _Counts:
         self.cache_write_1h = rec.cache_write_1h or 0
         self.output = rec.output or 0
         self.reasoning = rec.reasoning or 0
-        self.cost = None if cost is None else cost.total
-        self.input_cost = None if cost is None else cost.input
-        self.uncached_input_cost = None if cost is None else cost.uncached_input_cost
+        if cost is None:
+            self.cost = self.input_cost = self.uncached_input_cost = None
+        else:  # Cost.total and Cost.input, the input side summed once
+            inp = cost.input
+            self.cost = None if inp is None or cost.output is None else inp + cost.output
+            self.input_cost = inp
+            self.uncached_input_cost = cost.uncached_input_cost
         self.start = rec.start
         self.end = rec.end if rec.end is not None else rec.start
 
@@ -542,6 +563,14 @@ class UsageTracker:
         self._alarmed: set[tuple[str | None, str | None]] = set()
         self._cold: dict[tuple[str | None, str], list[ColdWriteGroup]] = {}
         self._price_cache: dict[tuple[str, int, int], PriceTable | None] = {}
+        # per model id (the catalog is read once per process; the dated prices above are
+        # cached per tracker too): its policy, tier rules, the price table that does not
+        # depend on the date (an override or default_prices; _DATED: the catalog's), the
+        # policy's default TTL in seconds
+        self._policies: dict[str, Any] = {}
+        self._tier_rules: dict[str, tuple[TierLike, ...]] = {}
+        self._static_prices: dict[str, Any] = {}
+        self._policy_ttls: dict[str, float | None] = {}
         #: models whose prices may change within a day (see prices_for)
         self._half_hour_priced: set[str] = set()
 
@@ -553,20 +582,18 @@ class UsageTracker:
         Catalog prices are those in force at ``record.start`` (dated rows, e.g. a price
         change); a ``start`` under 1e9 s (before 2001-09-09: a relative time, as in a log that
         starts at 0) is no date, and today's prices apply, as for a record without one."""
-        from promptcache.catalog import is_fine_tuned
-
         model = record.model
-        if model is not None and model in self._overrides:
-            return self._overrides[model]
-        if model is not None and not is_fine_tuned(model):
-            # a fine-tuned id (ft:gpt-4o-...:org::id) is not priced as its base model
-            pol = _policy(model)
-            if pol is not None and pol.model_id in self._overrides:
-                return self._overrides[pol.model_id]
-        if self._default_prices is not None:
-            return self._default_prices
-        if model is None:
-            return None
+        if model.__class__ is str:
+            static = self._static_prices.get(model, _UNSET)
+            if static is _UNSET:
+                static = self._undated_prices(model)
+                if len(self._static_prices) < _MODELS_CACHED:
+                    self._static_prices[model] = static
+        else:
+            static = self._undated_prices(model)
+        if static is not _DATED:
+            return static  # type: ignore[no-any-return]
+        assert model is not None
         start = record.start
         if start is not None and start < _EPOCH_FLOOR:
             start = None  # a relative time (a log that starts at 0) is no date: today's prices
@@ -594,13 +621,49 @@ class UsageTracker:
             cache[key] = found
         return cache[key]
 
+    def _undated_prices(self, model: str | None) -> Any:
+        """The price table of ``model`` that does not depend on the record's date (an
+        override, else ``default_prices``), None without a model, else :data:`_DATED`."""
+        from promptcache.catalog import is_fine_tuned
+
+        if model is not None and model in self._overrides:
+            return self._overrides[model]
+        if model is not None and not is_fine_tuned(model):
+            # a fine-tuned id (ft:gpt-4o-...:org::id) is not priced as its base model
+            pol = self._policy(model)
+            if pol is not None and pol.model_id in self._overrides:
+                return self._overrides[pol.model_id]
+        if self._default_prices is not None:
+            return self._default_prices
+        if model is None:
+            return None
+        return _DATED
+
+    def _policy(self, model: str | None) -> Any:
+        """:func:`_policy`, kept per model id."""
+        if model.__class__ is not str:
+            return _policy(model)
+        assert model is not None
+        try:
+            return self._policies[model]
+        except KeyError:
+            pol = _policy(model)
+            if len(self._policies) < _MODELS_CACHED:
+                self._policies[model] = pol
+            return pol
+
     def cost_of(self, record: UsageRecord) -> Cost | None:
         """Price one record (without adding it); ``None`` when no price table is known."""
         table = self.prices_for(record)
         if table is None:
             return None
-        pol = _policy(record.model)
-        rules: tuple[TierLike, ...] = tuple(pol.tier_rules) if pol is not None else ()
+        model = record.model
+        rules = self._tier_rules.get(model) if model.__class__ is str else None  # type: ignore[arg-type]
+        if rules is None:
+            pol = self._policy(model)
+            rules = tuple(pol.tier_rules) if pol is not None else ()
+            if model.__class__ is str and len(self._tier_rules) < _MODELS_CACHED:
+                self._tier_rules[model] = rules  # type: ignore[index]
         return price_record(record, table, tier_rules=rules, batch=self._batch,
                             default_write_ttl=self._default_write_ttl)
 
@@ -688,7 +751,7 @@ class UsageTracker:
             return rec.cacheable
         if rec.writes or rec.cache_read:
             return True
-        pol = _policy(rec.model)
+        pol = self._policy(rec.model)
         total = rec.total_input
         if pol is not None and pol.automatic_caching and total is not None:
             return bool(total >= pol.min_cacheable_tokens)
@@ -720,13 +783,20 @@ class UsageTracker:
             return 3600.0
         if rec.cache_write_ttl is not None:
             return ttl_seconds(rec.cache_write_ttl)
-        pol = _policy(rec.model)
+        model = rec.model
+        if model.__class__ is str and model in self._policy_ttls:
+            ttl = self._policy_ttls[model]  # type: ignore[index]
+            return self._default_ttl if ttl is None else ttl
+        pol = self._policy(model)
+        ttl = None
         if pol is not None and pol.default_ttl:
             try:
-                return ttl_seconds(pol.default_ttl)
+                ttl = ttl_seconds(pol.default_ttl)
             except ValueError:
                 pass
-        return self._default_ttl
+        if model.__class__ is str and len(self._policy_ttls) < _MODELS_CACHED:
+            self._policy_ttls[model] = ttl  # type: ignore[index]
+        return self._default_ttl if ttl is None else ttl
 
     def _check_session(self, rec: UsageRecord) -> list[UsageEvent]:
         if rec.session is None:
@@ -739,20 +809,21 @@ class UsageTracker:
             return []
         prev = prev_state.last
         gap = None if prev.start is None or rec.start is None else rec.start - prev.start
-        data: dict[str, Any] = {"session": rec.session, "gap_seconds": gap,
-                                "ttl_seconds": prev_state.ttl}
         if rec.cache_read == 0 and ((prev.cache_read or 0) > 0 or (prev.writes or 0) > 0):
             cause = classify_collapse(prev, rec, prev_state.ttl)
             return [UsageEvent(
                 "collapse", f"session {rec.session!r}{_rid(rec)}: cache reads dropped to 0 "
                 f"({cause})",
-                rec, {**data, "cause": cause, "previous_read": prev.cache_read},
+                rec, {"session": rec.session, "gap_seconds": gap, "ttl_seconds": prev_state.ttl,
+                      "cause": cause, "previous_read": prev.cache_read},
             )]
         if gap is not None and gap > prev_state.ttl:
             return []
         reg = check_append_only(prev, rec)
         if reg is None:
             return []
+        data: dict[str, Any] = {"session": rec.session, "gap_seconds": gap,
+                                "ttl_seconds": prev_state.ttl}
         return [UsageEvent(
             "prefix_regression",
             f"session {rec.session!r}{_rid(rec)}: read {reg.observed_read} tokens, expected at least "
