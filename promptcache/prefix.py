@@ -688,9 +688,11 @@ def remark(view: PrefixView, payload: Mapping[str, Any], paths: Iterable[str]
 _PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
-def _path_keys(path: str) -> list[str | int]:
-    """``"messages[3].content[0]"`` -> ``["messages", 3, "content", 0]``."""
-    return [int(idx) if idx else name for name, idx in _PATH_PART.findall(path)]
+@functools.lru_cache(maxsize=4096)
+def _path_keys(path: str) -> tuple[str | int, ...]:
+    """``"messages[3].content[0]"`` -> ``("messages", 3, "content", 0)`` (memoised: the wrapper
+    re-marks the same few paths, ``system`` and the newest turn's, on every call)."""
+    return tuple(int(idx) if idx else name for name, idx in _PATH_PART.findall(path))
 
 
 # ---------------------------------------------------------------- segment memo
