@@ -449,6 +449,8 @@ class Observer:
     # ------------------------------------------------------------------ reporting
     def once(self, key: str) -> bool:
         """True the first time ``key`` is seen by this client (and its copies)."""
+        if key in self.shared.reported:  # seen: no lock needed (keys are only ever added)
+            return False
         with self.shared.lock:
             if key in self.shared.reported:
                 return False
@@ -812,7 +814,7 @@ class Observer:
         self._check_prices(rec)
 
     def _keep_usage(self, call: Call, rec: UsageRecord) -> None:
-        if set(rec.flags) & _OWN_FLAGS:
+        if rec.flags and not _OWN_FLAGS.isdisjoint(rec.flags):
             return
         with self.shared.lock:
             if call.state is not None:
