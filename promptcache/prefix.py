@@ -43,6 +43,7 @@ name the part that changed in the same words for both providers.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import hashlib
 import itertools
@@ -526,6 +527,19 @@ def detect_provider(payload: Mapping[str, Any]) -> Provider:
     return "openai-chat"
 
 
+
+#: The fields of a :class:`PrefixView`, in declaration order.
+_VIEW_FIELDS = tuple(f.name for f in dataclasses.fields(PrefixView))
+
+
+def _new_view(*values: Any) -> PrefixView:
+    """``PrefixView(*values)`` (every field, positionally) without the frozen dataclass's
+    ``__init__``, which sets each field through ``object.__setattr__``: two views are built per
+    wrapped call (the request, and the request with its planned markers)."""
+    view = object.__new__(PrefixView)
+    view.__dict__.update(zip(_VIEW_FIELDS, values, strict=True))
+    return view
+
 # ---------------------------------------------------------------------- render
 #: Prompt fields of the other request shapes, which a shape's renderer would not read.
 _FOREIGN_KEYS: dict[str, tuple[str, ...]] = {
@@ -681,8 +695,8 @@ def remark(view: PrefixView, payload: Mapping[str, Any], paths: Iterable[str]
         if new_path != path:
             del by_path[path]
             by_path[new_path] = index
-    return PrefixView(view.provider, view.model, tuple(segments), view.params, view.automatic,
-                      view.automatic_index, view.counter_exact, lengths, by_path)
+    return _new_view(view.provider, view.model, tuple(segments), view.params, view.automatic,
+                     view.automatic_index, view.counter_exact, lengths, by_path)
 
 
 _PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -878,8 +892,8 @@ class _Renderer:
         # API frames each message, the tools block and the reply header, and the renderer only
         # estimates that (_OPENAI_MESSAGE_OVERHEAD a message; bound: tokens.view_count_error).
         counter_exact = self.counter.exact and self.provider == "anthropic"
-        return PrefixView(self.provider, self.model, tuple(segments), params, self.automatic,
-                          automatic_index, counter_exact, dict(self.lengths), by_path)
+        return _new_view(self.provider, self.model, tuple(segments), params, self.automatic,
+                         automatic_index, counter_exact, dict(self.lengths), by_path)
 
     # ---------------------------------------------------------------- anthropic
     def _cache_control(self, block: Mapping[str, Any], path: str) -> Breakpoint | None:
