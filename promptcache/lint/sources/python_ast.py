@@ -14,7 +14,11 @@ tuple targets, ``self.x``, ``d[k] = v``, ``x += ...``, ``.append/.extend/.insert
 f-strings, ``.format``, ``%``, ``+``, ``str.join``, containers, comprehensions, method calls on
 a tainted receiver, calls that take a tainted argument, and calls of module-level functions and
 methods whose return value is tainted (summaries, computed on first call and memoised). ``sorted()`` removes set-order
-taint. ``.strftime(fmt)`` / ``.date()`` / ``.replace(second=0, ...)`` set the granularity.
+taint; ``len()`` / ``bool()`` / ``isinstance()`` / ``type()`` (results that cannot hold the
+value) remove all taint, while ``int()`` / ``round()`` / ``float()`` / ``abs()`` / ``hash()`` /
+``min()`` / ``max()`` keep it. ``.strftime(fmt)`` / ``.date()`` / ``.replace(second=0, ...)`` set
+the granularity, as do ``int()`` / ``round()`` / ``math.floor()`` (epoch seconds: second),
+``// 3600`` (hour) and a ``:.0f`` format spec (second).
 
 Sinks (the cached prefix): the ``instructions=`` / ``system_prompt=`` /
 ``system_message=`` arguments of any call (agent frameworks), system / developer message dicts
@@ -103,6 +107,62 @@ _LIST_KWARGS = ("messages", "input")
 _PASS_THROUGH_METHODS = frozenset({"isoformat", "astimezone", "ctime", "timestamp", "strip",
                                    "lstrip", "rstrip", "upper", "lower", "title", "encode",
                                    "decode", "hex", "format", "join", "replace", "split"})
+
+
+#: Built-ins whose result cannot carry the value's text (a length, a truth value, a type).
+#: ``int()``, ``round()``, ``float()``, ``abs()``, ``hash()``, ``min()``, ``max()`` and
+#: ``sum()`` are not among them: their result is still the changing value (coarsened by
+#: :data:`_ROUNDING`).
+_OPAQUE_BUILTINS = frozenset({"len", "isinstance", "issubclass", "bool", "id", "type",
+                              "print", "any", "all", "callable", "hasattr"})
+#: Calls that drop the fraction of a number: an epoch in seconds keeps changing every second.
+_ROUNDING = frozenset({"int", "round", "math.floor", "math.ceil", "math.trunc"})
+#: Timestamp granularities, finest first.
+_GRANULARITIES = ("microsecond", "millisecond", "second", "minute", "hour", "day", "week",
+                  "month", "year")
+#: Seconds per unit, for ``time.time() // 3600`` (coarsest first).
+_UNIT_SECONDS = (("day", 86400), ("hour", 3600), ("minute", 60))
+
+
+def _coarsen(taints: Iterable[_Taint], granularity: str) -> Taints:
+    """``taints`` with each timestamp's granularity made at least as coarse as
+    ``granularity`` (a value already coarser keeps its own); other kinds unchanged."""
+    rank = _GRANULARITIES.index(granularity)
+    out = set()
+    for t in taints:
+        g = t.vol.granularity
+        if (t.vol.kind == "timestamp" and "_ns(" not in t.vol.origin  # time_ns(): nanoseconds
+                and (g not in _GRANULARITIES or _GRANULARITIES.index(g) < rank)):
+            t = _Taint(Volatility("timestamp", granularity, t.vol.origin), t.line, t.col)
+        out.add(t)
+    return frozenset(out)
+
+
+def _divided_granularity(node: ast.expr) -> str | None:
+    """``"hour"`` for ``x / 3600`` or ``x // 3600`` (a number of seconds divided into a
+    coarser unit), else None."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv))
+            and isinstance(node.right, ast.Constant)
+            and isinstance(node.right.value, (int, float))
+            and not isinstance(node.right.value, bool)):
+        return None
+    for unit, seconds in _UNIT_SECONDS:
+        if node.right.value >= seconds:
+            return unit
+    return None
+
+
+_FLOAT_SPEC = re.compile(r"^[^.]*\.(\d+)[fFeEgG%]?$|^[^.]*[dn]$")
+
+
+def _spec_granularity(spec: str) -> str | None:
+    """Granularity a number format spec shows of a number of seconds: ``".0f"`` / ``"d"``
+    -> second, ``".3f"`` -> millisecond, more digits -> microsecond; None otherwise."""
+    m = _FLOAT_SPEC.match(spec)
+    if m is None:
+        return None
+    digits = int(m.group(1)) if m.group(1) is not None else 0
+    return "second" if digits == 0 else "millisecond" if digits <= 3 else "microsecond"
 
 
 def _retag(taints: Iterable[_Taint], granularity: str | None) -> Taints:
@@ -246,9 +306,15 @@ class _Scope:
                 gran = granularity_of_strftime(fmt)
                 if gran is not None:  # f"{now:%Y-%m-%d}"
                     return _retag(inner, gran)
+                gran = _spec_granularity(fmt)
+                if gran is not None:  # f"{time.time():.0f}": whole seconds
+                    return _coarsen(inner, gran)
             return inner
         if isinstance(node, ast.BinOp):
-            return self.taint(node.left) | self.taint(node.right)
+            both = self.taint(node.left) | self.taint(node.right)
+            gran = (_divided_granularity(node) if isinstance(node.op, ast.FloorDiv)
+                    else None)
+            return _coarsen(both, gran) if gran is not None else both  # time.time() // 60
         if isinstance(node, ast.BoolOp):
             return self._union(node.values)
         if isinstance(node, ast.IfExp):
@@ -320,9 +386,16 @@ class _Scope:
                 return args_taint
             if name == "sorted":
                 return frozenset(t for t in args_taint if t.vol.kind != "set-order")
-            if name in ("len", "isinstance", "bool", "hash", "id", "type", "print", "min",
-                        "max", "sum", "any", "all", "abs", "round", "int", "float"):
+            if name in _OPAQUE_BUILTINS:
                 return _EMPTY
+            if name in _ROUNDING and node.args:
+                # int(time.time()) is epoch seconds: still volatile, at second granularity
+                # (int(time.time() // 3600) at hour granularity); round(x, 3) keeps
+                # the fraction it rounds to
+                if name == "round" and len(node.args) > 1 and not (
+                        isinstance(node.args[1], ast.Constant) and node.args[1].value in (0, None)):
+                    return args_taint
+                return _coarsen(args_taint, _divided_granularity(node.args[0]) or "second")
             if name in ("set", "frozenset") and node.args:
                 return args_taint | {self._new(node, "set-order", None, _origin(node))}
             summary = self.mod.summary(name)

@@ -1,0 +1,63 @@
+"""Regression tests for new-user trial 15 (Python lint taint): finding 4 (``int()``,
+``round()``, ``hash()``... no longer clear a volatile value; epoch seconds are reported at
+second granularity), finding 6 (a value after the last breakpoint of a literal ``system=``
+list is outside the cached prefix) and finding 13 (a developer message is named as one)."""
+
+from __future__ import annotations
+
+from promptcache.lint.api import lint_text
+from promptcache.lint.finding import Finding
+
+HEAD = ("import math, random, time\nfrom datetime import datetime\nfrom openai import OpenAI\n"
+        "BASE = 'You are a research agent. ' * 500\nclient = OpenAI()\n")
+
+
+def _system(expr: str, role: str = "system") -> str:
+    return (HEAD + "def ask(q):\n"
+            f"    v = {expr}\n"
+            "    return client.chat.completions.create(model='gpt-5', messages=["
+            f"{{'role': '{role}', 'content': f'v={{v}} ' + BASE}}, "
+            "{'role': 'user', 'content': q}])\n")
+
+
+def _lint(src: str) -> list[Finding]:
+    return lint_text(src, "app.py")
+
+
+def _one(expr: str) -> Finding:
+    found = _lint(_system(expr))
+    assert len(found) == 1, [f.message for f in found]
+    return found[0]
+
+
+def test_epoch_seconds_are_a_second_granularity_clock() -> None:
+    for expr in ("int(time.time())", "int(datetime.now().timestamp())", "round(time.time())",
+                 "math.floor(time.time())"):
+        f = _one(expr)
+        assert f.code == "PC101", expr
+        assert f.details["granularity"] == "second", expr
+        assert "every second" in f.message, expr
+
+
+def test_rounded_to_the_hour_is_an_hour_clock() -> None:
+    f = _one("int(time.time() // 3600)")
+    assert f.code == "PC101" and f.details["granularity"] == "hour"
+
+
+def test_float_format_without_decimals_is_seconds() -> None:
+    f = _one("f'{time.time():.0f}'")
+    assert f.code == "PC101" and f.details["granularity"] == "second"
+
+
+def test_numeric_builtins_keep_the_value() -> None:
+    assert _one("float(time.time())").code == "PC101"
+    assert _one("abs(time.time())").code == "PC101"
+    assert _one("hash(time.time())").code == "PC101"
+    assert _one("max(time.time(), 0)").code == "PC101"
+    assert _one("int(random.random() * 10)").code == "PC103"
+
+
+def test_functions_whose_result_cannot_hold_the_value_still_clear_it() -> None:
+    assert _lint(_system("len(str(time.time()))")) == []
+    assert _lint(_system("isinstance(time.time(), float)")) == []
+    assert _lint(_system("bool(random.random())")) == []
