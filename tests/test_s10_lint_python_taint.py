@@ -61,3 +61,58 @@ def test_functions_whose_result_cannot_hold_the_value_still_clear_it() -> None:
     assert _lint(_system("len(str(time.time()))")) == []
     assert _lint(_system("isinstance(time.time(), float)")) == []
     assert _lint(_system("bool(random.random())")) == []
+
+
+ANTHROPIC = ("from datetime import datetime\nimport anthropic\nc = anthropic.Anthropic()\n"
+             "STABLE = 'You are a helpful assistant. ' * 400\nCC = {'type': 'ephemeral'}\n")
+
+
+def _anthropic(system: str, messages: str = "[{'role': 'user', 'content': q}]",
+               extra: str = "") -> list[Finding]:
+    return _lint(ANTHROPIC + "def ask(q, history):\n"
+                 "    return c.messages.create(model='claude-sonnet-4-6', max_tokens=5,\n"
+                 f"        system={system},\n        messages={messages}{extra})\n")
+
+
+AFTER = ("[{'type': 'text', 'text': STABLE, 'cache_control': {'type': 'ephemeral'}}, "
+         "{'type': 'text', 'text': f'Current time: {datetime.now()}'}]")
+
+
+def test_clock_after_the_last_breakpoint_of_a_system_list_is_not_reported() -> None:
+    assert _anthropic(AFTER) == []
+
+
+def test_clock_before_or_at_a_breakpoint_is_still_reported() -> None:
+    inside = ("[{'type': 'text', 'text': f'Current time: {datetime.now()}'}, "
+              "{'type': 'text', 'text': STABLE, 'cache_control': CC}]")
+    assert [f.code for f in _anthropic(inside)] == ["PC101"]
+    marked = ("[{'type': 'text', 'text': STABLE}, "
+              "{'type': 'text', 'text': f'Current time: {datetime.now()}', 'cache_control': CC}]")
+    assert [f.code for f in _anthropic(marked)] == ["PC101"]
+
+
+def test_a_later_breakpoint_in_messages_puts_the_clock_back_in_the_prefix() -> None:
+    later = ("[{'role': 'user', 'content': [{'type': 'text', 'text': q, "
+             "'cache_control': CC}]}]")
+    assert [f.code for f in _anthropic(AFTER, later)] == ["PC101"]
+
+
+def test_unknown_messages_or_automatic_caching_keep_the_finding() -> None:
+    assert [f.code for f in _anthropic(AFTER, "history")] == ["PC101"]
+    assert [f.code for f in _anthropic(AFTER, "[*history, {'role': 'user', 'content': q}]")] \
+        == ["PC101"]
+    assert [f.code for f in _anthropic(AFTER, extra=", cache_control=CC")] == ["PC101"]
+
+
+def test_no_breakpoint_at_all_is_reported_as_before() -> None:
+    unmarked = ("[{'type': 'text', 'text': STABLE}, "
+                "{'type': 'text', 'text': f'Current time: {datetime.now()}'}]")
+    assert [f.code for f in _anthropic(unmarked)] == ["PC101"]
+
+
+def test_first_message_after_a_system_breakpoint_is_outside_the_prefix() -> None:
+    system = "[{'type': 'text', 'text': STABLE, 'cache_control': CC}]"
+    msgs = ("[{'role': 'user', 'content': f'Now {datetime.now()}'}, "
+            "{'role': 'assistant', 'content': 'ok'}, {'role': 'user', 'content': q}]")
+    assert _anthropic(system, msgs) == []
+    assert [f.code for f in _anthropic("STABLE", msgs)] == ["PC101"]  # no breakpoint: as before

@@ -30,7 +30,9 @@ and ``SystemMessage(...)`` objects, and the ``system=``, ``tools=``, ``instructi
 ``dict(...)`` call built in the same function), and promptcache's ``PromptBuilder`` stable sections
 (``.system()`` unless ``dynamic=``/``dynamic_from=``, ``.tools()``, ``.tool()``,
 ``.document()``, ``.example()``; values wrapped in ``.volatile()`` are declared and left to
-the builder).
+the builder). In an Anthropic ``messages.create`` whose ``system=`` / ``messages=`` blocks are
+visible, a block after the request's last ``cache_control`` breakpoint is outside the cached
+prefix and not a sink (as in the JSON request path).
 
 It is a heuristic, intraprocedural-plus-summaries analysis (no aliasing, no cross-module
 flow); its output is a list of :class:`~promptcache.lint.engine.Flow` objects the rules
@@ -672,9 +674,16 @@ class _Scope:
                 for arg in [*call.args, *(k.value for k in call.keywords)]:
                     self._emit(self.taint(arg), f"{method}()", label, arg, call)
                 continue
+            outside = self._after_last_breakpoint(call, dict(keywords))
             for kwname, kwvalue in keywords:
                 if kwname in _PREFIX_KWARGS:
-                    self._emit(self.taint(kwvalue), f"{kwname}=", label, kwvalue, call)
+                    if kwname == "system" and outside.get("system"):
+                        system_elts = self._elements(kwvalue) or []
+                        taint = self._union(e for i, e in enumerate(system_elts)
+                                            if i not in outside["system"])
+                    else:
+                        taint = self.taint(kwvalue)
+                    self._emit(taint, f"{kwname}=", label, kwvalue, call)
                 elif kwname in _LIST_KWARGS:
                     shuffled = self._reordered_in(kwvalue)
                     if shuffled:  # which message comes first changes per request
@@ -683,10 +692,82 @@ class _Scope:
                     if elts is None:
                         continue
                     for i, elt in enumerate(elts):
+                        if i in outside.get(kwname, ()):
+                            continue
                         role = _role_of(elt)
                         if role in ("system", "developer") or (i == 0 and len(elts) >= 2):
                             self._emit(self.taint(elt), f"{kwname}[{i}]", label,
                                        self._anchor(elt), call, elt)
+
+    def _breakpoints(self, node: ast.expr | None) -> list[bool | None] | None:
+        """For each block of a ``tools=`` / ``system=`` / ``messages=`` value: True when it
+        carries a ``cache_control`` marker, False when it visibly carries none, None when it
+        cannot be told (a name, ``*history``); None for the whole value when its blocks are
+        not known. A string (or f-string) is one block with no marker; an absent value, none."""
+        if node is None:
+            return []
+        if isinstance(node, (ast.Constant, ast.JoinedStr)):
+            return [False]
+        elts = self._elements(node)
+        if elts is None:
+            return None
+        return [self._marked(e) for e in elts]
+
+    def _marked(self, elt: ast.expr) -> bool | None:
+        """Whether one block (a dict literal, a call, a string) holds a ``cache_control``
+        marker; a nested list named in this scope is looked into; a bare name under
+        ``content`` / ``text`` is taken as text (no marker); None for a ``*spread`` or a name
+        standing for the whole block."""
+        if isinstance(elt, (ast.Starred, ast.Name, ast.Attribute, ast.Subscript)):
+            return None
+        todo: list[ast.AST] = [elt]
+        while todo:
+            n = todo.pop()
+            if isinstance(n, ast.Dict):
+                for k, v in zip(n.keys, n.values, strict=False):
+                    if k is None:
+                        return None  # {**base}: what it spreads is not known
+                    if (isinstance(k, ast.Constant) and k.value == "cache_control"
+                            and not (isinstance(v, ast.Constant) and v.value is None)):
+                        return True
+            elif isinstance(n, ast.Call):
+                if any(kw.arg == "cache_control" and not (isinstance(kw.value, ast.Constant)
+                                                          and kw.value.value is None)
+                       for kw in n.keywords):
+                    return True
+            elif isinstance(n, ast.Name) and n.id in self.lists:
+                todo.extend(self.lists[n.id])
+                continue
+            todo.extend(c for c in ast.iter_child_nodes(n) if isinstance(c, ast.expr))
+        return False
+
+    def _after_last_breakpoint(self, call: ast.Call,
+                               keywords: dict[str, ast.expr]) -> dict[str, set[int]]:
+        """Anthropic Messages calls: the indexes of the ``system=`` / ``messages=`` blocks
+        that certainly sit after the request's last ``cache_control`` breakpoint (outside the
+        cached prefix, as the request path reports them). Only when every block after one is
+        visible and unmarked, an earlier block is marked and the call has no top-level
+        ``cache_control=`` (automatic caching ends at the last block); else nothing is
+        excluded (a request with no breakpoint at all is reported as before)."""
+        dotted = _dotted(call.func) or ""
+        if (not re.search(r"(?:^|\.)messages\.(?:create|stream|parse)$", dotted)
+                or "cache_control" in keywords):
+            return {}
+        order: list[tuple[str, int, bool | None]] = []
+        for kw in ("tools", "system", "messages"):
+            marks = self._breakpoints(keywords.get(kw))
+            if marks is None:
+                marks = [None]  # not known: may hold a breakpoint anywhere
+                kw = ""
+            order.extend((kw, i, m) for i, m in enumerate(marks))
+        out: dict[str, set[int]] = {}
+        seen_marker = False
+        for pos, (kw, i, mark) in enumerate(order):
+            if (seen_marker and kw in ("system", "messages") and mark is False
+                    and all(m is False for _, _, m in order[pos + 1:])):
+                out.setdefault(kw, set()).add(i)
+            seen_marker = seen_marker or mark is True
+        return out
 
     def _keywords(self, call: ast.Call) -> list[tuple[str, ast.expr]]:
         """The call's keyword arguments, a ``**params`` resolved to the items of the dict
