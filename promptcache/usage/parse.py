@@ -184,6 +184,7 @@ class _PlainSpec:
 _PLAIN_FIELDS: dict[type, _PlainSpec | None] = {}
 #: The value types :func:`_plain` copies as they are.
 _SCALARS = frozenset({int, str, type(None)})
+_UNKNOWN: Any = object()
 
 
 def _model_classes(annotation: Any) -> frozenset[type]:
@@ -225,7 +226,9 @@ def _plain(model: Any) -> tuple[dict[str, Any], _Shape] | None:
     straight from its fields, or None (then model_dump is used) unless every value is None,
     an exact int or str, or a nested model of a class its field declares that is itself plain:
     no undeclared (extra) fields anywhere, nothing a serialiser would change."""
-    spec = _plain_fields(type(model))
+    spec = _PLAIN_FIELDS.get(type(model), _UNKNOWN)
+    if spec is _UNKNOWN:
+        spec = _plain_fields(type(model))
     if spec is None or getattr(model, "__pydantic_extra__", None):
         return None
     data = model.__dict__
@@ -874,6 +877,21 @@ def _locate(d: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, dict[str, A
     return d, meta, None  # a bare usage mapping
 
 
+def _locate_sdk(d: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], str | None]:
+    """:func:`_locate` for the dict :func:`_to_dict_shaped` makes of an SDK response (a plain
+    ``usage`` dict and text fields of :data:`_RESPONSE_META_FIELDS` only): the branches that
+    look for other keys cannot match it."""
+    kind = d.get("type")
+    if kind == "message_delta":
+        return d["usage"], {}, "anthropic"
+    hint = ("openai-responses" if d.get("object") == "response"
+            else "anthropic" if kind == "message" else None)
+    meta = {"model": d.get("model"), "request_id": d.get("id")}
+    if d.get("service_tier") is not None:
+        meta["service_tier"] = d["service_tier"]
+    return d["usage"], meta, hint
+
+
 def detect_provider(obj: Any) -> str | None:
     """The wire format of a response, event or bare usage object, or ``None`` if unknown."""
     usage, _, hint = _locate(_to_dict(obj))
@@ -882,7 +900,7 @@ def detect_provider(obj: Any) -> str | None:
 
 def _extract(obj: Any, provider: str | None) -> tuple[str, Raw | None, dict[str, Any]]:
     d, shape = _to_dict_shaped(obj)
-    usage, meta, hint = _locate(d)
+    usage, meta, hint = _locate(d) if shape is None else _locate_sdk(d)
     fmt = provider or hint or (_usage_kind(usage) if usage is not None else None)
     if fmt is None:
         raise InvalidRequestError("usage", "no recognisable usage fields "
@@ -891,8 +909,6 @@ def _extract(obj: Any, provider: str | None) -> tuple[str, Raw | None, dict[str,
         raise InvalidRequestError(
             "usage", f"unknown provider format {fmt!r}; expected one of {', '.join(PROVIDERS)}"
         )
-    if shape is not None and usage is not d.get("usage"):
-        shape = None  # the shape is that of d's usage
     raw = None if usage is None else _map(fmt, usage, shape)
     if raw is not None and raw.get("service_tier") is None and meta.get("service_tier"):
         raw["service_tier"] = meta["service_tier"]

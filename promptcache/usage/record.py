@@ -65,6 +65,10 @@ CacheWriteTTL = Literal["5m", "1h", "30m", "12h", "24h"]
 #: A plausibility bound, not a provider fact.
 MAX_TOKENS = 10**9
 
+#: Times (seconds) that :func:`~promptcache._times.parse_timestamp` returns unchanged: finite,
+#: not read as milliseconds, before the year 9999.
+_PLAIN_SECONDS = 1e11
+
 _Count = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
 _NonNegOpt = _Count | None
 
@@ -183,6 +187,8 @@ class UsageRecord(BaseModel):
         """Seconds since the epoch: a value above 1e11 is milliseconds (divided by 1000); NaN,
         an infinity or a time past the year 9999 is refused (ValueError, which pydantic
         reports as a ValidationError naming the field)."""
+        if value.__class__ is float and -_PLAIN_SECONDS <= value <= _PLAIN_SECONDS:
+            return value  # what parse_timestamp returns for it
         return None if value is None else parse_timestamp(value)
 
     @model_validator(mode="before")
