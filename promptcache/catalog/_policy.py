@@ -27,17 +27,20 @@ from collections.abc import Mapping
 from datetime import date
 from functools import cache, lru_cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from promptcache._errors import CatalogError, UnknownModelError
 
 __all__ = [
     "CachePolicy",
+    "IdleBounds",
+    "IdleRetention",
     "Provider",
     "Source",
     "TierRule",
+    "duration_seconds",
     "find_policy",
     "get_policy",
     "known_models",
@@ -71,6 +74,7 @@ POLICY_FIELDS: tuple[str, ...] = (
     "token_ratio",
     "batch_multiplier",
     "strips_prior_thinking",
+    "idle_lifetime",
 )
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -127,6 +131,80 @@ class TierRule(BaseModel):
         return prompt_tokens > self.above_tokens
 
 
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+_DURATION_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration_seconds(text: str) -> float:
+    """``"5m"`` -> 300.0, ``"1h"`` -> 3600.0, ``"24h"`` -> 86400.0.
+
+    Raises:
+        ValueError: not ``<int><s|m|h|d>``.
+    """
+    match = _DURATION.match(text)
+    if match is None:
+        raise ValueError(f"bad duration {text!r} (expected <int><s|m|h|d>, e.g. '5m')")
+    return float(int(match.group(1)) * _DURATION_S[match.group(2)])
+
+
+class IdleRetention(BaseModel):
+    """How long an automatic (OpenAI before GPT-5.6) cache entry survives without use, under
+    one ``prompt_cache_retention`` value.
+
+    Attributes:
+        usual: entries are usually cleared after this much idle time (``"5m"``: the lower
+            bound of "usually cleared after 5-10 min of inactivity"), but not always (kept up
+            to 1 h off-peak); a read after it is possible, not guaranteed. None when the
+            source gives no earlier typical clearing (``"24h"``).
+        max: entries are always removed within this much idle time (``"1h"``, ``"24h"``):
+            a read after it is impossible.
+    """
+
+    model_config = _FROZEN
+
+    usual: str | None = None
+    max: str
+
+    @field_validator("usual", "max")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            duration_seconds(value)
+        return value
+
+    @property
+    def usual_seconds(self) -> float | None:
+        """:attr:`usual` in seconds (None when there is none)."""
+        return None if self.usual is None else duration_seconds(self.usual)
+
+    @property
+    def max_seconds(self) -> float:
+        """:attr:`max` in seconds."""
+        return duration_seconds(self.max)
+
+
+class IdleBounds(NamedTuple):
+    """The idle lifetime of one request's automatic cache entries (:meth:`CachePolicy.idle_bounds`).
+
+    Attributes:
+        usual_s: seconds after which entries are usually cleared (a read is then possible,
+            not guaranteed); None when there is no such earlier clearing.
+        max_s: seconds after which entries are certainly gone.
+        retention: the retention these bounds are for (``"in_memory"``, ``"24h"``), or
+            ``"default"`` when the request sends none and the model's default depends on the
+            organisation (see ``default_unknown``).
+        default_unknown: True when the request sends no ``prompt_cache_retention`` and the
+            model accepts both values: the default is a CONFLICT in the sources (openai-python:
+            ``24h`` for non-ZDR organisations, ``in_memory`` for ZDR ones; Azure:
+            ``in_memory``), so ``usual_s`` comes from ``in_memory`` and ``max_s`` from ``24h``.
+    """
+
+    usual_s: float | None
+    max_s: float
+    retention: str
+    default_unknown: bool
+
+
 class CachePolicy(BaseModel):
     """The prompt-caching rules of one model (frozen).
 
@@ -171,6 +249,11 @@ class CachePolicy(BaseModel):
         strips_prior_thinking: a plain (non-``tool_result``) user turn makes the API drop the
             thinking blocks of earlier assistant turns, so the cached prefix lacks them (older
             Claude models); None where the rule does not apply (OpenAI).
+        idle_lifetime: OpenAI before GPT-5.6: how long automatic entries survive without use,
+            by ``prompt_cache_retention`` value (:class:`IdleRetention`; ``"in_memory"``:
+            usually cleared after 5 min, always within 1 h; ``"24h"``: within 24 h). None
+            where entries live by an explicit TTL instead (``ttls``: Anthropic, GPT-5.6+).
+            Use :meth:`idle_bounds` for one request.
         catalog_as_of: the date of the catalog data as a whole.
     """
 
@@ -200,6 +283,7 @@ class CachePolicy(BaseModel):
     token_ratio: float | None = None
     batch_multiplier: float | None = None
     strips_prior_thinking: bool | None = None
+    idle_lifetime: dict[str, IdleRetention] | None = None
     sources: dict[str, Source] = Field(default_factory=dict)
     catalog_as_of: date | None = None
 
@@ -220,6 +304,42 @@ class CachePolicy(BaseModel):
                 f"(known: {', '.join(sorted(self.write_multipliers))})"
             )
         return self.write_multipliers[key]
+
+    def idle_bounds(self, retention: object = None) -> IdleBounds | None:
+        """The idle lifetime of a request's automatic cache entries (OpenAI before GPT-5.6).
+
+        Args:
+            retention: the request's ``prompt_cache_retention`` (None: not sent; a value the
+                model does not accept, which the API rejects, counts as not sent).
+
+        Returns:
+            :class:`IdleBounds`, or None when the model has no idle lifetime
+            (``idle_lifetime`` is None: Anthropic, GPT-5.6+). With no retention sent the
+            model's default applies: ``"in_memory"`` on a model without
+            ``prompt_cache_retention``, ``"24h"`` on one that accepts only ``"24h"``
+            (openai-python: gpt-5.5 and later), and on one that accepts both an unknown
+            default (``default_unknown``: the usual clearing of ``in_memory``, the certain
+            bound of ``24h``). Source: hosted-api-rules.md 2.1-2.2 [O2][O3][O4].
+        """
+        table = self.idle_lifetime
+        if not table:
+            return None
+        accepted = tuple(self.prompt_cache_retention)
+        if isinstance(retention, str) and retention in accepted and retention in table:
+            chosen: str | None = retention
+        elif not accepted:
+            chosen = "in_memory"
+        elif len(accepted) == 1:
+            chosen = accepted[0]
+        else:
+            chosen = None
+        if chosen is not None and chosen in table:
+            entry = table[chosen]
+            return IdleBounds(entry.usual_seconds, entry.max_seconds, chosen, False)
+        low = table.get("in_memory")
+        high = max(table.values(), key=lambda e: e.max_seconds)
+        return IdleBounds(low.usual_seconds if low is not None else None, high.max_seconds,
+                          "default", True)
 
     def tier_for(self, prompt_tokens: int) -> TierRule | None:
         """The tier rule a request with ``prompt_tokens`` prompt tokens falls in, or None."""
@@ -455,6 +575,7 @@ _NULLABLE = frozenset(
         "token_ratio",
         "batch_multiplier",
         "strips_prior_thinking",
+        "idle_lifetime",
     }
 )
 

@@ -60,10 +60,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
+from functools import cache
 from typing import Any
 
 from promptcache._errors import InvalidRequestError, PromptCacheError, UnknownModelError
-from promptcache.catalog import find_policy, invalidation_rules
+from promptcache.catalog import find_policy, invalidation_rules, known_models
+from promptcache.catalog._policy import IdleBounds
 from promptcache.diff._causes import (
     ANTHROPIC_DIAGNOSTICS_URL,
     CAUSES,
@@ -102,9 +104,6 @@ __all__ = ["ROUTING_CAUSES", "Prepared", "calibration", "cannot_tell", "chained_
 TIERS = ("tools", "system", "messages")
 _TIER_RANK = {t: i for i, t in enumerate(TIERS)}
 _MARKERS = ("cache_control", "prompt_cache_breakpoint")
-#: OpenAI in-memory retention: "usually cleared after 5-10 minutes of inactivity"; we use the
-#: lower bound. Source: https://developers.openai.com/api/docs/guides/prompt-caching.md
-_OPENAI_IN_MEMORY_S = 300.0
 _TTL_SECONDS = {"5m": 300.0, "1h": 3600.0, "30m": 1800.0, "12h": 43200.0, "24h": 86400.0}
 #: A shortfall below this many tokens (or 2 % of the prediction) is estimate noise.
 _MIN_TOLERANCE = 32
@@ -120,14 +119,49 @@ def _ttl_seconds(ttl: str | None) -> float:
     return _TTL_SECONDS.get(ttl or "5m", 300.0)
 
 
-def entry_ttl_seconds(ttl: str | None, family: str) -> float:
-    """Seconds a cache entry written with ``ttl`` (``"5m"``, ``"1h"``, ``"30m"``, ``"12h"``,
-    ``"24h"``) lives; without a known TTL, the provider family's default: 5 minutes on
-    Anthropic, OpenAI's in-memory retention (300 s, the lower bound of "5-10 minutes") on
-    OpenAI. The lifetimes this module's predictions use."""
+def entry_ttl_seconds(ttl: str | None, family: str, policy: Any = None,
+                      retention: Any = None) -> float:
+    """Seconds after which a cache entry written with ``ttl`` (``"5m"``, ``"1h"``, ``"30m"``,
+    ``"12h"``, ``"24h"``) is *likely* gone; without a known TTL, the family's default: 5
+    minutes on Anthropic; on OpenAI before GPT-5.6, the catalog's usual idle clearing of
+    automatic entries (``policy.idle_bounds(retention)``, :func:`openai_idle`: 300 s for
+    in-memory retention, "usually cleared after 5-10 min", which is not a certain expiry:
+    they are kept up to 1 h; the certain bound when the retention has no earlier usual
+    clearing, ``"24h"``). ``policy``: the model's catalog policy (None: an in-memory or
+    unknown default). Used to name the likely cause of an observed shortfall."""
     if ttl in _TTL_SECONDS:
         return _ttl_seconds(ttl)
-    return _OPENAI_IN_MEMORY_S if family == "openai" else _ttl_seconds(None)
+    if family != "openai":
+        return _ttl_seconds(None)
+    bounds = openai_idle(policy, retention)
+    return bounds.usual_s if bounds.usual_s is not None else bounds.max_s
+
+
+@cache
+def _fallback_idle_policy() -> Any:
+    """A catalog policy of an OpenAI model that accepts both retentions (its idle lifetimes
+    stand for a model the catalog does not know)."""
+    for model in known_models(provider="openai"):
+        pol = find_policy(model)
+        if pol is not None and pol.idle_lifetime and len(pol.prompt_cache_retention) > 1:
+            return pol
+    raise PromptCacheError("the catalog has no OpenAI idle lifetime (policies.toml)")
+
+
+def openai_idle(policy: Any, retention: Any = None) -> IdleBounds:
+    """The idle lifetime of an OpenAI (before GPT-5.6) request's automatic cache entries,
+    from the catalog (``CachePolicy.idle_bounds``; policies.toml ``idle_lifetime``, sources
+    hosted-api-rules.md 2.1-2.2): in-memory entries are usually cleared after 5 min idle and
+    always within 1 h; ``"24h"`` within 24 h; with no retention sent on a model that accepts
+    both, the default depends on the organisation (``default_unknown``). A model without an
+    idle lifetime (or none) gets the bounds of a model that accepts both retentions."""
+    bounds: IdleBounds | None = (policy.idle_bounds(retention)
+                                 if hasattr(policy, "idle_bounds") else None)
+    if bounds is None:
+        bounds = _fallback_idle_policy().idle_bounds(
+            retention if retention in ("in_memory", "24h") else None)
+    assert bounds is not None
+    return bounds
 
 
 def _strip_markers(node: Any) -> Any:
@@ -573,6 +607,13 @@ _WARNING_WHY = {"prompt_cache_key_changed": "the changed prompt_cache_key (routi
                 "ttl_expired": "the gap over the minimum lifetime"}
 
 
+def _warning_why(cause: Any) -> str:
+    """Why a warning-level cause makes the predicted read an upper bound (for the note)."""
+    if cause.code == "ttl_expired" and cause.detail.get("ttl_is") == "usual idle clearing":
+        return "the idle gap past the usual in-memory clearing (5-10 min, not guaranteed)"
+    return _WARNING_WHY[cause.code]
+
+
 def is_warning(cause: Any) -> bool:
     """Whether ``cause`` (a :class:`Cause` or the engine's raw cause) is warning-level: it cuts
     nothing and makes a read uncertain rather than impossible (:data:`ROUTING_CAUSES`; a
@@ -580,6 +621,38 @@ def is_warning(cause: Any) -> bool:
     one only when B's observed read falls short."""
     return cause.code in ROUTING_CAUSES or (
         cause.code == "ttl_expired" and cause.detail.get("level") == "warning")
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 3600:g} h" if seconds >= 3600 else f"{seconds / 60:g} min"
+
+
+def _idle_warning(pb: Prepared, gap: float, idle: IdleBounds) -> _RawCause:
+    """OpenAI before GPT-5.6: the gap is past the usual idle clearing of in-memory entries
+    ("usually cleared after 5-10 min of inactivity; kept up to 1 h off-peak", hosted-api-rules
+    .md 2.1 [O2]) but within the certain bound: a read is possible, not guaranteed, so the
+    expiry is a warning that cuts nothing."""
+    assert idle.usual_s is not None
+    detail: dict[str, Any] = {"gap_seconds": gap, "ttl_seconds": idle.usual_s,
+                              "max_idle_seconds": idle.max_s, "level": "warning",
+                              "ttl_is": "usual idle clearing", "retention": idle.retention}
+    if idle.default_unknown:
+        detail["retention_default"] = "depends on the organisation"
+        which = (f"no prompt_cache_retention is sent and this model's default depends on the "
+                 f"organisation (openai-python: 24h for non-ZDR organisations, in_memory "
+                 f"for ZDR ones; Azure: in_memory): in_memory entries are usually cleared "
+                 f"after 5-10 min idle, 24h ones are kept up to {_minutes(idle.max_s)}: "
+                 "a read is likely with 24h retention, unlikely with in_memory")
+    else:
+        which = (f"in-memory entries are usually cleared after 5-10 min idle, but that is not "
+                 f"guaranteed: they are kept up to {_minutes(idle.max_s)} off-peak and "
+                 f"always removed within {_minutes(idle.max_s)}: a read is possible but no "
+                 "longer likely")
+    return _RawCause(
+        "ttl_expired", len(pb.segs), 4, None, None, detail,
+        f"the gap ({gap:,.0f} s) is past {_minutes(idle.usual_s)} idle: {which}",
+        title=f"the gap exceeds {_minutes(idle.usual_s)} idle: in-memory entries are usually "
+              "cleared by then (not guaranteed): a read is uncertain")
 
 
 def _ttl_warning(pb: Prepared, gap: float, ttl: float) -> _RawCause:
@@ -874,13 +947,18 @@ def openai_cacheable_tokens(tokens: int, policy: Any) -> int:
 
 
 def _openai_ttl(p: Prepared) -> float:
+    """Seconds after which ``p``'s entries are no longer guaranteed (GPT-5.6+: its TTL, a
+    minimum lifetime) or certainly gone (before GPT-5.6: the catalog's certain idle bound,
+    1 h in memory, 24 h with ``"24h"``; :func:`openai_idle`)."""
     ttls = tuple(getattr(p.policy, "ttls", ()) or ())
     if ttls:
         return max(_ttl_seconds(t) for t in ttls)
-    retention = p.view.params.get("prompt_cache_retention")
-    if retention == "24h":
-        return _TTL_SECONDS["24h"]
-    return _OPENAI_IN_MEMORY_S
+    return _idle(p).max_s
+
+
+def _idle(p: Prepared) -> IdleBounds:
+    """The idle lifetime of ``p``'s automatic entries (OpenAI before GPT-5.6)."""
+    return openai_idle(p.policy, p.view.params.get("prompt_cache_retention"))
 
 
 def _openai_explicit_only(p: Prepared) -> bool:
@@ -1192,10 +1270,26 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
                 raw.append(_RawCause("below_minimum", 0, 4, None, None, {
                     "minimum_tokens": int(getattr(pa.policy, "min_cacheable_tokens", 1024)),
                     "prompt_tokens": pa.total}))
+            idle = _idle(pa)
             if p_nottl.read > p.read:
                 raw.append(_RawCause(lapse, 0, 4, "tools", None, {"gap_seconds": gap} if
                                      concurrent else {"gap_seconds": gap,
-                                                      "ttl_seconds": _openai_ttl(pa)}))
+                                                      "ttl_seconds": idle.max_s,
+                                                      "ttl_is": "certain idle bound",
+                                                      "retention": idle.retention},
+                                     "" if concurrent else
+                                     f"the gap ({gap:,.0f} s) is past "
+                                     f"{_minutes(idle.max_s)} idle, after which OpenAI "
+                                     "always removes "
+                                     + ("in-memory entries" if idle.retention == "in_memory"
+                                        else "24h-retention entries"
+                                        if idle.retention == "24h" else
+                                        "the entries under either retention (no "
+                                        "prompt_cache_retention sent: the default depends "
+                                        "on the organisation)")))
+            elif (gap is not None and not concurrent and idle.usual_s is not None
+                  and gap > idle.usual_s and p.read):
+                raw.append(_idle_warning(pb, gap, idle))
         # estimated-token predictions (Anthropic, GPT-5.6+) are scaled here; the others are
         # already in reported tokens, on the grid
         estimated = pb.family == "anthropic" or (explicit_breakpoints(pa)
@@ -1239,7 +1333,7 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
                                                    read_upper_bound=bound)
         if bound:
             notes.append(f"the predicted read ({pred_read:,} tokens) is an upper bound: "
-                         + " and ".join(sorted({_WARNING_WHY[c.code] for c in raw
+                         + " and ".join(sorted({_warning_why(c) for c in raw
                                                 if is_warning(c)}))
                          + " may make B miss it")
     else:
@@ -1658,15 +1752,32 @@ def _checks(pa: Prepared, pb: Prepared, first: int, gap: float | None,
         checks.append(Check.model_construct(name="gap < TTL", passed=None,
                                             detail="no timestamps given"))
     else:
+        idle = None
         if pa.family == "anthropic":
             ttl = max((_ttl_seconds(pa.bp_ttl.get(j)) for j in pa.bps), default=300.0)
-        else:
+        elif explicit_breakpoints(pa) or getattr(pa.policy, "ttls", None):
             ttl = max([_openai_ttl(pa), *(_bp_seconds(pa, j) for j in pa.bps)])
+        else:
+            idle = _idle(pa)
+            ttl = idle.usual_s if idle.usual_s is not None else idle.max_s
         minimum = (" (a minimum lifetime: a read is still possible)"
                    if explicit_breakpoints(pa) and gap > ttl else "")
+        passed: bool | None = 0 < gap <= ttl
+        if idle is not None:
+            minimum = (f" (in-memory entries are usually cleared after 5-10 min idle, not "
+                       f"guaranteed; always removed after {idle.max_s:g} s"
+                       if idle.usual_s is not None else
+                       f" (24h retention: removed after {idle.max_s:g} s idle")
+            if idle.default_unknown:
+                minimum += "; no prompt_cache_retention sent: the default depends on the " \
+                           "organisation, 24h for non-ZDR ones"
+            minimum += ")"
+            if ttl < gap <= idle.max_s:
+                passed = None  # past the usual clearing, within the certain bound: uncertain
+                minimum += ": a read is possible, not guaranteed"
         if gap <= 0:
             minimum = ": B was sent no later than A, before A's entries existed"
-        checks.append(Check.model_construct(name="gap < TTL", passed=0 < gap <= ttl,
+        checks.append(Check.model_construct(name="gap < TTL", passed=passed,
                             detail=f"gap {gap:g} s, TTL {ttl:g} s{minimum}"))
     checks.append(Check.model_construct(name="prefix above minimum",
                         passed=None if ideal is None else ideal > 0))

@@ -17,8 +17,9 @@ none of the three form ``(no session)``. Within a session the ``prefix_hash`` is
 skip a pair: the wrapper's hash covers the prefix up to the last breakpoint, which moves with
 every turn of a chat. The TTL cause of a shortfall uses the lifetime of the previous line's
 write: 1 h when it wrote 1 h entries (``cache_write_1h``), its ``cache_write_ttl`` when given,
-else 5 min on Anthropic and OpenAI's in-memory retention on OpenAI
-(:func:`~promptcache.diff._engine.entry_ttl_seconds`).
+else 5 min on Anthropic and, on OpenAI before GPT-5.6, the catalog's usual idle clearing (5 min
+in memory: a likely cause, not a certain one, since entries are kept up to 1 h; the detail
+says so) (:func:`~promptcache.diff._engine.entry_ttl_seconds`).
 A miss is priced (``miss_cost_usd``) with the catalog's prices in force at its line's send time
 (dated rows: Claude Sonnet 5.5's read price changed on 2026-10-07); a line without a time, or
 with a relative one (under 1e9 s), at today's. A log without a miss costs 0 USD.
@@ -120,6 +121,7 @@ from promptcache._cliutil import (
 from promptcache._errors import InputError, PromptCacheError
 from promptcache._stored import stored_prompt_fields
 from promptcache._times import _EPOCH_FLOOR, TIME_KEYS, gap_seconds, timestamp_of
+from promptcache.catalog import find_policy
 from promptcache.diff._causes import NO_CHANGE_CAUSES
 from promptcache.diff._engine import (
     ROUTING_CAUSES,
@@ -768,7 +770,8 @@ def _write_ttl_seconds(e: _Entry) -> float:
         ttl = "1h"
     elif isinstance(get("cache_write_ttl"), str):
         ttl = get("cache_write_ttl")
-    return entry_ttl_seconds(ttl, e.family or "anthropic")
+    retention = (e.request or {}).get("prompt_cache_retention")
+    return entry_ttl_seconds(ttl, e.family or "anthropic", find_policy(e.model), retention)
 
 
 def _usage_family(e: _Entry, provider: str | None) -> str:
@@ -1253,7 +1256,10 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session, res: DiffResult
                 "observed_read": e.usage.cache_read, "shortfall": shortfall,
                 "rule": "in an append-only conversation within TTL, read[n] should be >= "
                         "read[n-1] + creation[n-1]",
-                **({"gap_seconds": gap, "ttl_seconds": ttl} if gap is not None else {})})
+                **({"gap_seconds": gap, "ttl_seconds": ttl} if gap is not None else {}),
+                **({"ttl_note": "OpenAI in-memory entries are usually cleared after 5-10 min "
+                                "idle (not guaranteed; always within 1 h): the likely cause"}
+                   if cause and (e.family or prev.family) == "openai" else {})})
 
 
 def _cannot_tell_row(e: _Entry, prev: _Entry, res: DiffResult, base: dict[str, Any],
