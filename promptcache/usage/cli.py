@@ -247,7 +247,11 @@ def _clamped(records: list[UsageRecord]) -> list[dict[str, Any]]:
 @click.command("report")
 @click.argument("usage_file", metavar="USAGE.jsonl")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
-              show_default=True, help="Output format.")
+              show_default=True,
+              help="Output format. In json and csv, cache_write is every cache write (the 5m "
+                   "and 1h columns plus writes without a TTL split): it already includes "
+                   "cache_write_5m and cache_write_1h; the text table's \"write other\" "
+                   "column is the writes without a split.")
 @click.option("--plot", "plot_path", metavar="FILE", default=None,
               help="Write cumulative hit rate and cost over time to FILE; its suffix picks the "
                    "format: .png, .svg or .pdf (needs matplotlib).")
