@@ -47,8 +47,18 @@ past ~15 requests/min per prefix and key) but no availability rule for concurren
 (hosted-api-rules.md 2.1), so the OpenAI routes pass no arrival and every committed entry is
 readable at once.
 
-Deviation: OpenAI's in-memory retention ("5-10 minutes of inactivity") is not modelled for the
-automatic mode; entries live as long as the block cache keeps their blocks (LRU eviction).
+OpenAI automatic caching (before GPT-5.6) has no TTL but an idle lifetime (hosted-api-rules.md
+2.1-2.2; catalog ``idle_lifetime``, :meth:`promptcache.catalog.CachePolicy.idle_bounds`):
+in-memory entries are "usually cleared after 5-10 min of inactivity", "always removed within
+1 h of last use"; ``prompt_cache_retention: "24h"`` keeps them up to 24 h. Every request records
+its prefixes on the 128-token grid (:func:`automatic_prefix_keys`) in a ledger with that
+lifetime, restarted by each use; a read is reported only up to the longest prefix still live
+there (:func:`automatic_live_prefix`), so a prefix idle for longer than its lifetime is not
+read even while the block cache still holds its KV. The lifetime is the certain bound (1 h in
+memory, 24 h with ``"24h"``); with no retention sent on a model that accepts both (a CONFLICT
+in the sources: openai-python says non-ZDR organisations default to ``24h``), 24 h.
+``ServerOptions.openai_in_memory_idle_s`` sets a shorter in-memory lifetime (e.g. 300, the
+usual clearing) to test early eviction.
 """
 
 from __future__ import annotations
@@ -57,6 +67,7 @@ import hashlib
 import re
 import threading
 import time
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -79,6 +90,8 @@ __all__ = [
     "SystemClock",
     "Timeline",
     "anthropic_breakpoints",
+    "automatic_live_prefix",
+    "automatic_prefix_keys",
     "block_floor_reuse",
     "boundary_keys",
     "classify_block_reuse",
@@ -353,6 +366,45 @@ def boundary_keys(prompt: TemplatedPrompt, tenant_salt: bytes) -> list[bytes]:
         h.update(b"".join(t.to_bytes(4, "little") for t in ids[span.start : span.end]))
         keys.append(h.digest())
     return keys
+
+
+def automatic_prefix_keys(
+    token_ids: Sequence[int], tenant_salt: bytes, *, min_tokens: int, step_tokens: int | None
+) -> tuple[tuple[int, bytes], ...]:
+    """OpenAI automatic caching (before GPT-5.6): ``(end, key)`` for every prefix a read can
+    report, ``min_tokens + n * step_tokens`` tokens long (1,024 + 128n), shortest first; the
+    key is a chained SHA-256 of (tenant salt, token ids up to ``end``). Empty below the
+    minimum."""
+    n = len(token_ids)
+    if n < min_tokens or min_tokens < 1:
+        return ()
+    step = step_tokens or 1
+    h = hashlib.sha256(b"promptcache-local-idle\x00" + tenant_salt)
+    out: list[tuple[int, bytes]] = []
+    prev = 0
+    for end in range(min_tokens, n + 1, step):
+        h.update(array("I", token_ids[prev:end]).tobytes())
+        out.append((end, h.copy().digest()))
+        prev = end
+    return tuple(out)
+
+
+def automatic_live_prefix(
+    ledger: CacheLedger, keys: Sequence[tuple[int, bytes]], now: float, lifetime_s: float
+) -> int:
+    """The longest prefix of ``keys`` (:func:`automatic_prefix_keys`) that an earlier request
+    used less than its idle lifetime ago (0: none), then record this request's use of every
+    prefix: each lives ``lifetime_s`` seconds from ``now`` (a use restarts it; a longer
+    lifetime an earlier request gave is kept)."""
+    live = 0
+    for end, key in keys:
+        if ledger.get(key, now) is None:
+            break
+        live = end
+    ttl = f"{max(1, round(lifetime_s))}s"
+    for end, key in keys:
+        ledger.put(key, end, ttl, now)
+    return live
 
 
 # ------------------------------------------------------------------------------------ breakpoints

@@ -65,6 +65,8 @@ from promptcache.catalog import CachePolicy
 from promptcache.lint.facts import sdk_ttls
 from promptcache.local.accounting import (
     CachePlan,
+    automatic_live_prefix,
+    automatic_prefix_keys,
     openai_automatic_cached_tokens,
     openai_breakpoints,
     plan_reads_and_writes,
@@ -457,8 +459,11 @@ def usage_counts(outcome: GenerationOutcome) -> OpenAIUsageCounts:
         return OpenAIUsageCounts(total, plan.read_tokens, plan.write_tokens,
                                  plan.write_tokens_by_ttl().get("12h", 0))
     policy = outcome.policy
+    reused = int(outcome.result.reused_tokens)
+    if outcome.read_limit is not None:  # the idle lifetime (automatic_live_prefix)
+        reused = min(reused, outcome.read_limit)
     cached = openai_automatic_cached_tokens(
-        int(outcome.result.reused_tokens),
+        reused,
         total,
         min_tokens=policy.min_cacheable_tokens,
         step_tokens=policy.cache_step_tokens,
@@ -614,6 +619,39 @@ class _Prepared:
     kwargs: dict[str, Any]
 
 
+def idle_lifetime_seconds(policy: CachePolicy, retention: Any,
+                          in_memory_s: float | None = None) -> float | None:
+    """Seconds of inactivity after which the local backend stops reading an automatic (OpenAI
+    before GPT-5.6) prefix: the catalog's certain bound (``policy.idle_bounds``: 1 h in memory,
+    24 h with ``"24h"``; with no retention sent on a model that accepts both, 24 h, the
+    default openai-python documents for non-ZDR organisations), or ``in_memory_s``
+    (:attr:`ServerOptions.openai_in_memory_idle_s`) for in-memory retention when set. None
+    when the model has no idle lifetime (GPT-5.6+: TTL entries)."""
+    bounds = policy.idle_bounds(retention)
+    if bounds is None:
+        return None
+    if bounds.retention == "in_memory" and in_memory_s is not None:
+        return in_memory_s
+    return bounds.max_s
+
+
+def _idle_read_limit(service: BackendService, policy: CachePolicy, prompt: TemplatedPrompt,
+                     salt: bytes, retention: Any) -> Callable[[float], int | None] | None:
+    """The :data:`~promptcache.local.app.ReadLimit` of an automatic-caching request."""
+    lifetime = idle_lifetime_seconds(policy, retention, service.options.openai_in_memory_idle_s)
+    if lifetime is None:
+        return None
+    keys = automatic_prefix_keys(prompt.token_ids, salt,
+                                 min_tokens=policy.min_cacheable_tokens,
+                                 step_tokens=policy.cache_step_tokens)
+    ledger = service.openai_idle_ledger
+
+    def read_limit(now: float) -> int:
+        return automatic_live_prefix(ledger, keys, now, lifetime)
+
+    return read_limit
+
+
 def router(service: BackendService) -> APIRouter:
     """Routes bound to ``service``."""
     api = APIRouter()
@@ -653,6 +691,7 @@ def router(service: BackendService) -> APIRouter:
         )
         salt = service.tenant_salt(api_key_of(request), policy.model_id)
         planner: Callable[[int, float], CachePlan | None]
+        read_limit: Callable[[float], int | None] | None = None
         if policy.explicit_breakpoints:
             breakpoints = openai_breakpoints(prompt, prompt.view.params)
             ledger = service.openai_ledger
@@ -673,7 +712,11 @@ def router(service: BackendService) -> APIRouter:
             def planner(available: int, now: float) -> CachePlan | None:
                 return None
 
+            read_limit = _idle_read_limit(service, policy, prompt, salt,
+                                          body.get("prompt_cache_retention"))
+
         kwargs: dict[str, Any] = dict(
+            read_limit=read_limit,
             tenant_salt=salt,
             planner=planner,
             ledger=service.openai_ledger,

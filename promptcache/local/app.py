@@ -172,12 +172,19 @@ class ServerOptions:
         default_max_tokens: OpenAI requests without ``max_tokens`` / ``max_output_tokens``
             generate at most this many tokens.
         model_created: ``created`` timestamp of /v1/models entries (seconds since epoch).
+        openai_in_memory_idle_s: OpenAI automatic caching (before GPT-5.6) with in-memory
+            retention: seconds of inactivity after which a prefix is no longer read. None
+            (default): the catalog's certain bound, 1 h ("always removed within 1 h of last
+            use"); e.g. 300 emulates the usual clearing ("usually cleared after 5-10 min of
+            inactivity"), which the hosted API does not guarantee (hosted-api-rules.md 2.1).
+            ``24h`` retention always uses the catalog's 24 h.
     """
 
     max_body_bytes: int = 32 * 1024 * 1024
     openai_prompt_tokens_details: bool = True
     default_max_tokens: int = 64
     model_created: int = 1_767_225_600  # 2026-01-01T00:00:00Z
+    openai_in_memory_idle_s: float | None = None
 
 
 @dataclass(slots=True)
@@ -191,6 +198,9 @@ class GenerationOutcome:
         policy: the model's cache policy.
         text: the output text, cut before a matched stop sequence (:class:`StopText`).
         stop_sequence: the stop sequence that ended the output, or None.
+        read_limit: the longest prefix a read may report (OpenAI automatic caching: the longest
+            prefix still within its idle lifetime, :func:`automatic_live_prefix`); None: no
+            limit beyond the physical reuse.
     """
 
     prompt: TemplatedPrompt
@@ -199,6 +209,7 @@ class GenerationOutcome:
     policy: CachePolicy
     text: str = ""
     stop_sequence: str | None = None
+    read_limit: int | None = None
 
 
 class StopText:
@@ -281,6 +292,10 @@ class StopText:
 
 Planner = Callable[[int, float], "CachePlan | None"]
 """``planner(available_tokens, now) -> plan``: decides reads and writes under the lock."""
+
+ReadLimit = Callable[[float], "int | None"]
+"""``read_limit(now) -> tokens``: the longest prefix a read may report (None: no limit), decided
+under the lock at the request's start (OpenAI automatic caching's idle lifetime)."""
 
 UsageOf = Callable[[GenerationOutcome], "tuple[int, int, int | None]"]
 """``usage_of(outcome) -> (prompt_tokens, cache_read_tokens, cache_write_tokens)``: the input-side
@@ -369,6 +384,9 @@ class BackendService:
         self.options = options or ServerOptions()
         self.anthropic_ledger = CacheLedger()
         self.openai_ledger = CacheLedger()
+        #: OpenAI automatic caching's idle lifetimes (:func:`automatic_live_prefix`); apart
+        #: from ``openai_ledger`` so that its entries gauge counts breakpoint entries only
+        self.openai_idle_ledger = CacheLedger()
         self.lock = threading.Lock()
         self.counters = _Counters()
 
@@ -479,6 +497,7 @@ class BackendService:
         on_plan: Callable[[CachePlan | None], None] | None,
         on_token: Callable[[int], None] | None,
         should_stop: Callable[[], bool] | None,
+        read_limit: ReadLimit | None = None,
     ) -> GenerationOutcome:
         tokens = list(prompt.token_ids)
         stopper = StopText(stop_sequences)
@@ -486,6 +505,7 @@ class BackendService:
             now = self.clock.now()
             available = int(self.engine.available_prefix(tokens, tenant_salt=tenant_salt))
             plan = planner(available, now)
+            limit = read_limit(now) if read_limit is not None else None
             if on_plan is not None:
                 on_plan(plan)
             started: list[Instant] = []
@@ -516,7 +536,7 @@ class BackendService:
                 response_start = started[0] if started else self.timeline.stamp()
                 commit_plan(plan, ledger, available_at=response_start)
         text, matched = StopText.apply(stop_sequences, result.output_ids)
-        outcome = GenerationOutcome(prompt, plan, result, policy, text, matched)
+        outcome = GenerationOutcome(prompt, plan, result, policy, text, matched, limit)
         if plan is not None and result.reused_tokens < plan.read_tokens:
             self.counters.inc("promptcache_accounting_violations_total")
             log.error("cache read %d > reused %d", plan.read_tokens, result.reused_tokens)
@@ -550,12 +570,15 @@ class BackendService:
         temperature: float = 0.0,
         seed: int | None = None,
         should_stop: Callable[[], bool] | None = None,
+        read_limit: ReadLimit | None = None,
     ) -> GenerationOutcome:
         """Run one request to completion (blocking; call from a worker thread) and count it in
         /metrics (``usage_of`` gives the input-side usage the response reports).
 
         ``should_stop`` is polled before each decode step; once it returns True decoding ends
         with ``stop_reason="cancelled"`` (the client left: :func:`generate_until_disconnect`).
+        ``read_limit``: see :data:`ReadLimit` (None: reads are bounded by the plan and the
+        physical reuse only).
 
         Raises:
             BackendAPIError: 400 for a request the engine rejects (e.g. a token id outside a
@@ -575,6 +598,7 @@ class BackendService:
             on_plan=None,
             on_token=None,
             should_stop=should_stop,
+            read_limit=read_limit,
         )
 
     def start_stream(
@@ -590,6 +614,7 @@ class BackendService:
         stop_sequences: Sequence[str] = (),
         temperature: float = 0.0,
         seed: int | None = None,
+        read_limit: ReadLimit | None = None,
     ) -> GenerationStream:
         """Start a generation in a thread; return its :class:`GenerationStream`.
 
@@ -618,6 +643,7 @@ class BackendService:
                     on_plan=lambda plan: events.put(("plan", plan)),
                     on_token=lambda tok: events.put(("token", tok)),
                     should_stop=stream._cancel.is_set,
+                    read_limit=read_limit,
                 )
             except Exception as exc:  # delivered to the HTTP side, which renders it
                 events.put(("error", exc))
