@@ -761,11 +761,50 @@ def _fix_user_markers(view: PrefixView, policy: CachePolicy,
 
 
 # ============================================================================ search
-@dataclass(slots=True)
-class _Cand:
-    index: int
-    role: str
-    reason: str
+#: A candidate of the search: (role, reason). The reason of a ``lagging`` or ``chain``
+#: candidate is made only if the plan places it (:func:`_cand_reason`): until then it is
+#: None and the third item holds what it names (the entry, or the segment it chains from).
+_Cand = tuple[str, str | None, Any]
+#: Candidates the search keeps when it must trim the set to :data:`_MAX_CANDIDATES`.
+_KEEP_ROLES = frozenset({"tools-end", "system-end", "static-end", "history-end", "turn-end",
+                         "lagging"})
+_ANCHOR_ROLES = frozenset({"tools-end", "system-end", "static-end"})
+_FIXED_REASONS = {"user": "marker already in the request (kept)",
+                  "automatic": "top-level cache_control lands here (takes one slot)",
+                  "implicit": "OpenAI's implicit breakpoint on the newest message"}
+#: The reason of a candidate that adds nothing, per reuse model (formatted once per model).
+_NO_GAIN_REASONS: dict[int, tuple[ReuseModel, str]] = {}
+
+
+def _decision_order(d: Decision) -> tuple[int, bool]:
+    return d.segment_index, not d.placed
+
+
+def _no_gain_reason(reuse: ReuseModel) -> str:
+    """Why a section end the plan leaves out adds nothing, naming the reuse weights."""
+    hit = _NO_GAIN_REASONS.get(id(reuse))
+    if hit is not None and hit[0] is reuse:
+        return hit[1]
+    why = ("adds no expected cache reads under the reuse model "
+           f"(continuation {reuse.continuation:g}, new conversation "
+           f"{reuse.new_conversation:g}, branch {reuse.branch:g}, tools only "
+           f"{reuse.tools_only:g})")
+    if len(_NO_GAIN_REASONS) >= 64:
+        _NO_GAIN_REASONS.clear()
+    _NO_GAIN_REASONS[id(reuse)] = (reuse, why)  # the model is kept, so its id stays unique
+    return why
+
+
+def _cand_reason(cand: _Cand, segs: Sequence[Segment], lookback: int | None) -> str:
+    """The reason text of a candidate (made here for the lagging and chain ones)."""
+    role, reason, about = cand
+    if reason is not None:
+        return reason
+    if role == "lagging":
+        return (f"lagging: within {lookback} positions of the entry the previous request "
+                f"wrote at {segs[about.segment_index].path}, so this request reads "
+                f"{about.prefix_tokens} tokens")
+    return f"chain: within {lookback} positions of {segs[about].path}"
 
 
 def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLike = None, *,
@@ -806,13 +845,17 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         raise PlanError(f"a {view.provider} request cannot be planned with the {prov} policy of "
                         f"{policy.model_id}")
     ttls = tuple(getattr(policy, "ttls", ()) or ())
-    for name, value in (("ttl", ttl), ("stable_ttl", stable_ttl)):
-        if value is not None and value not in ttls:
-            raise PlanError(f"{name}={value!r} is not a TTL {policy.model_id} supports "
-                            f"(supported: {', '.join(ttls) or 'none'})")
+    if ttl is not None or stable_ttl is not None:
+        for name, value in (("ttl", ttl), ("stable_ttl", stable_ttl)):
+            if value is not None and value not in ttls:
+                raise PlanError(f"{name}={value!r} is not a TTL {policy.model_id} supports "
+                                f"(supported: {', '.join(ttls) or 'none'})")
     bounds = boundaries or infer_boundaries(view)
     segs = view.segments
-    digests = prefix_digests(view)
+    # prefix_digests(view) without its defensive copy (the planner only reads the list)
+    digests: list[str] | None = getattr(view, "_prefix_digests", None)
+    if digests is None:
+        digests = prefix_digests(view)
     min_tokens = int(getattr(policy, "min_cacheable_tokens", 0) or 0)
     lookback = _lookback(policy, view)
     max_markers = int(getattr(policy, "max_breakpoints", 0) or 0)
@@ -821,6 +864,8 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
 
     key: str | None = None
     options: dict[str, Any] | None = None
+    #: parameters the model rejects: prompt_cache_options before GPT-5.6 (an API 400)
+    dropped_params: tuple[str, ...] = ()
     if not anthropic:
         if "prompt_cache_key" not in view.params:
             # a prefix inferred from a raw request may end in a value that changes every
@@ -831,14 +876,12 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         if bool(getattr(policy, "prompt_cache_options", False)) and \
                 "prompt_cache_options" not in view.params and ttls:
             options = {"mode": "implicit", "ttl": ttls[0]}
-    #: parameters the model rejects: prompt_cache_options before GPT-5.6 (an API 400)
-    dropped_params: tuple[str, ...] = ()
-    if not anthropic and "prompt_cache_options" in view.params and \
-            not bool(getattr(policy, "prompt_cache_options", False)):
-        dropped_params = ("prompt_cache_options",)
+        if "prompt_cache_options" in view.params and \
+                not bool(getattr(policy, "prompt_cache_options", False)):
+            dropped_params = ("prompt_cache_options",)
 
-    total = view.total_tokens
-    if not segs or not explicit_ok or max_markers <= 0:
+    n = len(segs)
+    if not n or not explicit_ok or max_markers <= 0:
         reason = ("the model caches automatically; it takes no breakpoints"
                   if not anthropic else "nothing to cache")
         if segs:
@@ -847,28 +890,27 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         # the caller's markers on a model that takes none are dropped (the API would 400)
         dropped = tuple(_fix_user_markers(view, policy, max_markers)[1]) if segs else ()
         return _new_plan(view.provider, policy.model_id, (), tuple(decisions), dropped, None,
-                         None, total, 0.0, key, options, lookback, reuse, None, dropped_params)
+                         None, view.total_tokens, 0.0, key, options, lookback, reuse, None,
+                         dropped_params)
 
     # per-segment facts the search reads many times (plain lists: no property calls). The
     # renderer counts positions cumulatively, so they never decrease with the index: the
     # segments within a range of positions are a slice, found by bisection.
     end_tok = [s.start_token + s.tokens for s in segs]
     pos_of = [s.position for s in segs]
-    markable_memo: list[bool | None] = [None] * len(segs)  # _markable per segment, on demand
-
-    def markable(i: int) -> bool:
-        m = markable_memo[i]
-        if m is None:
-            m = markable_memo[i] = _markable(view, segs[i])
-        return m
-
-    def holds_entry(i: int) -> bool:
-        """Whether segment ``i`` can carry a marker whose prefix is long enough to be cached."""
-        return end_tok[i] >= min_tokens and markable(i)
+    markable_memo: list[bool | None] = [None] * n  # _markable per segment, on demand
 
     def walk_back(index: int) -> int | None:
         """The last segment at or before ``index`` that can carry a marker."""
-        return next((i for i in range(index, -1, -1) if markable(i)), None)
+        i = index
+        while i >= 0:
+            m = markable_memo[i]
+            if m is None:
+                m = markable_memo[i] = _markable(view, segs[i])
+            if m:
+                return i
+            i -= 1
+        return None
 
     # ---- the caller's markers (repaired) and the fixed automatic / implicit breakpoints
     fixed, edits = _fix_user_markers(view, policy, max_markers)
@@ -878,22 +920,26 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         if isinstance(opts, Mapping) and opts.get("mode") == "explicit":
             mode = "explicit"
         if mode == "implicit":
-            last = walk_back(len(segs) - 1)
-            implicit_idx = last if last is not None else len(segs) - 1
+            last = walk_back(n - 1)
+            implicit_idx = last if last is not None else n - 1
             if all(f.index != implicit_idx for f in fixed):
                 fixed.append(_Fixed(implicit_idx, None, "implicit"))
                 fixed.sort(key=lambda f: f.index)
-    n_markers = sum(1 for f in fixed if f.source != "implicit")
+    n_markers = 0
+    for f in fixed:
+        if f.source != "implicit":
+            n_markers += 1
     explicit_budget = max_markers - (1 if (not anthropic and mode == "implicit") else 0)
     slots = max(0, explicit_budget - n_markers) if not anthropic else \
         max(0, max_markers - n_markers)
     fixed_idx = {f.index for f in fixed}
 
     prev_entries, prev_notes = _previous_entries(view, previous, digests, min_tokens)
-    decisions.extend(prev_notes)
+    if prev_notes:
+        decisions.extend(prev_notes)
 
     # ---- candidates
-    limit = len(segs) - 1 if bounds.uncached_from is None else bounds.uncached_from - 1
+    limit = n - 1 if bounds.uncached_from is None else bounds.uncached_from - 1
     cands: dict[int, _Cand] = {}
 
     section_ends = [(bounds.tools_end, "tools-end", "end of the tools"),
@@ -907,11 +953,11 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
             continue
         target = walk_back(min(idx, limit))
         if target is None:
-            decisions.append(_new_decision(idx, segs[min(idx, len(segs) - 1)].path, role,
+            decisions.append(_new_decision(idx, segs[min(idx, n - 1)].path, role,
                                            False, "no block at or before it can carry a marker"))
             continue
         if target != idx:
-            reason += f" (moved back from {segs[min(idx, len(segs) - 1)].path}: that block " \
+            reason += f" (moved back from {segs[min(idx, n - 1)].path}: that block " \
                       "cannot carry a marker)"
         if end_tok[target] < min_tokens:
             decisions.append(_new_decision(target, segs[target].path, role, False,
@@ -924,33 +970,31 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                                            "already carries a marker (kept)"))
             continue
         if target not in cands:
-            cands[target] = _Cand(target, role, reason)
-
-    def latest_within(anchor_pos: int, after_index: int) -> int | None:
-        """The last segment from ``after_index`` on (up to ``limit``) within the lookback of
-        ``anchor_pos`` that can hold an entry (at least ``min_tokens``, markable)."""
-        assert lookback is not None
-        last = min(bisect_right(pos_of, anchor_pos + lookback) - 1, limit)
-        return next((i for i in range(last, after_index - 1, -1) if holds_entry(i)), None)
-
-    def earliest_within(pos: int, before_index: int) -> int | None:
-        """The first segment before ``before_index`` whose lookback reaches ``pos`` and that
-        can hold an entry."""
-        assert lookback is not None
-        return next((i for i in range(bisect_left(pos_of, pos - lookback), before_index)
-                     if holds_entry(i)), None)
+            cands[target] = (role, reason, None)
 
     if lookback is not None and slots > 0:
+        def latest_within(anchor_pos: int, after_index: int) -> int | None:
+            """The last segment from ``after_index`` on (up to ``limit``) within the lookback
+            of ``anchor_pos`` that can hold an entry (at least ``min_tokens``, markable)."""
+            i = bisect_right(pos_of, anchor_pos + lookback) - 1
+            if i > limit:
+                i = limit
+            while i >= after_index:
+                if end_tok[i] >= min_tokens:
+                    m = markable_memo[i]
+                    if m is None:
+                        m = markable_memo[i] = _markable(view, segs[i])
+                    if m:
+                        return i
+                i -= 1
+            return None
+
         for e in prev_entries:
             lag = latest_within(e.position, e.segment_index)
             if lag is not None and lag not in fixed_idx and lag not in cands:
-                cands[lag] = _Cand(lag, "lagging",
-                                   f"lagging: within {lookback} positions of the entry the "
-                                   f"previous request wrote at {segs[e.segment_index].path}, so "
-                                   f"this request reads {e.prefix_tokens} tokens")
-        anchors = [e.segment_index for e in prev_entries] + [
-            c.index for c in list(cands.values()) if c.role in ("tools-end", "system-end",
-                                                                 "static-end")]
+                cands[lag] = ("lagging", None, e)
+        anchors = [e.segment_index for e in prev_entries]
+        anchors += [i for i, c in cands.items() if c[0] in _ANCHOR_ROLES]
         chain_next: dict[int, int | None] = {}  # the chains of several anchors often meet
         for a in anchors:
             cur = a
@@ -962,49 +1006,57 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                 if nxt is None or nxt <= cur:
                     break
                 if nxt not in fixed_idx and nxt not in cands:
-                    cands[nxt] = _Cand(nxt, "chain", f"chain: within {lookback} positions of "
-                                       f"{segs[cur].path}")
+                    cands[nxt] = ("chain", None, cur)
                 cur = nxt
         end = bounds.turn_end if bounds.turn_end is not None else limit
         cur_b = walk_back(min(end, limit))
         for _ in range(slots):
             if cur_b is None:
                 break
-            prv = earliest_within(pos_of[cur_b], cur_b)
-            if prv is None or prv >= cur_b:
+            # the first segment before cur_b whose lookback reaches it and that can hold an
+            # entry
+            prv: int | None = None
+            i = bisect_left(pos_of, pos_of[cur_b] - lookback)
+            while i < cur_b:
+                if end_tok[i] >= min_tokens:
+                    m = markable_memo[i]
+                    if m is None:
+                        m = markable_memo[i] = _markable(view, segs[i])
+                    if m:
+                        prv = i
+                        break
+                i += 1
+            if prv is None:
                 break
             if prv not in fixed_idx and prv not in cands:
-                cands[prv] = _Cand(prv, "chain", f"chain: within {lookback} positions of "
-                                   f"{segs[cur_b].path}")
+                cands[prv] = ("chain", None, cur_b)
             cur_b = prv
 
-    cand_list = [cands[i] for i in sorted(cands)]
-    if len(cand_list) > _MAX_CANDIDATES:
-        keep_roles = ("tools-end", "system-end", "static-end", "history-end", "turn-end",
-                      "lagging")
-        primary = [c for c in cand_list if c.role in keep_roles]
-        rest = [c for c in cand_list if c.role not in keep_roles]
-        rest.sort(key=lambda c: -c.index)
-        cand_list = sorted(primary + rest[: max(0, _MAX_CANDIDATES - len(primary))],
-                           key=lambda c: c.index)
+    cand_idx = sorted(cands)
+    if len(cand_idx) > _MAX_CANDIDATES:
+        primary = [i for i in cand_idx if cands[i][0] in _KEEP_ROLES]
+        rest = [i for i in reversed(cand_idx) if cands[i][0] not in _KEEP_ROLES]
+        cand_idx = sorted(primary + rest[: max(0, _MAX_CANDIDATES - len(primary))])
 
     # ---- scoring
     # A plan is a set of indexes from the pool (candidates and fixed markers); the search
     # scores every combination of candidates, so sets are bit masks over the pool, bit k for
     # pool[k]. The pool is in index order, so a mask's highest bit is its last index, and
     # (positions never decreasing) the pool indexes within a position range are a run of bits.
-    pool = sorted(fixed_idx.union([c.index for c in cand_list]))
+    pool = sorted(fixed_idx.union(cand_idx)) if fixed_idx else cand_idx
     bit_of = {i: 1 << k for k, i in enumerate(pool)}
     pool_pos = [pos_of[i] for i in pool]
     #: prefix tokens of the last index of a mask m: last_tok[m.bit_length()] (0: empty mask)
-    last_tok = [0] + [end_tok[i] for i in pool]
+    last_tok = [0]
+    written_mask = 0  # the pool indexes whose prefix is long enough to be written
+    for k, i in enumerate(pool):
+        tok = end_tok[i]
+        last_tok.append(tok)
+        if tok >= min_tokens:
+            written_mask |= 1 << k
     fixed_mask = 0
     for i in fixed_idx:
         fixed_mask |= bit_of[i]
-    written_mask = 0  # the pool indexes whose prefix is long enough to be written
-    for k, i in enumerate(pool):
-        if end_tok[i] >= min_tokens:
-            written_mask |= 1 << k
 
     #: (prefix tokens, index, the pool indexes whose lookback reaches it) per previous entry;
     #: an entry's prefix tokens are the end_tok of its index
@@ -1021,80 +1073,71 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     # when it holds indexes before b but none within the lookback: 0 < plan & before < lowest.
     chain_limits: dict[int, tuple[int, int]] = {}
     if lookback is not None:
-        for c in cand_list:
-            b = c.index
-            if not bit_of[b] & read_mask:
-                chain_limits[b] = (bit_of[b] - 1,
-                                   1 << bisect_left(pool_pos, pos_of[b] - lookback))
+        for b in cand_idx:
+            bit = bit_of[b]
+            if not bit & read_mask:
+                chain_limits[b] = (bit - 1, 1 << bisect_left(pool_pos, pos_of[b] - lookback))
 
-    def reads_now(plan_mask: int) -> tuple[int, int | None]:
-        """The longest entry of the previous request some index of the plan reads."""
-        best, best_i = 0, None
-        for tokens, index, hits in entry_hits:
-            if tokens > best and hits & plan_mask:
-                best, best_i = tokens, index
-        return best, best_i
+    #: (weight, end of the shared prefix, the pool indexes up to it) per next-request scenario
+    #: that counts
+    active = [(w, lim, (1 << bisect_right(pool, lim)) - 1) for w, lim in (
+        (reuse.continuation, bounds.turn_end if bounds.turn_end is not None else limit),
+        (reuse.new_conversation, bounds.static_end), (reuse.branch, bounds.history_end),
+        (reuse.tools_only, bounds.tools_end)) if w and lim is not None]
 
-    def chain_ok(planned: Iterable[int], plan_mask: int) -> bool:
-        """Every planned marker but the first reads an earlier one (or an entry) within the
-        lookback, so the markers' entries chain."""
-        for b in planned:
-            limits = chain_limits.get(b)
-            if limits is not None and 0 < plan_mask & limits[0] < limits[1]:
-                return False
-        return True
-
-    weights = (("continuation", reuse.continuation, bounds.turn_end if bounds.turn_end is not None
-                else limit),
-               ("new_conversation", reuse.new_conversation, bounds.static_end),
-               ("branch", reuse.branch, bounds.history_end),
-               ("tools_only", reuse.tools_only, bounds.tools_end))
-    #: (weight, end of the shared prefix, the pool indexes up to it) per scenario that counts
-    active = [(w, lim, (1 << bisect_right(pool, lim)) - 1)
-              for _name, w, lim in weights if w and lim is not None]
-
-    def score(planned: tuple[int, ...], mask: int) -> tuple[float, int, int, int] | None:
-        """Score of the plan ``planned`` (sorted candidate indexes, bit mask ``mask``) with the
-        fixed markers; None where it breaks the chain rule."""
-        plan_mask = mask | fixed_mask
-        if chain_limits:  # chain_ok, inline
-            for b in planned:
-                limits = chain_limits.get(b)
-                if limits is not None and 0 < plan_mask & limits[0] < limits[1]:
-                    return None
-        # this request's read: the longest entry the plan reaches (its prefix is
-        # end_tok[read_i])
-        now, read_i = 0, -1
-        for tokens, index, hits in entry_hits:
-            if tokens > now and hits & plan_mask:
-                now, read_i = tokens, index
-        written = plan_mask & written_mask
-        nxt = 0.0
-        for w, lim, lim_mask in active:
-            # the next request reads the longest entry inside its shared prefix: the last one
-            # this plan writes there, or the entry this request read
-            best = last_tok[(written & lim_mask).bit_length()]
-            if now > best and read_i <= lim:
-                best = now
-            nxt += w * best
-        return (now + nxt, min(0, now - last_tok[written.bit_length()]), -len(planned),
-                sum(planned))
-
+    # The score of a plan (sorted candidate indexes ``planned``, bit mask ``mask``) with the
+    # fixed markers: (this request's read + the weighted reads of the next request, minus
+    # the cache writes beyond the read (<= 0), minus the marker count, the index sum); the
+    # highest wins, the first of equal ones. The empty plan's:
+    plan_mask = fixed_mask
+    now, read_i = 0, -1  # this request's read: the longest entry the plan reaches
+    for tokens, index, hits in entry_hits:
+        if tokens > now and hits & plan_mask:
+            now, read_i = tokens, index
+    written = plan_mask & written_mask
+    nxt_read = 0.0
+    for w, lim, lim_mask in active:
+        # the next request reads the longest entry inside its shared prefix: the last one
+        # this plan writes there, or the entry this request read
+        top = last_tok[(written & lim_mask).bit_length()]
+        if now > top and read_i <= lim:
+            top = now
+        nxt_read += w * top
+    best_score = (now + nxt_read, min(0, now - last_tok[written.bit_length()]), 0, 0)
     best: tuple[int, ...] = ()
     best_mask = 0
-    best_score = score((), 0)
-    if best_score is None:  # pragma: no cover - an empty plan always passes the chain check
-        best_score = (0.0, 0, 0, 0)
-    cand_idx = [c.index for c in cand_list]
     cand_bits = [bit_of[i] for i in cand_idx]
-    for k in range(1, min(slots, len(cand_list)) + 1):
+    for k in range(1, min(slots, len(cand_idx)) + 1):
         # combinations() of the index-sorted candidates yields sorted tuples
         for combo, bits in zip(combinations(cand_idx, k), combinations(cand_bits, k),
                                strict=True):
             mask = sum(bits)
-            sc = score(combo, mask)
-            if sc is not None and sc > best_score:
-                best, best_mask, best_score = combo, mask, sc
+            plan_mask = mask | fixed_mask
+            if chain_limits and not _chain_ok(combo, plan_mask, chain_limits):
+                continue
+            # the score, as for the empty plan above (inline: thousands of plans on a long
+            # request)
+            now, read_i = 0, -1
+            for tokens, index, hits in entry_hits:
+                if tokens > now and hits & plan_mask:
+                    now, read_i = tokens, index
+            written = plan_mask & written_mask
+            nxt_read = 0.0
+            for w, lim, lim_mask in active:
+                top = last_tok[(written & lim_mask).bit_length()]
+                if now > top and read_i <= lim:
+                    top = now
+                nxt_read += w * top
+            first = now + nxt_read
+            # the rest of the score only where the first part does not decide
+            if first == best_score[0]:
+                sc = (first, min(0, now - last_tok[written.bit_length()]), -k, sum(combo))
+                if sc > best_score:
+                    best, best_mask, best_score = combo, mask, sc
+            elif first > best_score[0]:
+                best, best_mask = combo, mask
+                best_score = (first, min(0, now - last_tok[written.bit_length()]), -k,
+                              sum(combo))
 
     # ---- TTLs of the planner's markers
     base_ttl = ttl or _default_ttl(policy)
@@ -1113,7 +1156,7 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         # Longer TTLs first: with no caller marker after it, a planner marker keeps its TTL
         # (the clamp below leaves its rank as it is).
         for i in best:
-            ttl_of[i] = _rank_ttl(_TTL_RANK.get(str(ttl_of[i]), 0))
+            ttl_of[i] = _RANK_TTL[_TTL_RANK.get(str(ttl_of[i]), 0)]
     elif anthropic:
         # Longer TTLs first: a planner marker followed by caller markers is raised to the
         # longest of their TTLs, but not above any marker before it.
@@ -1129,53 +1172,58 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                     rank = max(min(rank, upper), max(later_fixed))
                 ranks[pos_i] = rank
                 ttl_of[i] = _rank_ttl(rank)
-    marked = sorted(chosen | fixed_idx)
-    now, read_i = reads_now(best_mask | fixed_mask)
-    cand_by_idx = {c.index: c for c in cand_list}
-    fixed_by_idx = {f.index: f for f in fixed}
+    marked = sorted(chosen | fixed_idx) if fixed_idx else list(best)
+    # this request's read: the longest entry the plan reaches (its prefix is end_tok[read_i])
+    plan_mask = best_mask | fixed_mask
+    now = 0
+    read_at: int | None = None
+    for tokens, index, hits in entry_hits:
+        if tokens > now and hits & plan_mask:
+            now, read_at = tokens, index
+    fixed_by_idx = {f.index: f for f in fixed} if fixed else {}
+    planner_ttl = (ttls[0] if ttls else None) if not anthropic else None
     for i in marked:
         seg = segs[i]
         if i in chosen:
-            c = cand_by_idx[i]
+            c = cands[i]
             src: Literal["planner", "user", "automatic", "implicit"] = "planner"
-            role, reason = c.role, c.reason
-            if read_i is not None and role != "lagging" and lookback is not None:
+            role = c[0]
+            reason = _cand_reason(c, segs, lookback)
+            if read_at is not None and role != "lagging" and lookback is not None:
                 # the first marker at or after the entry, within its lookback, reads it
                 # (positions never decrease, so a marker between the two would be within it too)
-                if i >= read_i and 0 <= pos_of[i] - pos_of[read_i] <= lookback and \
-                        marked[bisect_left(marked, read_i)] == i:
-                    reason += f"; its lookback reads the previous entry at {segs[read_i].path}"
+                if i >= read_at and 0 <= pos_of[i] - pos_of[read_at] <= lookback and \
+                        marked[bisect_left(marked, read_at)] == i:
+                    reason += f"; its lookback reads the previous entry at {segs[read_at].path}"
+            emit_ttl = ttl_of.get(i) if anthropic else planner_ttl
+            rows.append(_new_breakpoint(i, seg.path, pos_of[i], end_tok[i], emit_ttl, src,
+                                        role, reason, digests[i]))
+            decisions.append(_new_decision(i, seg.path, role, True, reason))
         else:
             f = fixed_by_idx[i]
-            src = f.source
-            role = f.source
-            reason = {"user": "marker already in the request (kept)",
-                      "automatic": "top-level cache_control lands here (takes one slot)",
-                      "implicit": "OpenAI's implicit breakpoint on the newest message"}[f.source]
-        emit_ttl = ttl_of.get(i)
-        if not anthropic and src == "planner":
-            emit_ttl = ttls[0] if ttls else None
-        rows.append(_new_breakpoint(i, seg.path, pos_of[i], end_tok[i], emit_ttl, src, role,
-                                    reason, digests[i]))
-        if i in chosen:
-            decisions.append(_new_decision(i, seg.path, role, True, reason))
-    for c in cand_list:
-        if c.index in chosen:
-            continue
-        if len(chosen) >= slots:
-            why = (f"no slot left: {slots} free after the caller's markers, all taken by a plan "
-                   "with more expected reads")
-        elif not chain_ok((*best, c.index), best_mask | fixed_mask | bit_of[c.index]):
-            why = (f"would break the lookback chain: more than {lookback} positions after "
-                   "every earlier breakpoint and every entry the previous request wrote")
-        elif c.role == "chain":
-            why = "not needed: the chosen breakpoints already reach each other"
-        else:
-            why = ("adds no expected cache reads under the reuse model "
-                   f"(continuation {reuse.continuation:g}, new conversation "
-                   f"{reuse.new_conversation:g}, branch {reuse.branch:g}, tools only "
-                   f"{reuse.tools_only:g})")
-        decisions.append(_new_decision(c.index, segs[c.index].path, c.role, False, why))
+            rows.append(_new_breakpoint(i, seg.path, pos_of[i], end_tok[i], ttl_of.get(i),
+                                        f.source, f.source, _FIXED_REASONS[f.source],
+                                        digests[i]))
+    if len(cand_idx) > len(best):
+        full = len(chosen) >= slots
+        if full:
+            why = (f"no slot left: {slots} free after the caller's markers, all taken by a "
+                   "plan with more expected reads")
+        for i in cand_idx:
+            if i in chosen:
+                continue
+            role = cands[i][0]
+            if full:
+                pass
+            elif chain_limits and not _chain_ok((*best, i), best_mask | fixed_mask | bit_of[i],
+                                                chain_limits):
+                why = (f"would break the lookback chain: more than {lookback} positions after "
+                       "every earlier breakpoint and every entry the previous request wrote")
+            elif role == "chain":
+                why = "not needed: the chosen breakpoints already reach each other"
+            else:
+                why = _no_gain_reason(reuse)
+            decisions.append(_new_decision(i, segs[i].path, role, False, why))
 
     write: int | None = None
     read: int | None = None
@@ -1184,14 +1232,28 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         top = max([end_tok[i] for i in marked if end_tok[i] >= min_tokens], default=0)
         write = max(0, top - read) if top > read else 0
     next_read = best_score[0] - now
-    decisions.sort(key=lambda d: (d.segment_index, not d.placed))
+    decisions.sort(key=_decision_order)
     read_entry = None
-    if read_i is not None:
-        read_entry = next((e for e in prev_entries if e.segment_index == read_i), None)
+    if read_at is not None:
+        for e in prev_entries:
+            if e.segment_index == read_at:
+                read_entry = e
+                break
     return _new_plan(view.provider, policy.model_id, tuple(rows), tuple(decisions),
-                     tuple(edits), read, write, total, float(next_read), key, options,
+                     tuple(edits), read, write, end_tok[-1], float(next_read), key, options,
                      lookback, reuse, read_entry, dropped_params,
                      None if anthropic else explicit_budget)
+
+
+def _chain_ok(planned: Iterable[int], plan_mask: int,
+              chain_limits: Mapping[int, tuple[int, int]]) -> bool:
+    """Every planned marker but the first reads an earlier one (or an entry) within the
+    lookback, so the markers' entries chain (``chain_limits``: see the search)."""
+    for b in planned:
+        limits = chain_limits.get(b)
+        if limits is not None and 0 < plan_mask & limits[0] < limits[1]:
+            return False
+    return True
 
 
 def _rank_ttl(rank: int) -> str:
