@@ -78,3 +78,22 @@ def test_in_memory_idle_lifetime_is_a_server_option() -> None:
     with LocalBackend(**SMALL_MODEL, options=ServerOptions(openai_in_memory_idle_s=300)) as b:
         reads = _reads(b, "gpt-4o", 30, [299, 301])
         assert reads[0] == 0 and reads[1] > 1024 and reads[2] == 0, reads
+
+
+def test_serve_passes_the_in_memory_idle_lifetime_to_the_server(monkeypatch: Any) -> None:
+    from click.testing import CliRunner
+
+    import promptcache.local.app as app_mod
+    from promptcache.local.cli import serve_command
+
+    seen: dict[str, Any] = {}
+
+    def fake_create_app(engine: Any, options: Any = None, **kw: Any) -> Any:
+        seen["options"] = options
+        raise SystemExit(0)  # stop before uvicorn starts
+
+    monkeypatch.setattr(app_mod, "build_engine", lambda *a, **k: object())
+    monkeypatch.setattr(app_mod, "create_app", fake_create_app)
+    result = CliRunner().invoke(serve_command, ["--port", "0", "--openai-in-memory-idle", "300"])
+    assert result.exit_code == 0, result.output
+    assert seen["options"].openai_in_memory_idle_s == 300

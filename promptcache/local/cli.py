@@ -121,6 +121,16 @@ def _bind_reason(exc: OSError) -> str:
     "without --enable-prompt-tokens-details).",
 )
 @click.option(
+    "--openai-in-memory-idle",
+    type=click.FloatRange(min=1),
+    default=None,
+    metavar="SECONDS",
+    help="OpenAI models before GPT-5.6 with in-memory retention: stop reading a prefix idle "
+    "this long. Default: the catalog's certain bound, 1 h ('always removed within 1 h'); "
+    "300 emulates the usual clearing ('usually cleared after 5-10 min'), which the hosted "
+    "API does not guarantee. 24h retention always lasts 24 h.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info",
@@ -137,6 +147,7 @@ def serve_command(
     seed: int,
     max_body_mb: float,
     no_prompt_tokens_details: bool,
+    openai_in_memory_idle: float | None,
     log_level: str,
 ) -> None:
     """Serve the local reference backend (Anthropic /v1/messages, OpenAI /v1/chat/completions
@@ -165,6 +176,7 @@ def serve_command(
         options = ServerOptions(
             max_body_bytes=int(max_body_mb * 1024 * 1024),
             openai_prompt_tokens_details=not no_prompt_tokens_details,
+            openai_in_memory_idle_s=openai_in_memory_idle,
         )
         app = create_app(engine, options=options)
         bound = sock.getsockname()[1]
