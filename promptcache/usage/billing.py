@@ -311,8 +311,9 @@ def price_record(
             return Cost(None, None, None, None, None, tier_above, True, tuple(notes))
         disc = mult
     adj = _adjustment(rec, use_batch)
-    notes.extend(f"price adjusted: {n}" if not n.startswith("regional endpoint:") else n
-                 for n in adj.notes)
+    if adj.notes:
+        notes.extend(f"price adjusted: {n}" if not n.startswith("regional endpoint:") else n
+                     for n in adj.notes)
     unknown = list(adj.unknown)
     if adj.replace:
         cached = [name for name, n in (("cache reads", rec.cache_read), ("cache writes",
@@ -354,16 +355,16 @@ def price_record(
     base = None if total_in is None else _usd(total_in, in_rate)
     if not tier_known:
         uncached = read_cost = write_cost = out_cost = base = None
-    return Cost(
-        uncached=uncached,
-        cache_read=read_cost,
-        cache_write=write_cost,
-        output=out_cost,
-        uncached_input_cost=base,
-        tier_above=tier_above,
-        batch=use_batch,
-        notes=tuple(notes),
-    )
+    # Cost(uncached, read_cost, ...) without the frozen dataclass's eight object.__setattr__
+    # calls: the same fields in the same order, nothing else (no __post_init__)
+    cost = _new_cost(Cost)
+    cost.__dict__.update(uncached=uncached, cache_read=read_cost, cache_write=write_cost,
+                         output=out_cost, uncached_input_cost=base, tier_above=tier_above,
+                         batch=use_batch, notes=tuple(notes))
+    return cost
+
+
+_new_cost = object.__new__
 
 
 def _adjustment(rec: UsageRecord, use_batch: bool) -> PriceAdjustment:
@@ -400,13 +401,9 @@ def _write_cost(
     default_write_ttl: str,
     notes: list[str],
 ) -> Decimal | None:
-    def rate(value: Decimal | None) -> Decimal | None:
-        return None if value is None else value * cm * disc
-
     writes = rec.writes
-    charges_writes = any(
-        p is not None for p in (prices.cache_write, prices.cache_write_5m, prices.cache_write_1h)
-    )
+    price_w, price_5m, price_1h = prices.cache_write, prices.cache_write_5m, prices.cache_write_1h
+    charges_writes = price_w is not None or price_5m is not None or price_1h is not None
     if writes is None:
         if rec.input_total is not None and not charges_writes:
             return Decimal(0)  # no write category: writes are inside the uncached input
@@ -417,6 +414,10 @@ def _write_cost(
     if not charges_writes:
         notes.append("no write fee for this model: writes billed at the input rate")
         return _usd(writes, in_rate)
+
+    def rate(value: Decimal | None) -> Decimal | None:
+        return None if value is None else value * cm * disc
+
     w5, w1 = rec.cache_write_5m, rec.cache_write_1h
     if w5 is not None and w1 is not None:
         total = Decimal(0)
