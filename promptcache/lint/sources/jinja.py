@@ -2,16 +2,26 @@
 
 The whole file is one template (see :mod:`promptcache.lint.sources.templating`). A syntax
 error is an input error naming the line (``Jinja syntax error at line 7: unexpected '}'``).
+``{% include %}``, ``{% import %}`` and ``{% from ... import %}`` are followed relative to the
+template's folder (parsed, never rendered): an included file's volatile value counts at the
+include site, a macro whose output is volatile counts where it is called. An include that
+cannot be followed (missing file, cycle, syntax error, computed name) is a warning on the
+file, never an error.
 """
 
 from __future__ import annotations
 
-from pathlib import PurePath
+from pathlib import Path, PurePath
 
 from promptcache._errors import InputError
 from promptcache.lint.engine import TemplateContext
 from promptcache.lint.sources.base import Document, LoadOptions, parse_suppressions
-from promptcache.lint.sources.templating import JinjaSyntaxError, jinja_pieces, line_position
+from promptcache.lint.sources.templating import (
+    JinjaSyntaxError,
+    TemplateLoader,
+    jinja_pieces,
+    line_position,
+)
 
 __all__ = ["SOURCE", "JinjaSource"]
 
@@ -24,12 +34,16 @@ class JinjaSource:
 
     def load(self, file: str, text: str, options: LoadOptions) -> Document:
         """See :class:`promptcache.lint.sources.base.Source`."""
+        loader = (TemplateLoader(Path(file).parent, stack=(Path(file).resolve(),))
+                  if file != "-" else None)
         try:
-            pieces = jinja_pieces(text, line_position(text))
+            pieces = jinja_pieces(text, line_position(text), loader)
         except JinjaSyntaxError as exc:
             where = f" at line {exc.lineno}" if exc.lineno else ""
             raise InputError(file, f"Jinja syntax error{where}: {exc}") from None
         doc = Document(file, suppressions=parse_suppressions(text))
+        if loader is not None:
+            doc.warnings.extend(loader.notes)
         doc.contexts.append(TemplateContext(file, PurePath(file).name, "jinja", pieces,
                                             model=options.model))
         return doc

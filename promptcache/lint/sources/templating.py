@@ -7,7 +7,12 @@ Three syntaxes:
   classified: names and attributes by :func:`~promptcache.lint.volatile.classify_name`
   (``current_date``, ``request_id``), calls of ``now()`` / ``utcnow()`` / ``today()``, the
   ``random`` / ``shuffle`` filters, ``strftime``-style formats (granularity from the format),
-  and names bound by ``{% set x = now() %}``.
+  and names bound by ``{% set x = now() %}``; ``request.id`` is read as ``request_id`` and
+  ``"now"|strftime(...)`` as the clock. With a :class:`TemplateLoader` (Jinja files),
+  ``{% include %}`` / ``{% import %}`` / ``{% from ... import %}`` are followed (parsed, never
+  rendered): an included template's first volatile value is a hole at the include site, a
+  macro whose output is volatile makes the holes calling it volatile. A macro's own body is
+  not output where it is defined.
 * Placeholder syntaxes that are not Jinja (Go templates ``{{ .Date }}``, Semantic Kernel
   ``{{$time}}``, Handlebars/Mustache ``{{name}}``), recognised by regex.
 * ``str.format`` templates (``{current_date}``), recognised by regex.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, nodes
@@ -28,7 +34,8 @@ from jinja2.exceptions import TemplateSyntaxError
 from promptcache.lint.engine import Piece, Volatility
 from promptcache.lint.volatile import classify_name, granularity_of_strftime
 
-__all__ = ["FORMAT_FIELD", "JinjaSyntaxError", "jinja_pieces", "pieces_for", "regex_pieces"]
+__all__ = ["FORMAT_FIELD", "JinjaSyntaxError", "TemplateLoader", "jinja_pieces", "pieces_for",
+           "regex_pieces"]
 
 Position = Callable[[int], tuple[int, int]]
 
@@ -37,6 +44,8 @@ _CLOCK_CALLS = {"now": "second", "utcnow": "second", "today": "day", "time": "se
                 "timestamp": "second", "uuid4": None, "uuid1": None, "uuid": None,
                 "random": None, "randint": None, "choice": None, "token_hex": None}
 _RANDOM_FILTERS = frozenset({"random", "shuffle"})
+#: String constants a date filter reads as the current time (``{{ "now"|strftime(...) }}``).
+_CLOCK_WORDS = frozenset({"now", "today", "utcnow"})
 _FORMAT_FILTERS = frozenset({"strftime", "date", "datetimeformat", "format_datetime", "dateformat",
                              "format_date"})
 _PLACEHOLDER = re.compile(r"\{\{\s*[.$]?\s*([A-Za-z_][\w.]*)\s*\}\}")
@@ -92,10 +101,15 @@ def classify_expr(expr: nodes.Node, origin: str,
         if isinstance(node, nodes.Name):
             vol = bound.get(node.name) or _vol_from_name(node.name, origin)
         elif isinstance(node, nodes.Getattr):
-            if node.attr in ("strftime", "isoformat", "date", "time", "format"):
+            dotted = _dotted(node)
+            if dotted is not None and dotted in bound:  # m.stamp: an imported macro
+                vol = bound[dotted]
+            elif node.attr in ("strftime", "isoformat", "date", "time", "format"):
                 vol = None
             else:
-                vol = _vol_from_name(node.attr, origin)
+                # request.id reads as request_id; user.id stays unknown (classify_name)
+                vol = ((_vol_from_name(dotted, origin) if dotted is not None else None)
+                       or _vol_from_name(node.attr, origin))
         elif isinstance(node, nodes.Call):
             fn = node.node
             fname = fn.name if isinstance(fn, nodes.Name) else (
@@ -115,10 +129,13 @@ def classify_expr(expr: nodes.Node, origin: str,
         elif isinstance(node, nodes.Filter):
             if node.name in _RANDOM_FILTERS:
                 vol = Volatility("random", None, origin)
-            elif node.name in _FORMAT_FILTERS and node.args:
-                fmt = _const_str(node.args[0])
-                if fmt is not None:
-                    fmt_gran = granularity_of_strftime(fmt)
+            elif node.name in _FORMAT_FILTERS:
+                if node.args:
+                    fmt = _const_str(node.args[0])
+                    if fmt is not None:
+                        fmt_gran = granularity_of_strftime(fmt)
+                if _const_str(node.node) in _CLOCK_WORDS:  # {{ "now"|strftime("%H:%M") }}
+                    vol = Volatility("timestamp", "second", origin)
         if vol is not None and found is None:
             found = vol
     if found is not None and found.kind == "timestamp" and fmt_gran is not None:
@@ -126,9 +143,224 @@ def classify_expr(expr: nodes.Node, origin: str,
     return found
 
 
+def _dotted(node: nodes.Node) -> str | None:
+    """``"request.id"`` for ``request.id`` (a chain of attributes on a name), else None."""
+    parts: list[str] = []
+    while isinstance(node, nodes.Getattr):
+        parts.append(node.attr)
+        node = node.node
+    if not isinstance(node, nodes.Name):
+        return None
+    parts.append(node.name)
+    return ".".join(reversed(parts))
+
+
+# ------------------------------------------------------------------------ includes
+#: Largest template file read through ``{% include %}`` / ``{% import %}``.
+_MAX_INCLUDED_BYTES = 2_000_000
+#: Deepest chain of includes / imports followed.
+_MAX_INCLUDE_DEPTH = 16
+
+
+class TemplateLoader:
+    """Reads the templates a Jinja template includes or imports, for the linter only (parsed,
+    never rendered). Names resolve relative to the including template's folder.
+
+    Problems (a missing file, an include cycle, a name that is not a string literal, a
+    syntax error in the included file) never raise: each adds one sentence to ``notes`` and
+    the include is not followed.
+
+    Args:
+        folder: the folder of the template being linted.
+        notes: where the notes go (shared by the loaders of nested includes).
+        stack: resolved paths of the templates being read, outermost (the linted template
+            itself) first: the cycle guard.
+    """
+
+    def __init__(self, folder: Path, notes: list[str] | None = None,
+                 stack: tuple[Path, ...] = (),
+                 cache: dict[Path, tuple[str, nodes.Template] | None] | None = None) -> None:
+        self.folder = folder
+        self.notes: list[str] = notes if notes is not None else []
+        self.stack = stack
+        self._cache: dict[Path, tuple[str, nodes.Template] | None] = (
+            cache if cache is not None else {})
+
+    def _note(self, lineno: int | None, what: str, reason: str) -> None:
+        where = f"line {lineno}: " if lineno else ""
+        if len(self.stack) > 1:  # in an included file
+            where = f"{self.stack[-1].name}: {where}"
+        note = f"{where}{what} not followed: {reason}"
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def open(self, name: str, lineno: int | None,
+             what: str) -> tuple[str, nodes.Template, TemplateLoader] | None:
+        """The text, parse tree and loader (for its own includes) of template ``name``, or
+        None (with a note) when it cannot be read."""
+        path = (self.folder / name).resolve()
+        if path in self.stack or len(self.stack) >= _MAX_INCLUDE_DEPTH:
+            chain = " -> ".join(p.name for p in (*self.stack, path))
+            self._note(lineno, what, f"include cycle ({chain})" if path in self.stack
+                       else f"more than {_MAX_INCLUDE_DEPTH} nested includes")
+            return None
+        if path not in self._cache:
+            self._cache[path] = self._read(path, name, lineno, what)
+        got = self._cache[path]
+        if got is None:
+            return None
+        text, tree = got
+        child = TemplateLoader(path.parent, self.notes, (*self.stack, path), self._cache)
+        return text, tree, child
+
+    def _read(self, path: Path, name: str, lineno: int | None,
+              what: str) -> tuple[str, nodes.Template] | None:
+        try:
+            if not path.is_file():
+                self._note(lineno, what, f"{name} not found in {self.folder}")
+                return None
+            if path.stat().st_size > _MAX_INCLUDED_BYTES:
+                self._note(lineno, what, f"{name} is larger than {_MAX_INCLUDED_BYTES} bytes")
+                return None
+            text = path.read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else (
+                exc.strerror or type(exc).__name__)
+            self._note(lineno, what, f"cannot read {name} ({reason})")
+            return None
+        try:
+            return text, _ENV.parse(text)
+        except TemplateSyntaxError as exc:
+            self._note(lineno, what, f"Jinja syntax error in {name} at line {exc.lineno}: "
+                                     f"{exc.message or 'syntax error'}")
+        except RecursionError:
+            self._note(lineno, what, f"{name} nested too deeply")
+        return None
+
+
+def _template_name(node: nodes.Node, loader: TemplateLoader, what: str) -> str | None:
+    """The template an include / import names (a string literal), else None with a note."""
+    name = _const_str(getattr(node, "template", None))
+    if name is None:
+        loader._note(getattr(node, "lineno", None), what,
+                     "the template name is not a string literal")
+    return name
+
+
+def _first_volatile(text: str, tree: nodes.Template, loader: TemplateLoader,
+                    origin_prefix: str) -> Volatility | None:
+    """The first volatile hole of an included template (its own includes followed)."""
+    bound = _bound_names(tree, loader)
+    for piece in _pieces(text, line_position(text), tree, bound, loader):
+        if piece.kind == "hole" and piece.volatility is not None:
+            v = piece.volatility
+            return Volatility(v.kind, v.granularity, f"{origin_prefix}: {v.origin}")
+    return None
+
+
+def _include_volatility(node: nodes.Include, loader: TemplateLoader) -> Volatility | None:
+    what = "{% include %}"
+    name = _template_name(node, loader, what)
+    if name is None:
+        return None
+    what = f'{{% include "{name}" %}}'
+    if node.ignore_missing and not (loader.folder / name).is_file():
+        return None
+    got = loader.open(name, node.lineno, what)
+    if got is None:
+        return None
+    text, tree, child = got
+    return _first_volatile(text, tree, child, name)
+
+
+def _macro_volatility(tree: nodes.Template, bound: dict[str, Volatility],
+                      loader: TemplateLoader | None, where: str) -> dict[str, Volatility]:
+    """Macros of ``tree`` whose output holds a volatile value (a hole, an include, a call of
+    another such macro): name -> that value."""
+    macros = list(tree.find_all(nodes.Macro))
+    out: dict[str, Volatility] = {}
+    for _ in range(len(macros) + 1):  # until no macro changes (macros calling macros)
+        changed = False
+        for macro in macros:
+            if macro.name in out:
+                continue
+            scope = {**bound, **out}
+            for arg in macro.args:  # a parameter is whatever the caller passes
+                scope.pop(arg.name, None)
+            vol = _body_volatility(macro, scope, loader,
+                                   f"macro {macro.name}" + (f" in {where}" if where else ""))
+            if vol is not None:
+                out[macro.name] = vol
+                changed = True
+        if not changed:
+            break
+    return out
+
+
+def _body_volatility(macro: nodes.Macro, scope: dict[str, Volatility],
+                     loader: TemplateLoader | None, where: str) -> Volatility | None:
+    for node in macro.find_all((nodes.Output, nodes.Include)):
+        if isinstance(node, nodes.Include):
+            vol = _include_volatility(node, loader) if loader is not None else None
+            if vol is not None:
+                return Volatility(vol.kind, vol.granularity, f"{where}: {vol.origin}")
+            continue
+        if not isinstance(node, nodes.Output):
+            continue
+        for expr in node.nodes:
+            if isinstance(expr, nodes.TemplateData):
+                continue
+            vol = classify_expr(expr, f"{where}: {{{{ {_source_of(expr)} }}}}", scope)
+            if vol is not None:
+                return vol
+    return None
+
+
+def _source_of(expr: nodes.Node) -> str:
+    """Short readable text for a Jinja expression (the call or name it is)."""
+    if isinstance(expr, nodes.Call):
+        inner = _source_of(expr.node)
+        return f"{inner}()"
+    if isinstance(expr, nodes.Filter):
+        return f"{_source_of(expr.node) if expr.node is not None else ''}|{expr.name}"
+    dotted = _dotted(expr)
+    if dotted is not None:
+        return dotted
+    const = _const_str(expr)
+    return repr(const) if const is not None else type(expr).__name__.lower()
+
+
+def _imported(tree: nodes.Template, loader: TemplateLoader) -> dict[str, Volatility]:
+    """Volatile macros brought in by ``{% import "f" as m %}`` (as ``m.name``) and
+    ``{% from "f" import name as alias %}`` (as ``alias``)."""
+    out: dict[str, Volatility] = {}
+    for node in tree.find_all((nodes.Import, nodes.FromImport)):
+        kind = "import" if isinstance(node, nodes.Import) else "from ... import"
+        name = _template_name(node, loader, f"{{% {kind} %}}")
+        if name is None:
+            continue
+        got = loader.open(name, node.lineno, f'{{% {kind} "{name}" %}}')
+        if got is None:
+            continue
+        _text, sub, child = got
+        macros = _macro_volatility(sub, _bound_names(sub, child), child, name)
+        if isinstance(node, nodes.Import):
+            out.update({f"{node.target}.{m}": v for m, v in macros.items()})
+        elif isinstance(node, nodes.FromImport):
+            for item in node.names:
+                src, alias = item if isinstance(item, tuple) else (item, item)
+                if src in macros:
+                    out[alias] = macros[src]
+    return out
+
+
 # ------------------------------------------------------------------------ jinja
-def _bound_names(tree: nodes.Template) -> dict[str, Volatility]:
-    bound: dict[str, Volatility] = {}
+def _bound_names(tree: nodes.Template,
+                 loader: TemplateLoader | None = None) -> dict[str, Volatility]:
+    """Names whose value is volatile: ``{% set x = now() %}``, and the template's own and
+    imported macros whose output is (a macro is volatile where it is called)."""
+    bound: dict[str, Volatility] = _imported(tree, loader) if loader is not None else {}
+    bound.update(_macro_volatility(tree, bound, loader, ""))
     for assign in tree.find_all(nodes.Assign):
         target = assign.target
         if isinstance(target, nodes.Name):
@@ -138,28 +370,58 @@ def _bound_names(tree: nodes.Template) -> dict[str, Volatility]:
     return bound
 
 
-def jinja_pieces(source: str, position: Position) -> list[Piece]:
+def jinja_pieces(source: str, position: Position,
+                 loader: TemplateLoader | None = None) -> list[Piece]:
     """Pieces of a Jinja template (static ``data`` runs and ``{{ }}`` holes).
+
+    With a ``loader``, ``{% include "f" %}`` is a hole at the include site holding the
+    included template's first volatile value (if any), and macros imported with
+    ``{% import %}`` / ``{% from ... import %}`` (or defined in the template) whose output is
+    volatile make the holes that call them volatile. Without one, includes are not followed.
 
     Raises:
         JinjaSyntaxError: the template does not parse (jinja2's message and line).
     """
     try:
         tree = _ENV.parse(source)
-        tokens = list(_ENV.lex(source))
+        bound = _bound_names(tree, loader)
     except TemplateSyntaxError as exc:
         raise JinjaSyntaxError(exc.message or "syntax error", exc.lineno) from None
     except RecursionError:
         raise JinjaSyntaxError("template nested too deeply", None) from None
-    bound = _bound_names(tree)
+    return _pieces(source, position, tree, bound, loader)
+
+
+def _pieces(source: str, position: Position, tree: nodes.Template,
+            bound: dict[str, Volatility], loader: TemplateLoader | None) -> list[Piece]:
+    try:
+        tokens = list(_ENV.lex(source))
+    except TemplateSyntaxError as exc:
+        raise JinjaSyntaxError(exc.message or "syntax error", exc.lineno) from None
+    includes: dict[int, list[nodes.Include]] = {}
+    if loader is not None:
+        for node in tree.find_all(nodes.Include):
+            includes.setdefault(node.lineno, []).append(node)
     pieces: list[Piece] = []
     pos = 0
     hole_start: int | None = None
-    for _lineno, ttype, value in tokens:
+    block_start: int | None = None
+    block_tag: str | None = None
+    tag_line = 0
+    in_macro = 0  # depth of {% macro %} definitions around the current token
+    for lineno, ttype, value in tokens:
         at = source.find(value, pos) if value else pos
         if at < 0:
             at = pos
-        if ttype == "data":
+        if in_macro:  # a macro's body is output where the macro is called, not here
+            if ttype == "name" and block_start is not None and block_tag is None:
+                block_tag = value
+                in_macro += {"macro": 1, "endmacro": -1}.get(value, 0)
+            elif ttype == "block_begin":
+                block_start, block_tag = at, None
+            elif ttype == "block_end":
+                block_start = None
+        elif ttype == "data":
             if value:
                 line, col = position(at)
                 pieces.append(Piece("text", value, line, col))
@@ -178,6 +440,22 @@ def jinja_pieces(source: str, position: Position) -> list[Piece]:
             line, col = position(hole_start)
             pieces.append(Piece("hole", hole_src, line, col, vol))
             hole_start = None
+        elif ttype == "block_begin":
+            block_start, block_tag = at, None
+        elif ttype == "name" and block_start is not None and block_tag is None:
+            block_tag, tag_line = value, lineno
+            if value == "macro":
+                in_macro = 1
+        elif ttype == "block_end" and block_start is not None:
+            waiting = includes.get(tag_line) if block_tag == "include" else None
+            include = waiting.pop(0) if waiting else None
+            if include is not None and loader is not None:
+                vol = _include_volatility(include, loader)
+                if vol is not None:  # the included text sits here
+                    line, col = position(block_start)
+                    tag = source[block_start:at + len(value)]
+                    pieces.append(Piece("hole", f"{tag} ({vol.origin})", line, col, vol))
+            block_start = None
         pos = at + len(value)
     return pieces
 
