@@ -116,3 +116,30 @@ def test_first_message_after_a_system_breakpoint_is_outside_the_prefix() -> None
             "{'role': 'assistant', 'content': 'ok'}, {'role': 'user', 'content': q}]")
     assert _anthropic(system, msgs) == []
     assert [f.code for f in _anthropic("STABLE", msgs)] == ["PC101"]  # no breakpoint: as before
+
+
+JSON_HEAD = ("import json\nimport anthropic\nclient = anthropic.Anthropic()\n"
+             "RULES = 'Rules. ' * 2000\n")
+
+
+def test_set_joined_into_text_suggests_sorted_not_sort_keys() -> None:
+    found = _lint(JSON_HEAD + "def run(tags, q):\n    listing = ', '.join(set(tags))\n"
+                  "    return client.messages.create(model='claude-sonnet-4-6', max_tokens=5,"
+                  " system='Tags: ' + listing + RULES, messages=[{'role': 'user', 'content': q}])\n")
+    assert [f.code for f in found] == ["PC203"]
+    assert "sorted(" in found[0].fix and "sort_keys" not in found[0].fix
+
+
+def test_unsorted_json_dumps_keeps_the_sort_keys_fix() -> None:
+    found = _lint(JSON_HEAD + "def run(profile, q):\n"
+                  "    return client.messages.create(model='claude-sonnet-4-6', max_tokens=5,"
+                  " system=json.dumps(profile) + RULES, messages=[{'role': 'user', 'content': q}])\n")
+    assert [f.code for f in found] == ["PC203"] and "sort_keys=True" in found[0].fix
+
+
+def test_json_round_trip_is_not_a_key_order_change() -> None:
+    tool = "[{'name': 'x', 'description': 'd', 'input_schema': json.loads(json.dumps(schema))}]"
+    found = _lint(JSON_HEAD + "def run(schema, q):\n"
+                  "    return client.messages.create(model='claude-sonnet-4-6', max_tokens=5,"
+                  f" system=RULES, tools={tool}, messages=[{{'role': 'user', 'content': q}}])\n")
+    assert found == []

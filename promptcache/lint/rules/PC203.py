@@ -10,6 +10,9 @@ from promptcache.lint.rules._common import divergence, key_order_path, same_cano
 
 __all__ = ["Rule_PC203"]
 
+#: The fix for text built by iterating a set: its order, not a dict's keys, is what varies.
+_SET_FIX = "iterate sorted(...) instead of the set (e.g. \", \".join(sorted(items)))"
+
 
 class Rule_PC203(Rule):
     """JSON key order (or set iteration order) varies inside the cached prefix.
@@ -34,6 +37,10 @@ class Rule_PC203(Rule):
     ```python
     system = "Config:\\n" + json.dumps(config, sort_keys=True)
     ```
+
+    For text built from a set, iterate ``sorted(the_set)`` instead (the finding's fix says
+    so). ``json.loads(json.dumps(x))`` is a copy of ``x`` in ``x``'s own key order and is not
+    reported.
 
     ## Fix safety
     Safe: sorting keys does not change the JSON's meaning. The first request after the change
@@ -82,4 +89,4 @@ class Rule_PC203(Rule):
                 msg = (f"text built from {flow.volatility.origin} flows into {flow.sink} of "
                        f"{flow.call} (line {flow.sink_line}): set order changes between "
                        "processes")
-                yield ctx.finding(self, flow, msg)
+                yield ctx.finding(self, flow, msg, fix=_SET_FIX)

@@ -377,6 +377,12 @@ class _Scope:
                 # random value: the new one stands for its arguments' random taints
                 return (frozenset(t for t in args_taint if t.vol.kind != "random")
                         | {self._new(node, "random", None, _origin(node))})
+            if (name == "json.loads" and node.args and isinstance(node.args[0], ast.Call)
+                    and self.resolve(node.args[0].func) == "json.dumps"):
+                # json.loads(json.dumps(x)): a deep copy, its keys in x's order; the round
+                # trip adds no key-order change of its own
+                inner = node.args[0]
+                return self._union([*inner.args, *(k.value for k in inner.keywords)])
             if name == "json.dumps":
                 sort = any(k.arg == "sort_keys" and not (isinstance(k.value, ast.Constant)
                                                          and not k.value.value)
