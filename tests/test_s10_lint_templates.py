@@ -83,3 +83,21 @@ def test_request_id_attribute_and_now_string_filter(tmp_path: Path) -> None:
     res = _lint(tmp_path, {"f.j2": 'Now: {{ "now"|strftime("%H:%M") }}\n' + STABLE}, "f.j2")
     assert [f.code for f in res.findings] == ["PC104"]
     assert res.findings[0].details["granularity"] == "minute"
+
+
+HBS = "{{#if urgent}}URGENT {{/if}}It is {{currentDateTime}}.\n" + STABLE
+
+
+def test_handlebars_file_named_explicitly_is_linted_not_a_jinja_error(tmp_path: Path) -> None:
+    for name in ("p.hbs", "p.handlebars", "p.mustache", "p.tmpl"):
+        res = _lint(tmp_path, {name: HBS}, name)
+        assert res.errors == [], name
+        assert [(f.code, f.col) for f in res.findings] == [("PC104", 35)], name
+
+
+def test_folder_walk_includes_handlebars_and_mustache(tmp_path: Path) -> None:
+    for name in ("a.hbs", "b.handlebars", "c.mustache"):
+        (tmp_path / name).write_text(HBS, encoding="utf-8")
+    res = lint_paths([str(tmp_path)])
+    assert sorted(Path(f).name for f in res.files) == ["a.hbs", "b.handlebars", "c.mustache"]
+    assert len(res.findings) == 3 and res.errors == []

@@ -6,6 +6,7 @@ standard input.
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePath
 
 from promptcache.lint.sources.base import Document, LoadOptions, Source, parse_suppressions
@@ -21,6 +22,8 @@ __all__ = ["SOURCES", "Document", "LoadOptions", "Source", "parse_suppressions",
 
 SOURCES: tuple[Source, ...] = (REQUEST_JSON, JSONL, JINJA, PROMPT_FILES, TEXT, PYTHON)
 _BY_SUFFIX: dict[str, Source] = {s: src for src in SOURCES for s in src.suffixes}
+#: A Handlebars / Mustache section tag (``{{#if x}}``, ``{{/if}}``, ``{{^x}}``): Jinja has none.
+_HANDLEBARS_BLOCK = re.compile(r"\{\{~?[#/^]")
 
 
 def suffixes() -> frozenset[str]:
@@ -36,6 +39,9 @@ def source_for(file: str) -> Source | None:
 def source_for_content(text: str) -> Source:
     """Guess the input kind of unnamed text (standard input)."""
     stripped = text.lstrip()
+    if ("{%" not in text and (stripped.startswith("{{") or not stripped.startswith(("{", "[")))
+            and _HANDLEBARS_BLOCK.search(text)):
+        return TEXT  # {{#if}} / {{/each}}: Handlebars or Mustache, not Jinja (nor JSON)
     if stripped.startswith("{"):
         lines = [ln for ln in stripped.splitlines() if ln.strip()]
         if len(lines) > 1 and all(ln.lstrip().startswith("{") and ln.rstrip().endswith("}")

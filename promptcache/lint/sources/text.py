@@ -1,4 +1,5 @@
-"""Plain-text and Markdown prompts (``.txt``, ``.md``, ``.markdown``, ``.prompt``).
+"""Plain-text, Markdown and Handlebars / Mustache prompts (``.txt``, ``.md``, ``.markdown``,
+``.prompt``, ``.hbs``, ``.handlebars``, ``.mustache``).
 
 The whole file is one template; its placeholder syntax is detected (Jinja, Go / Handlebars /
 Semantic Kernel ``{{ }}`` placeholders, ``str.format`` fields) so volatile holes such as
@@ -29,7 +30,8 @@ class TextSource:
     """Plain-text / Markdown prompt files."""
 
     name = "text"
-    suffixes: tuple[str, ...] = (".txt", ".md", ".markdown", ".prompt")
+    suffixes: tuple[str, ...] = (".txt", ".md", ".markdown", ".prompt", ".hbs", ".handlebars",
+                                 ".mustache")
 
     def load(self, file: str, text: str, options: LoadOptions) -> Document:
         """See :class:`promptcache.lint.sources.base.Source`.
