@@ -143,3 +143,12 @@ def test_json_round_trip_is_not_a_key_order_change() -> None:
                   "    return client.messages.create(model='claude-sonnet-4-6', max_tokens=5,"
                   f" system=RULES, tools={tool}, messages=[{{'role': 'user', 'content': q}}])\n")
     assert found == []
+
+
+def test_developer_message_is_named_as_one() -> None:
+    for role in ("developer", "system"):
+        found = _lint(HEAD + "def ask(q):\n"
+                      f"    msg = {{'role': '{role}', 'content': f'Now {{time.time()}} ' + BASE}}\n"
+                      "    return client.chat.completions.create(model='gpt-5', "
+                      "messages=[msg, {'role': 'user', 'content': q}])\n")
+        assert len(found) == 1 and f"a role={role} message" in found[0].message, role

@@ -27,7 +27,7 @@ from promptcache.lint.sources.base import Document
 from promptcache.prefix import PrefixView, render
 
 __all__ = ["LintResult", "UnknownModelNote", "lint_paths", "lint_request", "lint_text",
-           "project_path"]
+           "project_path", "project_root"]
 
 #: Folders never walked into (ruff's default ``exclude`` list, plus ``__pycache__``): tool,
 #: VCS, cache and build folders. Other dot-folders are walked (``.github/prompts``,
@@ -339,6 +339,13 @@ def _project_root(folder: str, cache: dict[str, str] | None = None) -> str:
         for v in visited:
             cache[v] = found
     return found
+
+
+def project_root(file: str) -> str:
+    """The folder finding paths of ``file`` are relative to when no configuration names one:
+    the nearest folder above it holding a ``pyproject.toml`` or ``.git``, else the current
+    directory (absolute)."""
+    return _project_root(os.path.dirname(os.path.abspath(file)))
 
 
 def project_path(file: str, root: str | Path | None = None,

@@ -21,7 +21,7 @@ import click
 
 from promptcache._cliutil import check_model
 from promptcache._errors import InputError
-from promptcache.lint.api import LintResult, lint_paths
+from promptcache.lint.api import LintResult, lint_paths, project_root
 from promptcache.lint.config import ConfigError, LintConfig, find_pyproject
 from promptcache.lint.finding import Baseline, Severity
 from promptcache.lint.formats import FORMATS
@@ -298,6 +298,8 @@ def _run(paths: list[str], *, fmt: str, select: tuple[str, ...], extend_select: 
     else:
         result = lint_paths(paths, stdin=data, stdin_name=stdin_filename, config_for=configs)
     _report(result, fmt, out, err)
+    if configs.baseline is not None:
+        _baseline_hint(result, configs, err)
     for folder in result.empty_folders:
         err.write(f"promptcache lint: warning: no files to lint found under {folder}\n")
     if result.errors:
@@ -305,6 +307,26 @@ def _run(paths: list[str], *, fmt: str, select: tuple[str, ...], extend_select: 
     if exit_zero:
         return 0
     return result.exit_code
+
+
+def _baseline_hint(result: LintResult, configs: _Configs, err: IO[str]) -> None:
+    """A note on stderr when a ``--baseline`` with entries hid none of this run's findings:
+    findings match by path relative to the project root, so a baseline written from another
+    folder (no ``pyproject.toml`` / ``.git`` marking the root) matches nothing (new-user
+    trial 15)."""
+    entries = sum(configs.baseline.counts.values()) if configs.baseline is not None else 0
+    if not entries or result.in_baseline or not result.findings:
+        return
+    first = result.findings[0]
+    config = configs(first.file)
+    root = (str(config.root) if config.root is not None
+            else project_root(first.file))
+    err.write(f"promptcache lint: note: 0 of the {entries} --baseline "
+              f"entr{'ies' if entries != 1 else 'y'} matched a finding. Baseline entries match by "
+              f"path relative to the project root (here {root}: the nearest folder above the "
+              "file holding a pyproject.toml or .git, else the current folder); lint from the "
+              "folder the baseline was written from, or mark the project root with a "
+              "pyproject.toml\n")
 
 
 def main(argv: list[str], *, stdin: bytes | None = None, stdout: IO[str] | None = None,

@@ -1,7 +1,9 @@
 """Human-readable output: ``file:line:col: CODE [severity] message`` plus a fix hint line, and
 a summary line that also counts the findings the severity floor (``--min-severity`` or
 ``min-severity`` in ``pyproject.toml``) and ``--baseline`` hid
-(``All checks passed (8 files; 5 findings below min-severity error).``)."""
+(``All checks passed (8 files; 5 findings below min-severity error).``); when every file read
+was skipped (a JSON file that is not a request), ``Nothing linted: 1 file skipped, ...`` and
+each file's reason."""
 
 from __future__ import annotations
 
@@ -45,6 +47,12 @@ def emit(result: LintResult, stream: IO[str]) -> None:
         stream.write(f"Found {n} finding{'s' if n != 1 else ''} ({parts}) in "
                      f"{checked} file{'s' if checked != 1 else ''}{skipped}"
                      f"{f'; not shown: {hidden}' if hidden else ''}.\n")
+    elif not result.errors and checked == 0 and result.skipped:
+        # a file named on the command line that holds nothing to lint has not "passed"
+        k = len(result.skipped)
+        stream.write("Nothing linted: 1 file skipped, not a lintable input (reason below).\n"
+                     if k == 1 else f"Nothing linted: {k} files skipped, none a lintable "
+                     "input (reasons below).\n")
     elif not result.errors:
         stream.write(f"All checks passed ({checked} "
                      f"file{'s' if checked != 1 else ''}{skipped}{f'; {hidden}' if hidden else ''}"

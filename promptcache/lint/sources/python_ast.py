@@ -629,7 +629,8 @@ class _Scope:
 
     def _system_message(self, node: ast.Call | ast.Dict) -> None:
         """A system / developer message under construction is the start of the prefix."""
-        if _role_of(node) not in ("system", "developer"):
+        role = _role_of(node)
+        if role not in ("system", "developer"):
             return
         content: ast.expr | None = None
         if isinstance(node, ast.Dict):
@@ -641,7 +642,7 @@ class _Scope:
                 if kw.arg in ("content", "text"):
                     content = kw.value
         if content is not None:
-            self._emit(self.taint(content), "content", "a role=system message", content)
+            self._emit(self.taint(content), "content", f"a role={role} message", content)
 
     def sinks(self, stmt: ast.stmt) -> None:
         if not self.record:
