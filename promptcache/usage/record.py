@@ -204,9 +204,9 @@ class UsageRecord(BaseModel):
         uncached = data.get("uncached_input")
         write = data.get("cache_write")
         w5, w1 = data.get("cache_write_5m"), data.get("cache_write_1h")
-        counts = (read, uncached, write, w5, w1)
-        if any(v is not None and not _is_count(v) for v in counts):
-            return data  # a bad value: left to the field validation
+        for v in (read, uncached, write, w5, w1):
+            if v is not None and not (v.__class__ is int and v >= 0) and not _is_count(v):
+                return data  # a bad value: left to the field validation
         writes = write if write is not None else (
             w5 + w1 if w5 is not None and w1 is not None else 0)
         if (read or 0) + writes + (uncached or 0) <= total:

@@ -435,16 +435,26 @@ def _policy(model: str | None) -> Any:
     return find_policy(model)
 
 
-def _short_prompt_writes(record: UsageRecord) -> UsageRecord:
+def _short_prompt_writes(record: UsageRecord,
+                         minimums: dict[str, int | None] | None = None) -> UsageRecord:
     """``record`` with its unreported cache writes set to 0 when its prompt is under the
     model's minimum cacheable length (nothing can be written there, hosted-api-rules.md 2.1 /
     2.3) and it read nothing: GPT-5.6+ Chat Completions usage off the Standard tier omits
     ``cache_write_tokens`` (2.4), which left such a record's cost and uncached part unknown
-    although both are known (review 13). Any other record is returned as is."""
+    although both are known (review 13). Any other record is returned as is.
+
+    ``minimums``: the minimum of each model id seen so far (it depends on the id only), kept
+    by the caller."""
     if record.writes is not None or record.cache_read or record.input_total is None or \
             record.model is None:  # without a model, no price: nothing to make known
         return record
-    minimum = minimum_cacheable_tokens(record)
+    model = record.model
+    if minimums is not None and model.__class__ is str and model in minimums:
+        minimum = minimums[model]
+    else:
+        minimum = minimum_cacheable_tokens(record)
+        if minimums is not None and model.__class__ is str and len(minimums) < _MODELS_CACHED:
+            minimums[model] = minimum
     if minimum is None or record.input_total >= minimum:
         return record
     return record.model_copy(update={
@@ -571,6 +581,7 @@ class UsageTracker:
         self._tier_rules: dict[str, tuple[TierLike, ...]] = {}
         self._static_prices: dict[str, Any] = {}
         self._policy_ttls: dict[str, float | None] = {}
+        self._minimums: dict[str, int | None] = {}
         #: models whose prices may change within a day (see prices_for)
         self._half_hour_priced: set[str] = set()
 
@@ -680,11 +691,13 @@ class UsageTracker:
                 None): :meth:`add_response` parses a response, or pass
                 ``parse_usage(obj)``.
         """
-        _check_record(record, "add")
+        if not isinstance(record, UsageRecord):
+            _check_record(record, "add")
         events = self._ingest(record)
         for sink in self._sinks:
             sink.write(record)
-        self._dispatch(events)
+        if events:
+            self._dispatch(events)
         return events
 
     async def aadd(self, record: UsageRecord) -> tuple[UsageEvent, ...]:
@@ -704,7 +717,7 @@ class UsageTracker:
         return record
 
     def _ingest(self, record: UsageRecord) -> tuple[UsageEvent, ...]:
-        record = _short_prompt_writes(record)
+        record = _short_prompt_writes(record, self._minimums)
         cost = self.cost_of(record)
         cacheable = self._is_cacheable(record)
         with self._lock:
@@ -803,27 +816,28 @@ class UsageTracker:
             return []
         prev_state = self._sessions.get(rec.session)
         ttl_rec = self._ttl_for(rec)  # once a session wrote 1h entries, they outlive 5m gaps
-        new_ttl = ttl_rec if prev_state is None else max(prev_state.ttl, ttl_rec)
-        self._sessions[rec.session] = _Session(rec, new_ttl)
         if prev_state is None:
+            self._sessions[rec.session] = _Session(rec, ttl_rec)
             return []
-        prev = prev_state.last
+        prev, prev_ttl = prev_state.last, prev_state.ttl
+        # the session's state now holds this record (updated in place: no new object per record)
+        prev_state.last, prev_state.ttl = rec, max(prev_ttl, ttl_rec)
         gap = None if prev.start is None or rec.start is None else rec.start - prev.start
         if rec.cache_read == 0 and ((prev.cache_read or 0) > 0 or (prev.writes or 0) > 0):
-            cause = classify_collapse(prev, rec, prev_state.ttl)
+            cause = classify_collapse(prev, rec, prev_ttl)
             return [UsageEvent(
                 "collapse", f"session {rec.session!r}{_rid(rec)}: cache reads dropped to 0 "
                 f"({cause})",
-                rec, {"session": rec.session, "gap_seconds": gap, "ttl_seconds": prev_state.ttl,
+                rec, {"session": rec.session, "gap_seconds": gap, "ttl_seconds": prev_ttl,
                       "cause": cause, "previous_read": prev.cache_read},
             )]
-        if gap is not None and gap > prev_state.ttl:
+        if gap is not None and gap > prev_ttl:
             return []
         reg = check_append_only(prev, rec)
         if reg is None:
             return []
         data: dict[str, Any] = {"session": rec.session, "gap_seconds": gap,
-                                "ttl_seconds": prev_state.ttl}
+                                "ttl_seconds": prev_ttl}
         return [UsageEvent(
             "prefix_regression",
             f"session {rec.session!r}{_rid(rec)}: read {reg.observed_read} tokens, expected at least "
