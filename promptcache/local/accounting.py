@@ -28,6 +28,9 @@ https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-c
   after a ``5m`` one, or an explicit marker on the automatic target with another TTL: HTTP 400.
 * ``input_tokens`` excludes reads and writes; ``cache_creation`` splits writes by TTL (the
   tokens between two written breakpoints take the TTL of the later one).
+* Token counts are the local model's tokens for every model: the catalog's ``token_ratio``
+  (1.3 on Claude 4.7+, hosted-api-rules.md 1.10) is not applied, so minimums are checked
+  against local counts (see :mod:`promptcache.local.api_anthropic` for why and the effect).
 
 OpenAI (hosted-api-rules.md 2.1-2.4; https://developers.openai.com/api/docs/guides/prompt-caching):
 

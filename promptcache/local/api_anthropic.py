@@ -14,6 +14,19 @@ generated so far: message_start is sent once the prefill has run, like the real 
 **cumulative** counts on ``message_delta`` (no ``cache_creation`` there, as in
 ``MessageDeltaUsage``).
 
+Token counts (usage and count_tokens) are the local model's own tokens (o200k_base ids for the
+default random model, a checkpoint's tokenizer otherwise) for every Claude model: the catalog's
+``token_ratio`` (1.3 on Claude 4.7 and later, whose tokenizer "produces about 30% more tokens",
+hosted-api-rules.md 1.10), which ``promptcache count`` applies to its cl100k_base estimate, is
+**not** applied. So on 4.7+ models the backend reports about 1/1.3 of the hosted count (and of
+``promptcache count``) and checks the model's minimum (Opus 4.7: 2,048) against that smaller
+count: a prefix of about 1,580-2,047 local tokens is cached on the hosted API but not here.
+Why not scaled: every count reported here is a position in the backend's own KV cache (reads,
+writes and breakpoints line up exactly with :func:`~promptcache.local.template.apply_template`
+spans, and reported reads are checked against the physical reuse); a rounded "about 30%"
+factor would break that exactness, and even the 4.6 counts are not Anthropic's tokenizer's.
+To test a 4.7+ minimum, size the prefix against ``min_cacheable_tokens / token_ratio``.
+
 Limits: input tokens + ``max_tokens`` above the local model's context is a 400 ("input length
 and `max_tokens` exceed context limit: A + B > C", the API's wording; the bound is the local
 model's context, as the catalog records no per-model output limit). A non-streamed request
