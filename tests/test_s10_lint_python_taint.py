@@ -152,3 +152,51 @@ def test_developer_message_is_named_as_one() -> None:
                       "    return client.chat.completions.create(model='gpt-5', "
                       "messages=[msg, {'role': 'user', 'content': q}])\n")
         assert len(found) == 1 and f"a role={role} message" in found[0].message, role
+
+
+def test_helper_returning_messages_takes_the_call_site_argument() -> None:
+    found = _lint(HEAD + "def build(v, q):\n"
+                  "    return [{'role': 'system', 'content': f'v={v} ' + BASE}, "
+                  "{'role': 'user', 'content': q}]\n"
+                  "def ask(q):\n"
+                  "    return client.chat.completions.create(model='gpt-5', "
+                  "messages=build(datetime.now(), q))\n"
+                  "def ask_stable(q):\n"
+                  "    return client.chat.completions.create(model='gpt-5', "
+                  "messages=build('v1', q))\n")
+    assert [(f.code, f.line) for f in found] == [("PC101", 9)]
+    assert found[0].details["sink_line"] == 9
+
+
+AGENT = ("from datetime import datetime\nimport uuid\nfrom anthropic import Anthropic\n"
+         "BASE = 'You are a research agent. ' * 500\n"
+         "class Agent:\n"
+         "    def __init__(self):\n"
+         "        self.client = Anthropic()\n"
+         "        self.system_prompt = f'Started {datetime.now().isoformat()}\\n{BASE}'\n"
+         "        self.stable = BASE\n"
+         "    def step(self, messages):\n"
+         "        return self.client.messages.create(model='claude-sonnet-4-6', max_tokens=9,"
+         " system=self.system_prompt, messages=messages)\n"
+         "    def calm(self, messages):\n"
+         "        return self.client.messages.create(model='claude-sonnet-4-6', max_tokens=9,"
+         " system=self.stable, messages=messages)\n"
+         "class Other:\n"
+         "    def step(self, client, messages):\n"
+         "        return client.messages.create(model='claude-sonnet-4-6', max_tokens=9,"
+         " system=self.system_prompt, messages=messages)\n")
+
+
+def test_self_attribute_set_in_another_method_is_followed() -> None:
+    found = _lint(AGENT)
+    assert [(f.code, f.line, f.details["sink_line"]) for f in found] == [("PC101", 8, 11)]
+
+
+def test_per_instance_prompt_cache_key_is_not_a_key_per_request() -> None:
+    src = ("import uuid\nfrom openai import OpenAI\nclass Chat:\n"
+           "    def __init__(self):\n        self.key = str(uuid.uuid4())\n"
+           "        self.client = OpenAI()\n"
+           "    def ask(self, q):\n"
+           "        return self.client.responses.create(model='gpt-5', input=q, "
+           "prompt_cache_key=self.key)\n")
+    assert [f.code for f in _lint(src)] == []

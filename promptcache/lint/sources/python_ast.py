@@ -13,7 +13,11 @@ Propagation, within a module, sequentially through each function body: assignmen
 tuple targets, ``self.x``, ``d[k] = v``, ``x += ...``, ``.append/.extend/.insert/.update``),
 f-strings, ``.format``, ``%``, ``+``, ``str.join``, containers, comprehensions, method calls on
 a tainted receiver, calls that take a tainted argument, and calls of module-level functions and
-methods whose return value is tainted (summaries, computed on first call and memoised). ``sorted()`` removes set-order
+methods whose return value is tainted (summaries, computed on first call and memoised);
+``self.<attr>`` set in any method of the class (``__init__``) read in another (not for
+``prompt_cache_key=``: one key per instance is the recommended shape); a ``messages=`` /
+``input=`` list returned by a module helper, its parameters bound to the call's arguments
+(``messages=build(datetime.now())``). ``sorted()`` removes set-order
 taint; ``len()`` / ``bool()`` / ``isinstance()`` / ``type()`` (results that cannot hold the
 value) remove all taint, while ``int()`` / ``round()`` / ``float()`` / ``abs()`` / ``hash()`` /
 ``min()`` / ``max()`` keep it. ``.strftime(fmt)`` / ``.date()`` / ``.replace(second=0, ...)`` set
@@ -210,6 +214,9 @@ class _Module:
     in_progress: set[str] = field(default_factory=set)
     builders: set[str] = field(default_factory=set)
     class_attrs: dict[str, Taints] = field(default_factory=dict)
+    #: (class name, attribute) -> taint of ``self.<attribute>`` as any method of the class
+    #: assigns it (``__init__`` setting ``self.system_prompt`` read in ``step()``)
+    self_attrs: dict[tuple[str, str], Taints] = field(default_factory=dict)
 
     def summary(self, name: str) -> Taints | None:
         """Return taint of the module function / method ``name`` (computed on first use,
@@ -259,6 +266,10 @@ class _Scope:
         self.returns: set[_Taint] = set()
         self.record = record
         self.is_module = is_module
+        #: the elements of the first list literal this function body returns
+        self.returned: list[ast.expr] | None = None
+        #: the class whose method this scope walks (``self.x`` reads its :attr:`_Module.self_attrs`)
+        self.cls: str | None = None
 
     # ---------------------------------------------------------------- names
     def resolve(self, func: ast.expr) -> str | None:
@@ -289,6 +300,10 @@ class _Scope:
             dotted = _dotted(node)
             if dotted is not None and dotted in self.env:
                 return self.env[dotted]
+            if (self.cls is not None and isinstance(node.value, ast.Name)
+                    and node.value.id == "self"
+                    and (self.cls, node.attr) in self.mod.self_attrs):
+                return self.mod.self_attrs[(self.cls, node.attr)]
             if node.attr in self.mod.class_attrs and isinstance(node.value, ast.Name):
                 return self.mod.class_attrs[node.attr]
             base = self.taint(node.value)
@@ -517,6 +532,10 @@ class _Scope:
             self._mutating_call(stmt.value)
         elif isinstance(stmt, ast.Return):
             self.returns |= self.taint(stmt.value)
+            if stmt.value is not None and self.returned is None:
+                elts = self._elements(stmt.value)
+                if elts is not None:
+                    self.returned = elts
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             t = self.taint(stmt.iter)
             if self._is_set(stmt.iter):
@@ -688,6 +707,13 @@ class _Scope:
                         system_elts = self._elements(kwvalue) or []
                         taint = self._union(e for i, e in enumerate(system_elts)
                                             if i not in outside["system"])
+                    elif kwname == "prompt_cache_key":
+                        # an attribute another method set (self.session_key = uuid4() in
+                        # __init__) is one key per instance, the recommended shape: not a
+                        # new key per request
+                        cls, self.cls = self.cls, None
+                        taint = self.taint(kwvalue)
+                        self.cls = cls
                     else:
                         taint = self.taint(kwvalue)
                     self._emit(taint, f"{kwname}=", label, kwvalue, call)
@@ -696,6 +722,18 @@ class _Scope:
                     if shuffled:  # which message comes first changes per request
                         self._emit(shuffled, f"{kwname}[0]", label, kwvalue, call)
                     elts = self._elements(kwvalue)
+                    if elts is None and isinstance(kwvalue, ast.Call):
+                        # messages=build(datetime.now()): the list the helper returns, its
+                        # parameters holding the call's arguments
+                        got = self._returned_elements(kwvalue)
+                        if got is not None:
+                            inner, returned = got
+                            for i, elt in enumerate(returned):
+                                role = _role_of(elt)
+                                if role in ("system", "developer") or (
+                                        i == 0 and len(returned) >= 2):
+                                    self._emit(inner.taint(elt), f"{kwname}[{i}]", label,
+                                               kwvalue, call)
                     if elts is None:
                         continue
                     for i, elt in enumerate(elts):
@@ -705,6 +743,39 @@ class _Scope:
                         if role in ("system", "developer") or (i == 0 and len(elts) >= 2):
                             self._emit(self.taint(elt), f"{kwname}[{i}]", label,
                                        self._anchor(elt), call, elt)
+
+    def _returned_elements(self, call: ast.Call) -> tuple[_Scope, list[ast.expr]] | None:
+        """The list a module function (or a method called on ``self`` / ``cls``) returns, as
+        element nodes with the scope to read their taint in: the function's body walked with
+        each parameter holding the taint of the argument this ``call`` passes it. None when
+        the callee is not one function of this module or returns no list literal."""
+        name = self.resolve(call.func)
+        if name is None:
+            return None
+        method = name.startswith(("self.", "cls."))
+        key = name.split(".", 1)[1] if method else name
+        defs = self.mod.funcs.get(key)
+        if not defs or len(defs) != 1 or ("args:" + key) in self.mod.in_progress:
+            return None
+        fn = defs[0]
+        params = [*fn.args.posonlyargs, *fn.args.args]
+        if method and params:
+            params = params[1:]
+        inner = _Scope(self.mod, record=False)
+        inner.cls = self.cls
+        for param, arg in zip(params, call.args, strict=False):
+            if isinstance(arg, ast.Starred):
+                break
+            inner.env[param.arg] = self.taint(arg)
+        for kw in call.keywords:
+            if kw.arg is not None:
+                inner.env[kw.arg] = self.taint(kw.value)
+        self.mod.in_progress.add("args:" + key)
+        try:
+            inner.run(fn.body)
+        finally:
+            self.mod.in_progress.discard("args:" + key)
+        return (inner, inner.returned) if inner.returned is not None else None
 
     def _breakpoints(self, node: ast.expr | None) -> list[bool | None] | None:
         """For each block of a ``tools=`` / ``system=`` / ``messages=`` value: True when it
@@ -899,6 +970,18 @@ def _functions(tree: ast.AST) -> Iterator[tuple[str, ast.FunctionDef | ast.Async
             yield node.name, node
 
 
+def _method_owners(tree: ast.AST) -> dict[int, str]:
+    """``id(function node)`` -> the name of the class it is a method of (defined directly in
+    the class body)."""
+    out: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    out[id(item)] = node.name
+    return out
+
+
 def _aliases(tree: ast.Module) -> dict[str, str]:
     out: dict[str, str] = {}
     for node in ast.walk(tree):
@@ -933,8 +1016,22 @@ def analyze(tree: ast.Module, text: str | None = None) -> list[Flow]:
     module_scope = _Scope(mod, record=True, is_module=True)
     module_scope.run(tree.body)
     mod.globals = dict(module_scope.env)
+    owner = _method_owners(tree)
+    for _ in range(2):  # self.b = f"{self.a}" in one method, self.a set in another
+        for _, fn in funcs:
+            cls = owner.get(id(fn))
+            if cls is None:
+                continue
+            scope = _Scope(mod, record=False)
+            scope.cls = cls
+            scope.run(fn.body)
+            for key, taint in scope.env.items():
+                if taint and key.startswith("self.") and key.count(".") == 1:
+                    slot = (cls, key[5:])
+                    mod.self_attrs[slot] = mod.self_attrs.get(slot, _EMPTY) | taint
     for _, fn in funcs:
         scope = _Scope(mod, record=True)
+        scope.cls = owner.get(id(fn))
         scope.run(fn.body)
     return sorted(mod.flows.values(), key=lambda f: (f.line, f.col, f.sink_line, f.sink))
 
