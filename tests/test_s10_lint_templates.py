@@ -101,3 +101,11 @@ def test_folder_walk_includes_handlebars_and_mustache(tmp_path: Path) -> None:
     res = lint_paths([str(tmp_path)])
     assert sorted(Path(f).name for f in res.files) == ["a.hbs", "b.handlebars", "c.mustache"]
     assert len(res.findings) == 3 and res.errors == []
+
+
+def test_macro_finding_says_what_the_macro_renders(tmp_path: Path) -> None:
+    res = _lint(tmp_path, {"_m.j2": "{% macro stamp() %}At {{ now() }}{% endmacro %}",
+                           "a.j2": '{% import "_m.j2" as m %}{{ m.stamp() }}' + STABLE}, "a.j2")
+    assert len(res.findings) == 1
+    assert "macro stamp in _m.j2" in res.findings[0].message
+    assert "now()" in res.findings[0].message

@@ -438,6 +438,8 @@ def _pieces(source: str, position: Position, tree: nodes.Template,
             except (TemplateSyntaxError, RecursionError):
                 vol = None
             line, col = position(hole_start)
+            if vol is not None and vol.origin.startswith("macro "):  # say what it renders
+                hole_src = f"{hole_src} ({vol.origin})"
             pieces.append(Piece("hole", hole_src, line, col, vol))
             hole_start = None
         elif ttype == "block_begin":
