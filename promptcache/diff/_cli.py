@@ -158,6 +158,8 @@ def _usd(x: float | None) -> str:
 def _print_diff(r: DiffResult, a: str, b: str) -> None:
     from rich.table import Table
 
+    from promptcache.diff._engine import is_warning
+
     console = _console()
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
@@ -165,11 +167,18 @@ def _print_diff(r: DiffResult, a: str, b: str) -> None:
     verdict = r.verdict.replace("_", " ")
     if r.classification:
         verdict += f" ({r.classification.replace('_', ' ')})"
-    grid.add_row("verdict", verdict)
     primary = r.primary
+    label = "cause"
+    if r.verdict == "no_miss" and primary is not None \
+            and primary.code not in NO_CHANGE_CAUSES and not is_warning(primary):
+        # a change that cuts a tier holding (almost) nothing A cached: not a miss
+        verdict += (f" (negligible: the change below costs {_count(r.lost_tokens, 'token')}, "
+                    "within the estimate tolerance)")
+        label = "change"
+    grid.add_row("verdict", verdict)
     if primary is not None:
         where = f" at {primary.path}" if primary.path else ""
-        grid.add_row("cause", f"[bold]{primary.code}[/bold]{where}: {primary.title}")
+        grid.add_row(label, f"[bold]{primary.code}[/bold]{where}: {primary.title}")
         for key, value in primary.detail.items():
             grid.add_row("", f"{key}: {_fmt(value)}")
         for c in r.secondary:

@@ -1390,8 +1390,19 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
     if verdict == "unexplained_miss" or not causes or (
             not cutting and verdict == "no_miss"):
         # warning-level causes only (a routing key change): B still reads; they stay secondary
-        causes.insert(0, _make_cause(_no_change_cause(pa, pb, first, bool(cutting), scale)))
+        causes.insert(0, _make_cause(_no_change_cause(pa, pb, first, bool(cutting), scale,
+                                                      missed=verdict != "no_miss")))
     primary = causes[0].code
+    if verdict == "no_miss" and primary not in NO_CHANGE_CAUSES and not is_warning(causes[0]) \
+            and lost is not None and ideal is not None:
+        # a change that invalidates a tier holding (almost) nothing of A's cache: within the
+        # estimate tolerance, so no miss; say so, so that "no miss" and the cut agree
+        notes.insert(0, f"no miss: {primary} invalidates from the "
+                        f"{causes[0].tier or 'changed'} tier on, but only "
+                        f"{lost:,} token{'s' if lost != 1 else ''} of what A cached "
+                        f"{'lie' if lost != 1 else 'lies'} there, "
+                        f"within the estimate tolerance ({read_tolerance(ideal):,} tokens): a "
+                        "negligible loss, not a miss")
 
     # invalidated tiers: from the earliest cut on
     cuts = [c.segment_index for c in causes
@@ -1447,14 +1458,14 @@ def compare(pa: Prepared, pb: Prepared, *, gap: float | None = None,
 
 
 def _no_change_cause(pa: Prepared, pb: Prepared, first: int, changed: bool,
-                     scale: float) -> _RawCause:
+                     scale: float, *, missed: bool = True) -> _RawCause:
     """The primary cause when nothing in the payload explains a miss (or there is none).
 
     ``append_only``: B is A plus new segments (the healthy next turn). ``no_difference``:
     the cached contents are equal; when the bodies still differ (a marker's TTL, a request
     setting no provider documents as cached content), the detail names where, and the title
     does not claim identical payloads. ``not causal``: changes exist but do not explain the
-    missed reads.
+    missed reads. ``missed=False`` (verdict ``no_miss``): the titles speak of no miss.
     """
     n_a, n_b = len(pa.keys), len(pb.keys)
     if first >= n_a and not changed and n_b > n_a:
@@ -1465,9 +1476,12 @@ def _no_change_cause(pa: Prepared, pb: Prepared, first: int, changed: bool,
         return _RawCause("no_difference", n_b, 9, None, None,
                          {"payload_difference": "not causal"},
                          title="no change in the payload explains the missed reads: the "
-                               "miss is not explained by content")
+                               "miss is not explained by content" if missed else
+                               "no change in the payload invalidates what A cached")
     if _dumps(dict(pa.payload)) == _dumps(dict(pb.payload)):
-        return _RawCause("no_difference", n_b, 9, None, None, {"payload_difference": "none"})
+        return _RawCause("no_difference", n_b, 9, None, None, {"payload_difference": "none"},
+                         title=None if missed else
+                         "identical payloads: B can read everything A cached")
     differs = _payload_differences(pa.payload, pb.payload)
     routing = [d for d in differs if d not in ("prompt_cache_key",)]
     if not routing:
@@ -1481,7 +1495,8 @@ def _no_change_cause(pa: Prepared, pb: Prepared, first: int, changed: bool,
                       "differs_at": differs},
                      _outside_note(pb, differs),
                      title="same cached content; the bodies differ only outside it: the "
-                           "miss is not explained by content")
+                           "miss is not explained by content" if missed else
+                           "same cached content; the bodies differ only outside it")
 
 
 _DIFF_LIMIT = 8
