@@ -118,3 +118,23 @@ def test_explain_shows_a_read_after_400_s_as_a_hit_not_a_contradiction(tmp_path:
     assert report.misses == 0 and row.status == "hit"
     assert row.predicted_cache_read == row.observed_cache_read == 3072
     assert "causes_not_confirmed_by_usage" not in row.detail
+
+
+def test_usage_only_shortfall_names_the_idle_clearing_as_the_likely_cause(
+        tmp_path: Path) -> None:
+    def log(model: str) -> Path:
+        path = tmp_path / f"{model}.jsonl"
+        rows = [{"session_id": "s", "model": model, "provider": "openai",
+                 "timestamp": T0 + 600 * i,
+                 "usage": {"prompt_tokens": 3000,
+                           "prompt_tokens_details": {"cached_tokens": 2048 * (1 - i)}}}
+                for i in range(2)]
+        path.write_text("".join(json.dumps(x) + "\n" for x in rows))
+        return path
+
+    row = explain(log("gpt-4o")).requests[1]
+    assert row.status == "prefix_regression" and row.cause == "ttl_expired"
+    assert "not guaranteed" in row.detail["ttl_note"]
+    # gpt-5.5 keeps entries up to 24 h (it accepts only 24h): 600 s idle is no expiry
+    row = explain(log("gpt-5.5")).requests[1]
+    assert row.status == "prefix_regression" and row.cause is None
