@@ -246,44 +246,6 @@ class _Acc:
         self.first_start: float | None = None
         self.last_end: float | None = None
 
-    def add(self, c: _Counts) -> None:
-        self.requests += 1
-        if c.known:
-            self.total_input += c.total_input
-            self.known_cache_read += c.cache_read
-            if c.cache_read:
-                self.requests_with_read += 1
-        else:
-            self.requests_unknown += 1
-        self.uncached_input += c.uncached_input
-        self.cache_read += c.cache_read
-        self.cache_write += c.writes
-        self.cache_write_5m += c.cache_write_5m
-        self.cache_write_1h += c.cache_write_1h
-        self.output += c.output
-        self.reasoning += c.reasoning
-        # _plus, written out (five accumulators per record)
-        total = self.cost
-        if total is not None:
-            self.cost = None if c.cost is None else total + c.cost
-        total = self.input_cost
-        if total is not None:
-            self.input_cost = None if c.input_cost is None else total + c.input_cost
-        total = self.uncached_input_cost
-        if total is not None:
-            self.uncached_input_cost = (None if c.uncached_input_cost is None
-                                        else total + c.uncached_input_cost)
-        start = c.start
-        if start is not None:
-            first = self.first_start
-            if first is None or start < first:
-                self.first_start = start
-        end = c.end
-        if end is not None:
-            last = self.last_end
-            if last is None or end > last:
-                self.last_end = end
-
     def snapshot(self, key: tuple[str | None, ...]) -> UsageSummary:
         return UsageSummary(
             key=key, requests=self.requests, requests_unknown=self.requests_unknown,
@@ -327,6 +289,49 @@ class _Counts:
             self.uncached_input_cost = cost.uncached_input_cost
         self.start = rec.start
         self.end = rec.end if rec.end is not None else rec.start
+
+
+def _add_counts(accs: tuple[_Acc, ...], c: _Counts) -> None:
+    """Add one record's numbers to each accumulator of ``accs`` (its groups): the record's
+    numbers are read once, not once per group."""
+    known, read, start, end = c.known, c.cache_read, c.start, c.end
+    total_input, uncached, writes = c.total_input, c.uncached_input, c.writes
+    w5, w1, output, reasoning = c.cache_write_5m, c.cache_write_1h, c.output, c.reasoning
+    cost, input_cost, base = c.cost, c.input_cost, c.uncached_input_cost
+    for acc in accs:
+        acc.requests += 1
+        if known:
+            acc.total_input += total_input
+            acc.known_cache_read += read
+            if read:
+                acc.requests_with_read += 1
+        else:
+            acc.requests_unknown += 1
+        acc.uncached_input += uncached
+        acc.cache_read += read
+        acc.cache_write += writes
+        acc.cache_write_5m += w5
+        acc.cache_write_1h += w1
+        acc.output += output
+        acc.reasoning += reasoning
+        # a sum is None (unknown) once one of its records' costs is
+        total = acc.cost
+        if total is not None:
+            acc.cost = None if cost is None else total + cost
+        total = acc.input_cost
+        if total is not None:
+            acc.input_cost = None if input_cost is None else total + input_cost
+        total = acc.uncached_input_cost
+        if total is not None:
+            acc.uncached_input_cost = None if base is None else total + base
+        if start is not None:
+            first = acc.first_start
+            if first is None or start < first:
+                acc.first_start = start
+        if end is not None:
+            last = acc.last_end
+            if last is None or end > last:
+                acc.last_end = end
 
 
 def _plus(a: Decimal | None, b: Decimal | None) -> Decimal | None:
@@ -726,13 +731,13 @@ class UsageTracker:
                 self._records.append(record)
                 self._costs.append(cost)
             counts = _Counts(record, cost)
-            self._total.add(counts)
             g = self._groups
-            g["label"][(record.label,)].add(counts)
-            g["model"][(record.model,)].add(counts)
-            g["label_model"][(record.label, record.model)].add(counts)
-            if record.session is not None:
-                g["session"][(record.session,)].add(counts)
+            label, model, session = record.label, record.model, record.session
+            accs: tuple[_Acc, ...] = (self._total, g["label"][(label,)], g["model"][(model,)],
+                                      g["label_model"][(label, model)])
+            if session is not None:
+                accs = (*accs, g["session"][(session,)])
+            _add_counts(accs, counts)
             if cost is None:
                 events.append(UsageEvent("unpriced", f"no prices for model {record.model!r}",
                                          record))
