@@ -50,3 +50,15 @@ def test_a_negligible_cut_says_why_it_is_no_miss(tmp_path: Path) -> None:
         out = _cli(tmp_path, _request(), _request(**extra))
         assert "verdict no miss (negligible" in out and f"change {r.cause}" in out
         assert f"cause {r.cause}" not in out
+
+
+def test_effort_set_on_one_side_only_is_hedged_on_the_model_default() -> None:
+    # "setting effort explicitly to the model's default ... does not invalidate"
+    # (hosted-api-rules.md 1.7); the catalog records no default effort per model
+    r = diff(_request(), _request(output_config={"effort": "high"}))
+    cause = next(c for c in r.causes if c.code == "effort_changed")
+    assert "default" in cause.title and cause.detail["if_model_default"]
+    both = diff(_request(output_config={"effort": "low"}),
+                _request(output_config={"effort": "high"}))
+    cause = next(c for c in both.causes if c.code == "effort_changed")
+    assert "if_model_default" not in cause.detail  # two explicit values: a real change

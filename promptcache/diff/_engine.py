@@ -592,9 +592,21 @@ def _param_causes(pa: Prepared, pb: Prepared) -> list[_RawCause]:
             reason = openai_reason_for(rule.cause, None)
             if not note and reason is not None:
                 note = _openai_param_note(reason, source)
-        out.append(_RawCause(rule.cause, cut, 1, rule.invalidates, key,
-                             {"from": va if found_a else None, "to": vb if found_b else None},
-                             note, source=source))
+        detail: dict[str, Any] = {"from": va if found_a else None,
+                                  "to": vb if found_b else None}
+        title = None
+        if rule.cause == "effort_changed" and fam == "anthropic" and found_a != found_b:
+            # "setting effort explicitly to the model's default is the same as omitting it
+            # and does not invalidate" (hosted-api-rules.md 1.7 [A10][A3]); the catalog
+            # records no default effort per model, so this cut holds only if the value set
+            # is not the default
+            value = vb if found_b else va
+            detail["if_model_default"] = "no change: nothing is invalidated"
+            title = (f"effort set on one request only ({value!r}): a change unless "
+                     f"{value!r} is this model's default effort (not recorded in the "
+                     "catalog), which does not invalidate")
+        out.append(_RawCause(rule.cause, cut, 1, rule.invalidates, key, detail, note,
+                             title=title, source=source))
     return out
 
 
