@@ -21,7 +21,10 @@ Algorithm (one pass over two :class:`~promptcache.prefix.PrefixView` s):
    lies before the cut, is still within its TTL, and that a breakpoint of B reaches within the
    lookback window (``k.position - j.position <= lookback_positions``); B writes from there to
    its last breakpoint. OpenAI before GPT-5.6: B reads the identical prefix rounded down to
-   ``min_cacheable_tokens + n * cache_step_tokens``, within retention. OpenAI GPT-5.6+ (catalog
+   ``min_cacheable_tokens + n * cache_step_tokens``, within retention (the catalog's
+   ``idle_lifetime``, :func:`openai_idle`: a gap past the usual in-memory clearing, 5 min, is a
+   warning-level ``ttl_expired`` that cuts nothing; only a gap past the certain bound, 1 h in
+   memory or 24 h with ``"24h"`` or an org-dependent default, cuts). OpenAI GPT-5.6+ (catalog
    ``explicit_breakpoints``): A's entries are its written breakpoint prefixes (the implicit
    one on the newest message plus the latest 3 explicit ones; the latest 4 in ``"explicit"``
    mode), not rounded; B reads the longest one before the cut, as on Anthropic but with no
