@@ -329,7 +329,8 @@ def price_record(
     in_rate = prices.input * im * disc
 
     # -- uncached
-    uncached = None if rec.uncached_input is None else _usd(rec.uncached_input, in_rate)
+    # (_usd written out: tokens x rate / 1M)
+    uncached = None if rec.uncached_input is None else rec.uncached_input * in_rate / _MTOK
     if uncached is None:
         notes.append("uncached input not reported")
     # -- reads
@@ -348,11 +349,11 @@ def price_record(
     # -- writes
     write_cost = _write_cost(rec, prices, cm, disc, in_rate, default_write_ttl, notes)
     # -- output
-    out_cost = None if rec.output is None else _usd(rec.output, prices.output * om * disc)
+    out_cost = None if rec.output is None else rec.output * (prices.output * om * disc) / _MTOK
     if out_cost is None:
         notes.append("output not reported")
     total_in = rec.total_input
-    base = None if total_in is None else _usd(total_in, in_rate)
+    base = None if total_in is None else total_in * in_rate / _MTOK
     if not tier_known:
         uncached = read_cost = write_cost = out_cost = base = None
     # Cost(uncached, read_cost, ...) without the frozen dataclass's eight object.__setattr__

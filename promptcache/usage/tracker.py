@@ -259,45 +259,31 @@ class _Acc:
         )
 
 
-class _Counts:
-    """One record's numbers as every accumulator adds them, computed once per record (the
-    record's derived fields are properties; five accumulators would compute them five times).
-    Unknown counts are 0 here; ``known`` says whether the prompt split is known."""
-
-    __slots__ = ("cache_read", "cache_write_1h", "cache_write_5m", "cost", "end", "input_cost",
-                 "known", "output", "reasoning", "start", "total_input", "uncached_input",
-                 "uncached_input_cost", "writes")
-
-    def __init__(self, rec: UsageRecord, cost: Cost | None) -> None:
-        total = rec.total_input
-        read = rec.cache_read
-        self.known = total is not None and read is not None
-        self.total_input = total or 0
-        self.cache_read = read or 0
-        self.uncached_input = rec.uncached_input or 0
-        self.writes = rec.writes or 0
-        self.cache_write_5m = rec.cache_write_5m or 0
-        self.cache_write_1h = rec.cache_write_1h or 0
-        self.output = rec.output or 0
-        self.reasoning = rec.reasoning or 0
-        if cost is None:
-            self.cost = self.input_cost = self.uncached_input_cost = None
-        else:  # Cost.total and Cost.input, the input side summed once
-            inp = cost.input
-            self.cost = None if inp is None or cost.output is None else inp + cost.output
-            self.input_cost = inp
-            self.uncached_input_cost = cost.uncached_input_cost
-        self.start = rec.start
-        self.end = rec.end if rec.end is not None else rec.start
+def _record_numbers(rec: UsageRecord, cost: Cost | None) -> tuple[Any, ...]:
+    """One record's numbers as every accumulator adds them (:func:`_add_counts`), computed
+    once per record (the record's derived fields are properties; five accumulators would
+    compute them five times). Unknown counts are 0 here; ``known`` says whether the prompt
+    split is known."""
+    total = rec.total_input
+    read = rec.cache_read
+    known = total is not None and read is not None
+    numbers = (known, total or 0, read or 0, rec.uncached_input or 0, rec.writes or 0,
+               rec.cache_write_5m or 0, rec.cache_write_1h or 0, rec.output or 0,
+               rec.reasoning or 0)
+    if cost is None:
+        costs: tuple[Decimal | None, ...] = (None, None, None)
+    else:  # Cost.total and Cost.input, the input side summed once
+        inp = cost.input
+        costs = (None if inp is None or cost.output is None else inp + cost.output, inp,
+                 cost.uncached_input_cost)
+    return (*numbers, *costs, rec.start, rec.end if rec.end is not None else rec.start)
 
 
-def _add_counts(accs: tuple[_Acc, ...], c: _Counts) -> None:
-    """Add one record's numbers to each accumulator of ``accs`` (its groups): the record's
-    numbers are read once, not once per group."""
-    known, read, start, end = c.known, c.cache_read, c.start, c.end
-    total_input, uncached, writes = c.total_input, c.uncached_input, c.writes
-    w5, w1, output, reasoning = c.cache_write_5m, c.cache_write_1h, c.output, c.reasoning
-    cost, input_cost, base = c.cost, c.input_cost, c.uncached_input_cost
+def _add_counts(accs: tuple[_Acc, ...], numbers: tuple[Any, ...]) -> None:
+    """Add one record's numbers (:func:`_record_numbers`) to each accumulator of ``accs``
+    (its groups): the numbers are computed once, not once per group."""
+    (known, total_input, read, uncached, writes, w5, w1, output, reasoning, cost, input_cost,
+     base, start, end) = numbers
     for acc in accs:
         acc.requests += 1
         if known:
@@ -730,14 +716,14 @@ class UsageTracker:
             if self._keep:
                 self._records.append(record)
                 self._costs.append(cost)
-            counts = _Counts(record, cost)
+            numbers = _record_numbers(record, cost)
             g = self._groups
             label, model, session = record.label, record.model, record.session
             accs: tuple[_Acc, ...] = (self._total, g["label"][(label,)], g["model"][(model,)],
                                       g["label_model"][(label, model)])
             if session is not None:
                 accs = (*accs, g["session"][(session,)])
-            _add_counts(accs, counts)
+            _add_counts(accs, numbers)
             if cost is None:
                 events.append(UsageEvent("unpriced", f"no prices for model {record.model!r}",
                                          record))
