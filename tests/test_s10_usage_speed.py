@@ -228,3 +228,32 @@ def test_tracker_per_model_lookups_match_a_fresh_tracker() -> None:
             assert old.model_dump(exclude={"at"}) == new.model_dump(exclude={"at"})
         assert seen._ttl_for(rec) == fresh._ttl_for(rec)
         assert seen._is_cacheable(rec) == fresh._is_cacheable(rec)
+
+
+def test_a_usage_class_with_a_serialiser_is_dumped() -> None:
+    """A usage model whose dump differs from its fields (a field serialiser, an excluded
+    field) is read through model_dump, so the record is the one its dump gives."""
+    from typing import Annotated
+
+    from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+
+    class Doubled(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        input_tokens: Annotated[int, PlainSerializer(lambda v: v * 2)] = 0
+        output_tokens: int = 0
+
+    class Hidden(BaseModel):
+        input_tokens: int = 0
+        output_tokens: int = 0
+        cache_read_input_tokens: int = Field(default=0, exclude=True)
+
+    class Response(BaseModel):
+        type: str = "message"
+        usage: Any = None
+
+    for usage in (Doubled(input_tokens=5, output_tokens=1),
+                  Hidden(input_tokens=5, output_tokens=1, cache_read_input_tokens=7)):
+        assert _plain(usage) is None
+        obj = Response(usage=usage)
+        assert _outcome(obj, "anthropic") == _outcome(
+            {"type": "message", "usage": usage.model_dump()}, "anthropic")

@@ -166,6 +166,7 @@ def _to_dict_shaped(obj: Any) -> tuple[dict[str, Any], _Shape | None]:
 #: paths, so the cache fields they leave unread are known once per shape (:func:`_map`).
 _Shape = tuple[Any, ...]
 
+
 class _PlainSpec:
     """How :func:`_plain` reads one pydantic class: its field names in order, those whose
     annotation names no model class (scalars), and the others with the model classes their
@@ -179,8 +180,8 @@ class _PlainSpec:
 
 
 #: Per pydantic class: its :class:`_PlainSpec`, or None when the class does not dump as a
-#: plain copy of its fields (custom serialisers, computed or excluded fields, aliases used
-#: for dumping, an overridden model_dump).
+#: plain copy of its fields (custom serialisers of the class or of a field, computed or
+#: excluded fields, aliases used for dumping, an overridden model_dump).
 _PLAIN_FIELDS: dict[type, _PlainSpec | None] = {}
 #: The value types :func:`_plain` copies as they are.
 _SCALARS = frozenset({int, str, type(None)})
@@ -197,22 +198,37 @@ def _model_classes(annotation: Any) -> frozenset[type]:
     return found
 
 
+def _custom_serialization(schema: Any) -> bool:
+    """Whether a pydantic core schema (nested dicts and lists) sets a serialiser anywhere."""
+    if isinstance(schema, dict):
+        return "serialization" in schema or any(
+            _custom_serialization(v) for v in schema.values())
+    if isinstance(schema, list | tuple):
+        return any(_custom_serialization(v) for v in schema)
+    return False
+
+
 def _plain_fields(cls: type) -> _PlainSpec | None:
+    """The :class:`_PlainSpec` of ``cls`` (worked out once per class), None if not plain."""
     if cls in _PLAIN_FIELDS:
         return _PLAIN_FIELDS[cls]
     spec: _PlainSpec | None = None
     fields = getattr(cls, "__pydantic_fields__", None)
     decorators = getattr(cls, "__pydantic_decorators__", None)
     config = getattr(cls, "model_config", None) or {}
-    if (isinstance(fields, dict) and issubclass(cls, BaseModel)
+    try:
+        custom = _custom_serialization(getattr(cls, "__pydantic_core_schema__", None))
+    except Exception:  # a schema that cannot be built or read: leave the class to model_dump
+        custom = True
+    if (not custom and isinstance(fields, dict) and issubclass(cls, BaseModel)
             and cls.model_dump is BaseModel.model_dump
             and not getattr(cls, "__pydantic_root_model__", False)
             and decorators is not None and not decorators.field_serializers
             and not decorators.model_serializers
             and not getattr(cls, "__pydantic_computed_fields__", None)
             and not config.get("serialize_by_alias")
-            and all(not f.exclude and f.serialization_alias in (None, name)
-                    for name, f in fields.items())):
+            and all(not f.exclude and not getattr(f, "exclude_if", None)
+                    and f.serialization_alias in (None, name) for name, f in fields.items())):
         kinds = {name: _model_classes(f.annotation) for name, f in fields.items()}
         spec = _PlainSpec(tuple(kinds), tuple(name for name, m in kinds.items() if not m),
                           tuple((name, m) for name, m in kinds.items() if m))
@@ -223,9 +239,9 @@ def _plain_fields(cls: type) -> _PlainSpec | None:
 
 def _plain(model: Any) -> tuple[dict[str, Any], _Shape] | None:
     """``model.model_dump(warnings=False)`` of an SDK usage object, and its shape, read
-    straight from its fields, or None (then model_dump is used) unless every value is None,
-    an exact int or str, or a nested model of a class its field declares that is itself plain:
-    no undeclared (extra) fields anywhere, nothing a serialiser would change."""
+    straight from its fields. Only for a plain model (:func:`_plain_fields`) without extra
+    (undeclared) fields whose every value is None, an exact int or str, or a nested model of
+    a class its field declares that is itself read so; else None (the caller dumps it)."""
     spec = _PLAIN_FIELDS.get(type(model), _UNKNOWN)
     if spec is _UNKNOWN:
         spec = _plain_fields(type(model))
