@@ -833,16 +833,32 @@ def _usage_kind(u: Mapping[str, Any]) -> str | None:
     return None
 
 
+#: ``service_tier`` values of a batch line's inner response that do not name its tier.
+_UNNAMED_TIERS = (None, "default", "auto")
+
+
+def _batch_tier(found: tuple[Mapping[str, Any] | None, dict[str, Any], str | None]
+                ) -> tuple[Mapping[str, Any] | None, dict[str, Any], str | None]:
+    """A batch result line's usage, its tier ``"batch"`` unless the response inside names
+    another (an OpenAI Batch body carries no batch tier, and an Anthropic result may omit
+    ``usage.service_tier``; a tier in the usage itself still wins, see :func:`_extract`):
+    the Batch APIs bill 50 % off (hosted-api-rules.md 1.6, 2.5)."""
+    usage, meta, hint = found
+    if meta.get("service_tier") in _UNNAMED_TIERS:
+        meta = {**meta, "service_tier": "batch"}
+    return usage, meta, hint
+
+
 def _locate(d: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, dict[str, Any], str | None]:
     """Find the usage mapping inside a response/event; returns (usage, meta, format hint)."""
     meta: dict[str, Any] = {}
     if "usage" not in d:  # the official batch result shapes: the response inside
         body = _sub(d, "response", "body")  # OpenAI Batch output line
         if isinstance(body, Mapping) and _sub(d, "response", "status_code") is not None:
-            return _locate(body)
+            return _batch_tier(_locate(body))
         message = _sub(d, "result", "message")  # Anthropic Message Batches result
         if isinstance(message, Mapping) and _sub(d, "result", "type") == "succeeded":
-            return _locate(message)
+            return _batch_tier(_locate(message))
     kind = d.get("type")
     if kind == "message_start" and isinstance(d.get("message"), Mapping):
         inner = d["message"]
