@@ -123,6 +123,13 @@ _OPAQUE_BUILTINS = frozenset({"len", "isinstance", "issubclass", "bool", "id", "
                               "print", "any", "all", "callable", "hasattr"})
 #: Calls that drop the fraction of a number: an epoch in seconds keeps changing every second.
 _ROUNDING = frozenset({"int", "round", "math.floor", "math.ceil", "math.trunc"})
+#: Keys / keywords of a content block whose value is a string (never a block holding a
+#: ``cache_control`` marker).
+_TEXT_FIELDS = frozenset({"text", "type", "role", "name", "id", "tool_use_id", "media_type",
+                          "title", "thinking", "signature", "data", "url"})
+#: Callee names that build one content block or message from their arguments (SDK typed
+#: dicts ``TextBlockParam(...)``, ``MessageParam(...)``, framework ``HumanMessage(...)``).
+_BLOCK_CONSTRUCTOR_SUFFIXES = ("Param", "Block", "Message")
 #: Timestamp granularities, finest first.
 _GRANULARITIES = ("microsecond", "millisecond", "second", "minute", "hour", "day", "week",
                   "month", "year")
@@ -793,31 +800,58 @@ class _Scope:
 
     def _marked(self, elt: ast.expr) -> bool | None:
         """Whether one block (a dict literal, a call, a string) holds a ``cache_control``
-        marker; a nested list named in this scope is looked into; a bare name under
-        ``content`` / ``text`` is taken as text (no marker); None for a ``*spread`` or a name
-        standing for the whole block."""
-        if isinstance(elt, (ast.Starred, ast.Name, ast.Attribute, ast.Subscript)):
-            return None
+        marker: True when one is visible anywhere in it; False only when the whole block is
+        visible literal text and structure with none (string constants, f-strings, dict and
+        list literals, a list literal named in this scope, a known block constructor such as
+        ``dict(...)`` / ``TextBlockParam(...)``); None (not known: it may carry one) for a
+        ``*spread``, a ``{**base}``, and any name, attribute, subscript or other call in it
+        (``"content": history_blocks``, ``content=user_blocks(q)``). The string fields of a
+        block (``text``, ``type``, ``role``...) cannot hold a marker and are not looked into."""
+        unknown = False
         todo: list[ast.AST] = [elt]
         while todo:
             n = todo.pop()
+            if isinstance(n, (ast.Constant, ast.JoinedStr)):
+                continue  # text: no marker
             if isinstance(n, ast.Dict):
                 for k, v in zip(n.keys, n.values, strict=False):
                     if k is None:
-                        return None  # {**base}: what it spreads is not known
-                    if (isinstance(k, ast.Constant) and k.value == "cache_control"
-                            and not (isinstance(v, ast.Constant) and v.value is None)):
-                        return True
+                        unknown = True  # {**base}: what it spreads is not known
+                        continue
+                    if isinstance(k, ast.Constant) and k.value == "cache_control":
+                        if not (isinstance(v, ast.Constant) and v.value is None):
+                            return True
+                        continue
+                    if not (isinstance(k, ast.Constant) and k.value in _TEXT_FIELDS):
+                        todo.append(v)
+            elif isinstance(n, (ast.List, ast.Tuple, ast.Set)):
+                todo.extend(n.elts)
+            elif isinstance(n, ast.Name) and n.id in self.lists:
+                todo.extend(self.lists[n.id])
             elif isinstance(n, ast.Call):
                 if any(kw.arg == "cache_control" and not (isinstance(kw.value, ast.Constant)
                                                           and kw.value.value is None)
                        for kw in n.keywords):
                     return True
-            elif isinstance(n, ast.Name) and n.id in self.lists:
-                todo.extend(self.lists[n.id])
-                continue
-            todo.extend(c for c in ast.iter_child_nodes(n) if isinstance(c, ast.expr))
-        return False
+                dotted = _dotted(n.func) or ""
+                last = dotted.rsplit(".", 1)[-1]
+                if (isinstance(n.func, ast.Attribute) and n.func.attr in _PASS_THROUGH_METHODS
+                        and isinstance(n.func.value, (ast.Constant, ast.JoinedStr))):
+                    continue  # "...".format(x): text
+                if dotted == "dict" or last.endswith(_BLOCK_CONSTRUCTOR_SUFFIXES):
+                    for kw in n.keywords:
+                        if kw.arg is None:
+                            todo.append(kw.value)
+                        elif kw.arg not in _TEXT_FIELDS:
+                            todo.append(kw.value)
+                    todo.extend(n.args)
+                else:
+                    unknown = True  # a helper: it may add a marker
+            elif isinstance(n, (ast.BinOp, ast.IfExp, ast.BoolOp)):
+                todo.extend(c for c in ast.iter_child_nodes(n) if isinstance(c, ast.expr))
+            else:
+                unknown = True  # a name, attribute, subscript, *spread, comprehension...
+        return None if unknown else False
 
     def _after_last_breakpoint(self, call: ast.Call,
                                keywords: dict[str, ast.expr]) -> dict[str, set[int]]:
