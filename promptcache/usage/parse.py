@@ -200,7 +200,7 @@ def _model_classes(annotation: Any) -> frozenset[type]:
 
 def _custom_serialization(schema: Any) -> bool:
     """Whether a pydantic core schema (nested dicts and lists) sets a serialiser anywhere."""
-    if isinstance(schema, dict):
+    if isinstance(schema, Mapping):
         return "serialization" in schema or any(
             _custom_serialization(v) for v in schema.values())
     if isinstance(schema, list | tuple):
@@ -217,7 +217,15 @@ def _plain_fields(cls: type) -> _PlainSpec | None:
     decorators = getattr(cls, "__pydantic_decorators__", None)
     config = getattr(cls, "model_config", None) or {}
     try:
-        custom = _custom_serialization(getattr(cls, "__pydantic_core_schema__", None))
+        schema = getattr(cls, "__pydantic_core_schema__", None)
+        if not isinstance(schema, dict) and issubclass(cls, BaseModel):
+            # not built yet (defer_build=True, as the SDKs' models, which they make with
+            # model_construct): a placeholder that cannot tell a serialiser (review 16). Built
+            # here, as model_dump would build it.
+            cls.model_rebuild()
+            schema = getattr(cls, "__pydantic_core_schema__", None)
+        # still not a schema: not plain (left to model_dump)
+        custom = not isinstance(schema, dict) or _custom_serialization(schema)
     except Exception:  # a schema that cannot be built or read: leave the class to model_dump
         custom = True
     if (not custom and isinstance(fields, dict) and issubclass(cls, BaseModel)
@@ -833,6 +841,23 @@ def _usage_kind(u: Mapping[str, Any]) -> str | None:
     return None
 
 
+def batch_result_response(d: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The response inside an official batch result line, or None when ``d`` is not one: an
+    OpenAI Batch output line (``{"custom_id", "response": {"status_code": 200, "body":
+    {...}}}``: its ``body``) or a succeeded Anthropic Message Batches result (``{"custom_id",
+    "result": {"type": "succeeded", "message": {...}}}``: its ``message``). A line with its
+    own ``usage`` is not one."""
+    if "usage" in d:
+        return None
+    body = _sub(d, "response", "body")
+    if isinstance(body, Mapping) and _sub(d, "response", "status_code") is not None:
+        return body
+    message = _sub(d, "result", "message")
+    if isinstance(message, Mapping) and _sub(d, "result", "type") == "succeeded":
+        return message
+    return None
+
+
 #: ``service_tier`` values of a batch line's inner response that do not name its tier.
 _UNNAMED_TIERS = (None, "default", "auto")
 
@@ -852,13 +877,9 @@ def _batch_tier(found: tuple[Mapping[str, Any] | None, dict[str, Any], str | Non
 def _locate(d: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, dict[str, Any], str | None]:
     """Find the usage mapping inside a response/event; returns (usage, meta, format hint)."""
     meta: dict[str, Any] = {}
-    if "usage" not in d:  # the official batch result shapes: the response inside
-        body = _sub(d, "response", "body")  # OpenAI Batch output line
-        if isinstance(body, Mapping) and _sub(d, "response", "status_code") is not None:
-            return _batch_tier(_locate(body))
-        message = _sub(d, "result", "message")  # Anthropic Message Batches result
-        if isinstance(message, Mapping) and _sub(d, "result", "type") == "succeeded":
-            return _batch_tier(_locate(message))
+    inner = batch_result_response(d)
+    if inner is not None:
+        return _batch_tier(_locate(inner))
     kind = d.get("type")
     if kind == "message_start" and isinstance(d.get("message"), Mapping):
         inner = d["message"]

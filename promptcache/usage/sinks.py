@@ -333,13 +333,6 @@ def _response_of(data: Mapping[str, Any]) -> Mapping[str, Any]:
     return target
 
 
-def _is_batch_line(data: Mapping[str, Any], target: Mapping[str, Any]) -> bool:
-    """Whether ``target`` (:func:`_response_of`) is the response inside an official batch
-    result line (OpenAI Batch output, Anthropic Message Batches result)."""
-    return target is not data and (target is _sub(data, "response", "body")
-                                    or target is _sub(data, "result", "message"))
-
-
 def _line_fields(data: Mapping[str, Any], target: Mapping[str, Any], where: str,
                  ) -> dict[str, Any]:
     """Record fields a line carries beside its usage: ``model`` / ``label`` / ``session`` /
@@ -378,7 +371,7 @@ def _line_fields(data: Mapping[str, Any], target: Mapping[str, Any], where: str,
 
 def _line_record(data: dict[str, Any], where: str) -> UsageRecord:
     """The record of one line that is not part of a stream (see :func:`iter_usage_log`)."""
-    from promptcache.usage.parse import parse_usage
+    from promptcache.usage.parse import batch_result_response, parse_usage
 
     record_error: str | None = None
     if isinstance(data.get("provider"), str):
@@ -391,7 +384,8 @@ def _line_record(data: dict[str, Any], where: str) -> UsageRecord:
     try:
         # a batch result line is parsed whole: its usage is the batch tier's unless the
         # response inside names another (parse_usage reads the official batch shapes)
-        record = parse_usage(data if _is_batch_line(data, target) else target, **fields)
+        record = parse_usage(data if batch_result_response(data) is not None else target,
+                             **fields)
     except ValidationError as exc:  # counts that break a record invariant
         raise InputError(where, f"bad usage counts ({_first_error(exc)})") from exc
     except (PromptCacheError, ValueError) as exc:
