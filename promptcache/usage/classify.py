@@ -26,7 +26,9 @@ Pure functions; :class:`promptcache.usage.tracker.UsageTracker` calls them as re
   Bedrock, OpenAI GPT-5.6+); a shortfall is a ``prefix_regression`` (history edited, lookback
   exceeded...).
 * :func:`classify_collapse`: a session whose reads drop to 0 is ``ttl_expired`` when the gap
-  between request starts exceeds the TTL (Anthropic measures the TTL from request start),
+  between request starts exceeds the TTL (Anthropic measures the TTL from request start; for
+  OpenAI's idle lifetime, past the certain bound, or past the usual clearing as the likely
+  cause when nothing else explains it),
   ``prefix_changed`` when the request no longer holds the prefix the previous one cached (the
   wrapper's ``kept_prefix``; without it, different prefix fingerprints), else ``unknown``
   (eviction, routing). A growing conversation that keeps its history is never
@@ -370,18 +372,28 @@ def check_append_only(prev: UsageRecord, cur: UsageRecord) -> Regression | None:
     return Regression(expected_min_read=expected, observed_read=cur.cache_read)
 
 
-def classify_collapse(prev: UsageRecord, cur: UsageRecord, ttl: float) -> CollapseCause:
+def classify_collapse(prev: UsageRecord, cur: UsageRecord, ttl: float, *,
+                      max_ttl: float | None = None) -> CollapseCause:
     """Why ``cur`` read nothing although ``prev`` (same session) read or wrote a prefix.
 
     Args:
         prev: the session's previous record.
         cur: the record whose reads dropped to 0.
-        ttl: lifetime of the previous entry in seconds, measured from request start.
+        ttl: lifetime of the previous entry in seconds, measured from request start. For an
+            entry with an idle lifetime (OpenAI before GPT-5.6,
+            :meth:`promptcache.catalog.CachePolicy.idle_bounds`): the *usual* idle clearing
+            (``usual_s``), past which a read is possible but no longer likely.
+        max_ttl: seconds past which the entry is certainly gone (``max_s`` of the idle
+            bounds); None (the default) or a value not above ``ttl``: ``ttl`` is certain.
 
     Returns:
-        ``ttl_expired`` when the gap between the two starts exceeds ``ttl``; else
+        ``ttl_expired`` when the gap between the two starts exceeds ``max_ttl`` (certain); else
         ``prefix_changed`` when ``cur`` no longer holds the prefix ``prev`` cached; else
+        ``ttl_expired`` when the gap exceeds ``ttl`` (the likely cause, not a certain one:
+        the caller says so, see :class:`promptcache.usage.tracker.UsageTracker`); else
         ``unknown`` (eviction, routing, propagation: nothing in the payload explains it).
+        Between ``ttl`` and ``max_ttl`` a prefix change (certain: the previous prefix is not
+        in the request) is preferred to an uncertain expiry.
 
     Whether ``cur`` holds ``prev``'s prefix: ``cur.kept_prefix`` when the wrapper set it
     (``True`` never gives ``prefix_changed``). When it is ``None``, a ``prev.prefix_hash`` found
@@ -390,14 +402,24 @@ def classify_collapse(prev: UsageRecord, cur: UsageRecord, ttl: float) -> Collap
     move (a growing conversation moves it every turn, so it is used only without the other
     two). Raises nothing.
     """
-    if prev.start is not None and cur.start is not None and cur.start - prev.start > ttl:
+    certain = ttl if max_ttl is None or max_ttl < ttl else max_ttl
+    gap = None if prev.start is None or cur.start is None else cur.start - prev.start
+    if gap is not None and gap > certain:
         return "ttl_expired"
-    if cur.kept_prefix is not None:
-        return "prefix_changed" if cur.kept_prefix is False else "unknown"
-    if prev.prefix_hash is not None and prev.prefix_hash in cur.breakpoint_hashes:
-        return "unknown"  # cur has a breakpoint exactly where prev's prefix ended: kept
-    if prev.prefix_hash is not None and cur.prefix_hash is not None and (
-        prev.prefix_hash != cur.prefix_hash
-    ):
+    changed = _prefix_changed(prev, cur)
+    if changed:
         return "prefix_changed"
+    if gap is not None and gap > ttl:
+        return "ttl_expired"  # past the usual clearing: likely, not certain
     return "unknown"
+
+
+def _prefix_changed(prev: UsageRecord, cur: UsageRecord) -> bool:
+    """Whether ``cur`` is known to no longer hold the prefix ``prev`` cached
+    (:func:`classify_collapse`)."""
+    if cur.kept_prefix is not None:
+        return cur.kept_prefix is False
+    if prev.prefix_hash is not None and prev.prefix_hash in cur.breakpoint_hashes:
+        return False  # cur has a breakpoint exactly where prev's prefix ended: kept
+    return prev.prefix_hash is not None and cur.prefix_hash is not None and (
+        prev.prefix_hash != cur.prefix_hash)

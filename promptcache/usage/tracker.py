@@ -27,9 +27,16 @@ Diagnostics, each emitted as a :class:`UsageEvent` (returned by :meth:`UsageTrac
   prefix; ``data["cause"]`` is ``ttl_expired`` / ``prefix_changed`` / ``unknown``
   (:func:`promptcache.usage.classify.classify_collapse`: ``prefix_changed`` only when the
   request dropped the previous request's prefix, ``UsageRecord.kept_prefix``, never because a
-  growing conversation's last breakpoint moved).
+  growing conversation's last breakpoint moved). For an idle lifetime (OpenAI before GPT-5.6,
+  below) a gap between the usual clearing and the certain bound gives ``ttl_expired`` as the
+  *likely* cause only: ``data["level"] == "warning"``, ``data["ttl_is"] == "usual idle
+  clearing"``, ``data["max_idle_seconds"]`` the certain bound, and the message says the read
+  was possible (the same rule as ``promptcache diff``).
 * ``prefix_regression`` (case BR-18): within a session and the TTL, ``read[n] <
-  read[n-1] + creation[n-1]``.
+  read[n-1] + creation[n-1]``. With an idle lifetime the check runs within the usual clearing
+  (``usual_s``; the certain bound when there is none) and is skipped past it: a shortfall
+  there is explained by the usual idle clearing as well as by a regression, so it is no
+  evidence of one (a zero read there is still a ``collapse``).
 * ``concurrent_cold_writes`` (case BR-21): two or more requests wrote the same prefix and read
   nothing, each sent before the previous write became readable (its ``first_token``, else
   ``end``). The same prefix: the longest breakpoint digest the requests share
@@ -46,8 +53,14 @@ Diagnostics, each emitted as a :class:`UsageEvent` (returned by :meth:`UsageTrac
   rate, cost and savings are computed from consistent counts and the hit rate stays in [0, 1].
 
 TTL used by the session checks: ``ttl=`` when given; else 1 h when the previous request wrote
-1 h entries; else the record's ``cache_write_ttl`` or the model's catalog ``default_ttl``; else
-``default_ttl_seconds`` (300 s: the lower bound of OpenAI's 5-10 min in-memory retention, O2).
+1 h entries; else the record's ``cache_write_ttl``; else, for a model with an idle lifetime
+(OpenAI before GPT-5.6: catalog ``idle_lifetime``), its
+:meth:`~promptcache.catalog.CachePolicy.idle_bounds` for **no retention sent**: a usage
+record carries no request body, so the ``prompt_cache_retention`` the request sent is not
+known and the model's default is assumed (in-memory: usually cleared after 5 min idle,
+always within 1 h; a model accepting both values: 5 min usual, 24 h certain, the default
+depending on the organisation; ``24h`` only: 24 h), hosted-api-rules.md 2.1-2.2; else the
+model's catalog ``default_ttl``; else ``default_ttl_seconds`` (300 s).
 
 Thread- and asyncio-safe: state changes happen under one ``threading.Lock`` with no awaits
 inside; :meth:`UsageTracker.aadd` runs sink I/O in a worker thread.
@@ -395,6 +408,10 @@ def _shared_tokens(rec: UsageRecord, key: str) -> int:
 class _Session:
     last: UsageRecord
     ttl: float
+    #: seconds past which the entry is certainly gone (== ttl unless an idle lifetime)
+    max_ttl: float
+    #: the idle bounds behind ttl / max_ttl (OpenAI before GPT-5.6), else None
+    idle: Any = None
 
 
 def _zero_hit_advice(rec: UsageRecord) -> str:
@@ -571,7 +588,7 @@ class UsageTracker:
         self._policies: dict[str, Any] = {}
         self._tier_rules: dict[str, tuple[TierLike, ...]] = {}
         self._static_prices: dict[str, Any] = {}
-        self._policy_ttls: dict[str, float | None] = {}
+        self._policy_ttls: dict[str, _Lifetime | None] = {}
         self._minimums: dict[str, int | None] = {}
         #: models whose prices may change within a day (see prices_for)
         self._half_hour_priced: set[str] = set()
@@ -780,55 +797,72 @@ class UsageTracker:
             )
         return None
 
-    def _ttl_for(self, rec: UsageRecord) -> float:
+    def _ttl_for(self, rec: UsageRecord) -> _Lifetime:
+        """The lifetime of ``rec``'s cache entries for the session checks (module docstring):
+        ``(ttl, max_ttl, idle)`` in seconds; ``max_ttl == ttl`` and ``idle`` None for a TTL,
+        ``ttl`` the usual clearing and ``max_ttl`` the certain bound for an idle lifetime
+        (``idle_bounds(None)``: the record does not say which retention was sent)."""
         if self._ttl is not None:
-            return self._ttl
+            return (self._ttl, self._ttl, None)
         if rec.cache_write_1h:
-            return 3600.0
+            return (3600.0, 3600.0, None)
         if rec.cache_write_ttl is not None:
-            return ttl_seconds(rec.cache_write_ttl)
+            ttl = ttl_seconds(rec.cache_write_ttl)
+            return (ttl, ttl, None)
         model = rec.model
         if model.__class__ is str and model in self._policy_ttls:
-            ttl = self._policy_ttls[model]  # type: ignore[index]
-            return self._default_ttl if ttl is None else ttl
-        pol = self._policy(model)
-        ttl = None
-        if pol is not None and pol.default_ttl:
-            try:
-                ttl = ttl_seconds(pol.default_ttl)
-            except ValueError:
-                pass
-        if model.__class__ is str and len(self._policy_ttls) < _MODELS_CACHED:
-            self._policy_ttls[model] = ttl  # type: ignore[index]
-        return self._default_ttl if ttl is None else ttl
+            life = self._policy_ttls[model]  # type: ignore[index]
+        else:
+            life = _policy_lifetime(self._policy(model))
+            if model.__class__ is str and len(self._policy_ttls) < _MODELS_CACHED:
+                self._policy_ttls[model] = life  # type: ignore[index]
+        if life is None:
+            return (self._default_ttl, self._default_ttl, None)
+        return life
 
     def _check_session(self, rec: UsageRecord) -> list[UsageEvent]:
         if rec.session is None:
             return []
         prev_state = self._sessions.get(rec.session)
-        ttl_rec = self._ttl_for(rec)  # once a session wrote 1h entries, they outlive 5m gaps
+        # once a session wrote 1h entries, they outlive 5m gaps
+        ttl_rec, max_rec, idle_rec = self._ttl_for(rec)
         if prev_state is None:
-            self._sessions[rec.session] = _Session(rec, ttl_rec)
+            self._sessions[rec.session] = _Session(rec, ttl_rec, max_rec, idle_rec)
             return []
-        prev, prev_ttl = prev_state.last, prev_state.ttl
+        prev, prev_ttl, prev_max = prev_state.last, prev_state.ttl, prev_state.max_ttl
+        idle = prev_state.idle
         # the session's state now holds this record (updated in place: no new object per record)
         prev_state.last, prev_state.ttl = rec, max(prev_ttl, ttl_rec)
+        prev_state.max_ttl = max(prev_max, max_rec)
+        if idle_rec is not None:
+            prev_state.idle = idle_rec
         gap = None if prev.start is None or rec.start is None else rec.start - prev.start
         if rec.cache_read == 0 and ((prev.cache_read or 0) > 0 or (prev.writes or 0) > 0):
-            cause = classify_collapse(prev, rec, prev_ttl)
+            cause = classify_collapse(prev, rec, prev_ttl, max_ttl=prev_max)
+            data: dict[str, Any] = {"session": rec.session, "gap_seconds": gap,
+                                    "ttl_seconds": prev_ttl, "cause": cause,
+                                    "previous_read": prev.cache_read}
+            if prev_max > prev_ttl:
+                data["max_idle_seconds"] = prev_max
+            why: str = cause
+            if (cause == "ttl_expired" and gap is not None and prev_max > prev_ttl
+                    and gap <= prev_max):
+                data.update(level="warning", ttl_is="usual idle clearing")
+                why = _likely_expiry(gap, prev_ttl, prev_max, idle)
+            if idle is not None:
+                data["retention"] = idle.retention
             return [UsageEvent(
                 "collapse", f"session {rec.session!r}{_rid(rec)}: cache reads dropped to 0 "
-                f"({cause})",
-                rec, {"session": rec.session, "gap_seconds": gap, "ttl_seconds": prev_ttl,
-                      "cause": cause, "previous_read": prev.cache_read},
+                f"({why})", rec, data,
             )]
         if gap is not None and gap > prev_ttl:
+            # past the TTL, or past the usual idle clearing (OpenAI before GPT-5.6): a
+            # shortfall there may be the clearing, so it is no evidence of a regression
             return []
         reg = check_append_only(prev, rec)
         if reg is None:
             return []
-        data: dict[str, Any] = {"session": rec.session, "gap_seconds": gap,
-                                "ttl_seconds": prev_ttl}
+        data = {"session": rec.session, "gap_seconds": gap, "ttl_seconds": prev_ttl}
         return [UsageEvent(
             "prefix_regression",
             f"session {rec.session!r}{_rid(rec)}: read {reg.observed_read} tokens, expected at least "
@@ -980,6 +1014,43 @@ class UsageTracker:
         with self._lock:
             found = {id(g): g for groups in self._cold.values() for g in groups if g.writes >= 2}
         return sorted(found.values(), key=lambda g: g.records[0].start or 0.0)
+
+
+#: A record's cache lifetime for the session checks: (ttl, max_ttl, idle bounds or None), s.
+_Lifetime = tuple[float, float, Any]
+
+
+def _policy_lifetime(pol: Any) -> _Lifetime | None:
+    """The lifetime a catalog policy gives an entry whose request's retention is unknown:
+    its idle bounds for no retention sent (``idle_bounds(None)``: usual clearing, certain
+    bound; the usual one is the certain one when there is none, ``24h``), else its
+    ``default_ttl`` (certain); None when it has neither (or no policy)."""
+    if pol is None:
+        return None
+    idle_bounds = getattr(pol, "idle_bounds", None)
+    idle = idle_bounds(None) if idle_bounds is not None else None
+    if idle is not None:
+        usual = idle.usual_s if idle.usual_s is not None else idle.max_s
+        return (float(usual), float(idle.max_s), idle)
+    if pol.default_ttl:
+        try:
+            ttl = ttl_seconds(pol.default_ttl)
+        except ValueError:
+            return None
+        return (ttl, ttl, None)
+    return None
+
+
+def _likely_expiry(gap: float, usual: float, max_s: float, idle: Any) -> str:
+    """The collapse message's cause for a gap between the usual idle clearing and the certain
+    bound: an expiry is likely, not certain (hosted-api-rules.md 2.1-2.2)."""
+    text = (f"ttl_expired, likely but not certain: the gap ({gap:,.0f} s) is past the usual "
+            f"idle clearing ({usual:,.0f} s) but within the {max_s:,.0f} s bound, so a read "
+            "was possible")
+    if idle is not None and idle.default_unknown:
+        text += ("; no prompt_cache_retention is known and this model's default depends on "
+                 "the organisation (24h for non-ZDR organisations: a read was likely)")
+    return text
 
 
 def _rid(rec: UsageRecord) -> str:
