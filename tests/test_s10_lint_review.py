@@ -5,8 +5,13 @@ epochs (9)."""
 
 from __future__ import annotations
 
-from promptcache.lint.api import lint_text
+from pathlib import Path
+
+import pytest
+
+from promptcache.lint.api import LintResult, lint_paths, lint_text
 from promptcache.lint.finding import Finding
+from promptcache.lint.sources import templating
 
 ANTHROPIC = ("from datetime import datetime\nimport anthropic\nc = anthropic.Anthropic()\n"
              "STABLE = 'You are a helpful assistant. ' * 400\nCC = {'type': 'ephemeral'}\n"
@@ -39,3 +44,87 @@ def test_literal_unmarked_content_after_the_breakpoint_is_still_outside_the_pref
                      "[{'role': 'user', 'content': [{'type': 'text', 'text': q}]}]",
                      "[{'role': 'user', 'content': [dict(type='text', text=q)]}]"):
         assert _anthropic(messages) == [], messages
+
+
+STABLE = "You are a careful assistant for the Acme billing platform. " * 120
+
+
+def _write(base: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = base / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def _lint_j2(path: Path) -> LintResult:
+    return lint_paths([str(path)])
+
+
+def test_a_symlink_loop_in_an_include_is_a_warning_not_an_error(tmp_path: Path) -> None:
+    _write(tmp_path, {"main.j2": '{% include "loop.j2" %}\n' + STABLE + "{{ q }}\n"})
+    (tmp_path / "loop.j2").symlink_to("loop.j2")
+    res = _lint_j2(tmp_path / "main.j2")
+    assert res.errors == []
+    assert any("loop.j2" in w.reason and "symlink loop" in w.reason for w in res.warnings)
+
+
+def test_includes_outside_the_project_are_refused_without_reading_them(tmp_path: Path) -> None:
+    (tmp_path / "proj" / ".git").mkdir(parents=True)
+    _write(tmp_path, {"outside/creds.env": "DB_PASSWORD={{ hunter2secret token }}\n",
+                      "outside/clock.j2": "{{ now() }}",
+                      "proj/prompts/_ok.j2": "{{ now() }}",
+                      "proj/prompts/main.j2": ('{% include "../../outside/creds.env" %}\n'
+                                               '{% include "../../outside/clock.j2" %}\n'
+                                               f'{{% include "{tmp_path}/outside/clock.j2" %}}\n'
+                                               + STABLE + "{{ q }}\n")})
+    res = _lint_j2(tmp_path / "proj" / "prompts" / "main.j2")
+    reasons = " | ".join(w.reason for w in res.warnings)
+    assert "hunter2secret" not in reasons and "syntax error" not in reasons, reasons
+    assert '{% include "../../outside/creds.env" %} not followed' in reasons
+    assert "outside the project" in reasons and "absolute template name" in reasons
+    assert res.findings == []  # the outside clock is not read
+    # inside the project (a sibling folder of the template's) includes are still followed
+    _write(tmp_path, {"proj/other/main.j2": '{% include "../prompts/_ok.j2" %}\n' + STABLE})
+    res = _lint_j2(tmp_path / "proj" / "other" / "main.j2")
+    assert [f.code for f in res.findings] == ["PC104"] and res.warnings == []
+
+
+def test_each_included_file_is_analysed_once_however_often_it_is_included(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # f0 includes f1 three times, f1 includes f2 three times...: 3**5 walks without a memo
+    files = {f"f{i}.j2": "".join(f'level {i}\n{{% include "f{i + 1}.j2" %}}\n' for _ in range(3))
+             for i in range(5)}
+    files["f5.j2"] = "leaf {{ now() }}\n"
+    files["f0.j2"] += STABLE
+    _write(tmp_path, files)
+    calls: list[int] = []
+    real = templating._pieces
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(templating, "_pieces", counting)
+    res = _lint_j2(tmp_path / "f0.j2")
+    assert [f.code for f in res.findings] == ["PC104"] * 3  # each include of f1 in f0
+    assert len(calls) <= len(files)
+
+
+def test_include_visits_per_template_are_capped(tmp_path: Path) -> None:
+    _write(tmp_path, {"_part.j2": "Stable part.\n",
+                      "main.j2": '{% include "_part.j2" %}\n' * 600 + STABLE})
+    res = _lint_j2(tmp_path / "main.j2")
+    assert res.errors == []
+    assert any("more than 500 includes" in w.reason for w in res.warnings)
+
+
+def test_an_include_sees_the_includers_set_variables(tmp_path: Path) -> None:
+    _write(tmp_path, {"hdr.j2": "Session started {{ stamp }}.\n",
+                      "main.j2": ('{% set stamp = now() %}{% include "hdr.j2" %}\n' + STABLE
+                                  + "{{ q }}\n"),
+                      "quiet.j2": ('{% set stamp = now() %}'
+                                   '{% include "hdr.j2" without context %}\n' + STABLE)})
+    res = _lint_j2(tmp_path / "main.j2")
+    assert [f.code for f in res.findings] == ["PC104"]
+    assert "hdr.j2" in res.findings[0].message
+    assert _lint_j2(tmp_path / "quiet.j2").findings == []

@@ -299,7 +299,10 @@ def _load(file: str, text: str, config: LintConfig) -> Document:
     source = source_for(file) if file != "-" else source_for_content(text)
     if source is None:
         source = source_for_content(text)
-    options = LoadOptions(model=config.model, provider=config.provider)
+    root = None
+    if file not in ("-", "<request>", ""):
+        root = str(config.root) if config.root is not None else project_root(file)
+    options = LoadOptions(model=config.model, provider=config.provider, root=root)
     try:
         return source.load(file, text, options)
     except InputError:

@@ -34,10 +34,13 @@ class LoadOptions:
         model: ``--model``: overrides the model a request or template names.
         provider: force a request shape (``"anthropic"``, ``"openai-chat"``,
             ``"openai-responses"``); None detects it.
+        root: the project folder (absolute) files a linted file refers to must stay in
+            (Jinja ``{% include %}``); None: the linted file's own folder.
     """
 
     model: str | None = None
     provider: str | None = None
+    root: str | None = None
 
 
 @dataclass

@@ -5,8 +5,11 @@ error is an input error naming the line (``Jinja syntax error at line 7: unexpec
 ``{% include %}``, ``{% import %}`` and ``{% from ... import %}`` are followed relative to the
 template's folder (parsed, never rendered): an included file's volatile value counts at the
 include site, a macro whose output is volatile counts where it is called. An include that
-cannot be followed (missing file, cycle, syntax error, computed name) is a warning on the
-file, never an error.
+cannot be followed (missing file, cycle, symlink loop, syntax error, computed name) is a
+warning on the file, never an error. Only files under the project folder (the configuration's
+root, else the nearest folder above holding ``pyproject.toml`` / ``.git``, when the template
+is under it; else the template's own folder) are read: an absolute name or one that leads
+outside is a warning naming the include, and nothing of that file is read.
 """
 
 from __future__ import annotations
@@ -26,6 +29,24 @@ from promptcache.lint.sources.templating import (
 __all__ = ["SOURCE", "JinjaSource"]
 
 
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError on 3.11)
+        return path.absolute()
+
+
+def _loader(file: str, options: LoadOptions) -> TemplateLoader:
+    """The include loader of template ``file``: includes must stay in ``options.root`` (the
+    project folder) when the file is in it, else in the file's own folder."""
+    here = _resolved(Path(file))
+    folder = _resolved(Path(file).parent)
+    root = _resolved(Path(options.root)) if options.root else folder
+    if not here.is_relative_to(root):
+        root = folder
+    return TemplateLoader(Path(file).parent, stack=(here,), root=root)
+
+
 class JinjaSource:
     """Jinja2 template files."""
 
@@ -34,8 +55,7 @@ class JinjaSource:
 
     def load(self, file: str, text: str, options: LoadOptions) -> Document:
         """See :class:`promptcache.lint.sources.base.Source`."""
-        loader = (TemplateLoader(Path(file).parent, stack=(Path(file).resolve(),))
-                  if file != "-" else None)
+        loader = _loader(file, options) if file != "-" else None
         try:
             pieces = jinja_pieces(text, line_position(text), loader)
         except JinjaSyntaxError as exc:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePath, PureWindowsPath
 from typing import Any
 
 from jinja2 import Environment, nodes
@@ -160,31 +160,63 @@ def _dotted(node: nodes.Node) -> str | None:
 _MAX_INCLUDED_BYTES = 2_000_000
 #: Deepest chain of includes / imports followed.
 _MAX_INCLUDE_DEPTH = 16
+#: Most includes / imports followed for one linted template (all levels together).
+_MAX_INCLUDE_VISITS = 500
+
+
+class _Run:
+    """What the loaders of one linted template share: parsed files, per-file results (an
+    included file is analysed once per set of inherited names it reads, not once per include
+    site) and the include visit budget."""
+
+    __slots__ = ("cache", "first", "macros", "visits")
+
+    def __init__(self, cache: dict[Path, tuple[str, nodes.Template] | None] | None) -> None:
+        self.cache: dict[Path, tuple[str, nodes.Template] | None] = (
+            cache if cache is not None else {})
+        #: (path, inherited volatile names) -> its first volatile value (no origin prefix)
+        self.first: dict[tuple[Path, frozenset[tuple[str, Volatility]]], Volatility | None] = {}
+        #: path -> its volatile macros
+        self.macros: dict[Path, dict[str, Volatility]] = {}
+        self.visits = 0
 
 
 class TemplateLoader:
     """Reads the templates a Jinja template includes or imports, for the linter only (parsed,
     never rendered). Names resolve relative to the including template's folder.
 
-    Problems (a missing file, an include cycle, a name that is not a string literal, a
-    syntax error in the included file) never raise: each adds one sentence to ``notes`` and
-    the include is not followed.
+    Only files under ``root`` are read: an absolute name (``/etc/passwd``) or a name that
+    resolves outside ``root`` (``../../x``, a symlink out of it) is not followed, with a note
+    naming the include (never the file's content). Problems (a missing file, an include
+    cycle, a symlink loop, a name that is not a string literal, a syntax error in the included
+    file, more than 500 includes followed) never raise: each adds one sentence to ``notes``
+    and the include is not followed.
 
     Args:
         folder: the folder of the template being linted.
         notes: where the notes go (shared by the loaders of nested includes).
         stack: resolved paths of the templates being read, outermost (the linted template
             itself) first: the cycle guard.
+        cache: resolved path -> (text, parse tree), or None when it could not be read.
+        root: the folder includes must stay in (the project root, resolved); None: the
+            resolved ``folder``.
     """
 
     def __init__(self, folder: Path, notes: list[str] | None = None,
                  stack: tuple[Path, ...] = (),
-                 cache: dict[Path, tuple[str, nodes.Template] | None] | None = None) -> None:
+                 cache: dict[Path, tuple[str, nodes.Template] | None] | None = None,
+                 root: Path | None = None, *, _run: _Run | None = None) -> None:
         self.folder = folder
         self.notes: list[str] = notes if notes is not None else []
         self.stack = stack
-        self._cache: dict[Path, tuple[str, nodes.Template] | None] = (
-            cache if cache is not None else {})
+        self.run = _run if _run is not None else _Run(cache)
+        self._cache = self.run.cache
+        if root is None:
+            try:
+                root = folder.resolve()
+            except (OSError, RuntimeError):
+                root = folder.absolute()
+        self.root = root
 
     def _note(self, lineno: int | None, what: str, reason: str) -> None:
         where = f"line {lineno}: " if lineno else ""
@@ -194,15 +226,49 @@ class TemplateLoader:
         if note not in self.notes:
             self.notes.append(note)
 
-    def open(self, name: str, lineno: int | None,
-             what: str) -> tuple[str, nodes.Template, TemplateLoader] | None:
+    def locate(self, name: str, lineno: int | None, what: str) -> Path | None:
+        """The resolved path of template ``name`` when it may be read (relative, inside
+        ``root``), else None with a note."""
+        if PurePath(name).is_absolute() or PureWindowsPath(name).is_absolute() \
+                or name.startswith(("/", "\\")):
+            self._note(lineno, what, "an absolute template name (only files under the "
+                                     "project folder are read)")
+            return None
+        try:
+            path = (self.folder / name).resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError on 3.11)
+            reason = "a symlink loop" if isinstance(exc, RuntimeError) else (
+                exc.strerror or type(exc).__name__)
+            self._note(lineno, what, f"cannot resolve {name} ({reason})")
+            return None
+        if not path.is_relative_to(self.root):
+            self._note(lineno, what, f"{name} is outside the project folder {self.root}")
+            return None
+        return path
+
+    def open(self, name: str, lineno: int | None, what: str, *,
+             missing_ok: bool = False) -> tuple[str, nodes.Template, TemplateLoader] | None:
         """The text, parse tree and loader (for its own includes) of template ``name``, or
-        None (with a note) when it cannot be read."""
-        path = (self.folder / name).resolve()
+        None (with a note; none for a missing file when ``missing_ok``) when it cannot or
+        may not be read."""
+        path = self.locate(name, lineno, what)
+        if path is None:
+            return None
+        if missing_ok:
+            try:
+                if not path.is_file():
+                    return None
+            except OSError:
+                return None
         if path in self.stack or len(self.stack) >= _MAX_INCLUDE_DEPTH:
             chain = " -> ".join(p.name for p in (*self.stack, path))
             self._note(lineno, what, f"include cycle ({chain})" if path in self.stack
                        else f"more than {_MAX_INCLUDE_DEPTH} nested includes")
+            return None
+        self.run.visits += 1
+        if self.run.visits > _MAX_INCLUDE_VISITS:
+            self._note(None, "{% include %} / {% import %}",
+                       f"more than {_MAX_INCLUDE_VISITS} includes and imports in all")
             return None
         if path not in self._cache:
             self._cache[path] = self._read(path, name, lineno, what)
@@ -210,7 +276,8 @@ class TemplateLoader:
         if got is None:
             return None
         text, tree = got
-        child = TemplateLoader(path.parent, self.notes, (*self.stack, path), self._cache)
+        child = TemplateLoader(path.parent, self.notes, (*self.stack, path), root=self.root,
+                               _run=self.run)
         return text, tree, child
 
     def _read(self, path: Path, name: str, lineno: int | None,
@@ -248,29 +315,44 @@ def _template_name(node: nodes.Node, loader: TemplateLoader, what: str) -> str |
 
 
 def _first_volatile(text: str, tree: nodes.Template, loader: TemplateLoader,
-                    origin_prefix: str) -> Volatility | None:
-    """The first volatile hole of an included template (its own includes followed)."""
-    bound = _bound_names(tree, loader)
-    for piece in _pieces(text, line_position(text), tree, bound, loader):
-        if piece.kind == "hole" and piece.volatility is not None:
-            v = piece.volatility
-            return Volatility(v.kind, v.granularity, f"{origin_prefix}: {v.origin}")
-    return None
+                    origin_prefix: str,
+                    inherited: dict[str, Volatility] | None = None) -> Volatility | None:
+    """The first volatile hole of an included template (its own includes followed);
+    ``inherited``: the volatile names of the includer's context it sees. Computed once per
+    file and set of inherited names (memoised in the loader's run)."""
+    seen = dict(inherited or {})  # passed on to its own includes too, as in Jinja
+    key = (loader.stack[-1], frozenset(seen.items())) if loader.stack else None
+    if key is not None and key in loader.run.first:
+        v = loader.run.first[key]
+    else:
+        v = None
+        bound = _bound_names(tree, loader, seen)
+        for piece in _pieces(text, line_position(text), tree, bound, loader):
+            if piece.kind == "hole" and piece.volatility is not None:
+                v = piece.volatility
+                break
+        if key is not None:
+            loader.run.first[key] = v
+    if v is None:
+        return None
+    return Volatility(v.kind, v.granularity, f"{origin_prefix}: {v.origin}")
 
 
-def _include_volatility(node: nodes.Include, loader: TemplateLoader) -> Volatility | None:
+def _include_volatility(node: nodes.Include, loader: TemplateLoader,
+                        context: dict[str, Volatility] | None = None) -> Volatility | None:
+    """The first volatile value of the template ``node`` includes; ``context``: the
+    includer's volatile names (an include sees them unless ``without context``)."""
     what = "{% include %}"
     name = _template_name(node, loader, what)
     if name is None:
         return None
     what = f'{{% include "{name}" %}}'
-    if node.ignore_missing and not (loader.folder / name).is_file():
-        return None
-    got = loader.open(name, node.lineno, what)
+    got = loader.open(name, node.lineno, what, missing_ok=node.ignore_missing)
     if got is None:
         return None
     text, tree, child = got
-    return _first_volatile(text, tree, child, name)
+    return _first_volatile(text, tree, child, name,
+                           context if node.with_context else None)
 
 
 def _macro_volatility(tree: nodes.Template, bound: dict[str, Volatility],
@@ -301,7 +383,8 @@ def _body_volatility(macro: nodes.Macro, scope: dict[str, Volatility],
                      loader: TemplateLoader | None, where: str) -> Volatility | None:
     for node in macro.find_all((nodes.Output, nodes.Include)):
         if isinstance(node, nodes.Include):
-            vol = _include_volatility(node, loader) if loader is not None else None
+            vol = (_include_volatility(node, loader, scope) if loader is not None
+                   else None)
             if vol is not None:
                 return Volatility(vol.kind, vol.granularity, f"{where}: {vol.origin}")
             continue
@@ -343,7 +426,11 @@ def _imported(tree: nodes.Template, loader: TemplateLoader) -> dict[str, Volatil
         if got is None:
             continue
         _text, sub, child = got
-        macros = _macro_volatility(sub, _bound_names(sub, child), child, name)
+        path = child.stack[-1]
+        macros = loader.run.macros.get(path)
+        if macros is None:  # a file imported from many templates is analysed once
+            macros = _macro_volatility(sub, _bound_names(sub, child), child, name)
+            loader.run.macros[path] = macros
         if isinstance(node, nodes.Import):
             out.update({f"{node.target}.{m}": v for m, v in macros.items()})
         elif isinstance(node, nodes.FromImport):
@@ -355,11 +442,14 @@ def _imported(tree: nodes.Template, loader: TemplateLoader) -> dict[str, Volatil
 
 
 # ------------------------------------------------------------------------ jinja
-def _bound_names(tree: nodes.Template,
-                 loader: TemplateLoader | None = None) -> dict[str, Volatility]:
+def _bound_names(tree: nodes.Template, loader: TemplateLoader | None = None,
+                 inherited: dict[str, Volatility] | None = None) -> dict[str, Volatility]:
     """Names whose value is volatile: ``{% set x = now() %}``, and the template's own and
-    imported macros whose output is (a macro is volatile where it is called)."""
-    bound: dict[str, Volatility] = _imported(tree, loader) if loader is not None else {}
+    imported macros whose output is (a macro is volatile where it is called); ``inherited``:
+    the volatile names of an including template's context (its own names override them)."""
+    bound: dict[str, Volatility] = dict(inherited or {})
+    if loader is not None:
+        bound.update(_imported(tree, loader))
     bound.update(_macro_volatility(tree, bound, loader, ""))
     for assign in tree.find_all(nodes.Assign):
         target = assign.target
@@ -452,7 +542,7 @@ def _pieces(source: str, position: Position, tree: nodes.Template,
             waiting = includes.get(tag_line) if block_tag == "include" else None
             include = waiting.pop(0) if waiting else None
             if include is not None and loader is not None:
-                vol = _include_volatility(include, loader)
+                vol = _include_volatility(include, loader, bound)
                 if vol is not None:  # the included text sits here
                     line, col = position(block_start)
                     tag = source[block_start:at + len(value)]
