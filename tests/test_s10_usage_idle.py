@@ -101,3 +101,34 @@ def test_regression_check_is_skipped_past_the_usual_idle_clearing() -> None:
     t2 = UsageTracker(warn=False)
     t2.add(_rec("gpt-4o", T0, 2048, cache_write=1024, uncached_input=1928))
     assert t2.add(_rec("gpt-4o", T0 + idle.usual_s + 1, 1024)) == ()
+
+
+# ---------------------------------------------------------------- breakeven.ttl_policy
+
+
+def _in_memory(pol: Any = None, **kwargs: Any) -> Any:
+    from promptcache.usage import ttl_policy
+
+    res = ttl_policy("gpt-4o", 20_000, 400, requests=5, policy=pol, **kwargs)
+    return res.option("in_memory")
+
+
+def test_ttl_policy_in_memory_lifetime_comes_from_the_catalog_idle_lifetime() -> None:
+    from promptcache.catalog import get_policy
+    from promptcache.catalog._policy import IdleRetention
+
+    pol = get_policy("gpt-4o")
+    longer = pol.model_copy(update={"idle_lifetime": {
+        **(pol.idle_lifetime or {}), "in_memory": IdleRetention(usual="10m", max="1h")}})
+    assert _in_memory(pol).reads == 0  # 400 s past the catalog's usual 5 min
+    assert _in_memory(longer).reads == 4  # within this policy's usual 10 min
+    assert _in_memory(pol, in_memory_seconds=600).reads == 4  # the argument still wins
+
+
+def test_ttl_policy_policy_without_idle_lifetime_has_no_guessed_in_memory_lifetime() -> None:
+    from promptcache.catalog import get_policy
+
+    bare = get_policy("gpt-4o").model_copy(update={"idle_lifetime": None})
+    opt = _in_memory(bare)
+    assert not opt.available and "in_memory_seconds" in opt.note
+    assert _in_memory(bare, in_memory_seconds=600).reads == 4

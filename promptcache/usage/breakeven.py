@@ -26,9 +26,11 @@ under each policy the model offers and returns the cheapest:
   exceeds it (within it the option is the plain TTL option, no pings). A gap longer than every
   TTL is cheapest kept alive on the longest TTL: fewer pings per gap;
 * OpenAI before GPT-5.6 (automatic caching, no write fee): ``in_memory`` (entries usually cleared
-  after 5-10 minutes idle: ``in_memory_seconds``, default the 300 s lower bound, source O2
-  https://developers.openai.com/api/docs/guides/prompt-caching) and ``24h`` where the catalog
-  lists extended retention.
+  after 5-10 minutes idle: ``in_memory_seconds``, by default the catalog's usual in-memory idle
+  clearing, ``CachePolicy.idle_bounds("in_memory").usual_s``: 300 s, the lower bound of 5-10
+  min, source O2 https://developers.openai.com/api/docs/guides/prompt-caching; a planning
+  assumption: reads after it are possible, not counted on) and ``24h`` where the catalog lists
+  extended retention.
 
 Every request is priced through :func:`promptcache.usage.billing.price_record`, so prompt-length
 tiers (Haiku 5.5 above 100K, OpenAI above 272K) and batch pricing apply as in real bills.
@@ -50,6 +52,22 @@ from promptcache.usage.classify import ttl_seconds
 from promptcache.usage.record import UsageRecord
 
 __all__ = ["BreakEven", "PolicyOption", "TtlPolicy", "breakeven", "ttl_policy"]
+
+
+def _in_memory_lifetime(pol: Any) -> float | None:
+    """The usual idle clearing of ``pol``'s in-memory cache entries (seconds; catalog
+    ``idle_lifetime``, :meth:`promptcache.catalog.CachePolicy.idle_bounds`), or None when the
+    policy gives none (a caller's policy without ``idle_lifetime``)."""
+    idle_bounds = getattr(pol, "idle_bounds", None)
+    bounds = idle_bounds("in_memory") if callable(idle_bounds) else None
+    if bounds is not None and bounds.retention == "in_memory" and bounds.usual_s is not None:
+        return float(bounds.usual_s)
+    # a model that does not accept in_memory (24h only): the catalog's in-memory row still
+    # gives the in-memory lifetime the option is priced for
+    table = getattr(pol, "idle_lifetime", None) or {}
+    entry = table.get("in_memory") if isinstance(table, dict) else None
+    usual = getattr(entry, "usual_seconds", None)
+    return None if usual is None else float(usual)
 
 
 def _catalog() -> tuple[Any, Any]:
@@ -269,7 +287,8 @@ class PolicyOption:
         cost: total cost of the ``requests`` requests plus pings (USD).
         writes, reads: requests that wrote / read the prefix.
         pings: keepalive pings sent; ``ping_cost``: their total (USD).
-        available: False when the option cannot cache (below the minimum).
+        available: False when the option cannot cache (below the minimum), or when its
+            lifetime is unknown (``in_memory`` on a policy without ``idle_lifetime``).
         capped: the keepalive budget ran out before every gap was covered.
         note: one sentence.
     """
@@ -322,7 +341,7 @@ def ttl_policy(
     ping_output_tokens: int = 1,
     keepalive_cap_usd: Decimal | float | None = None,
     keepalive_max_pings: int | None = None,
-    in_memory_seconds: float = 300.0,
+    in_memory_seconds: float | None = None,
     batch: bool = False,
     prices: PriceTable | None = None,
     policy: Any = None,
@@ -340,7 +359,12 @@ def ttl_policy(
             longer than a TTL makes that TTL's keepalive option unavailable.
         ping_input_tokens, ping_output_tokens: uncached input and output of one ping (tokens).
         keepalive_cap_usd, keepalive_max_pings: spend cap on pings over the horizon.
-        in_memory_seconds: assumed OpenAI in-memory retention (seconds).
+        in_memory_seconds: assumed OpenAI in-memory retention (seconds); None (the default):
+            the policy's usual in-memory idle clearing (``idle_bounds("in_memory").usual_s``,
+            catalog ``idle_lifetime``: 300 s for the catalog's models). A ``policy=`` without
+            an ``idle_lifetime`` (and no ``in_memory_seconds``) has no known in-memory
+            lifetime: its ``in_memory`` option is listed unavailable, with a note saying so,
+            rather than priced on a guess.
         batch: price with the batch discount.
         prices, policy, at: as :func:`breakeven`.
 
@@ -367,7 +391,8 @@ def ttl_policy(
         keepalive_interval = _seconds("keepalive_interval", keepalive_interval)
     if keepalive_max_pings is not None:
         keepalive_max_pings = _count("keepalive_max_pings", keepalive_max_pings)
-    in_memory_seconds = _seconds("in_memory_seconds", in_memory_seconds)
+    if in_memory_seconds is not None:
+        in_memory_seconds = _seconds("in_memory_seconds", in_memory_seconds)
     cap = None if keepalive_cap_usd is None else _usd("keepalive_cap_usd", keepalive_cap_usd)
     get_policy, get_prices = _catalog()
     pol = get_policy(model, policy=policy)
@@ -456,7 +481,15 @@ def ttl_policy(
                 options.append(keepalive(f"{ttl}+keepalive", ttl, ttl_seconds(ttl)))
     elif pol.automatic_caching:
         fee = bool(pol.write_multipliers)
-        options.append(cached("in_memory", None, in_memory_seconds, fee=fee))
+        lifetime = (in_memory_seconds if in_memory_seconds is not None
+                    else _in_memory_lifetime(pol))
+        if lifetime is None:
+            options.append(PolicyOption(
+                "in_memory", none_cost, 0, 0, available=False,
+                note="in-memory lifetime unknown: the policy has no idle_lifetime; pass "
+                     "in_memory_seconds"))
+        else:
+            options.append(cached("in_memory", None, lifetime, fee=fee))
         for retention in pol.prompt_cache_retention:
             if retention != "in_memory":
                 options.append(cached(retention, None, ttl_seconds(retention), fee=fee))
