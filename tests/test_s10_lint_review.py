@@ -128,3 +128,30 @@ def test_an_include_sees_the_includers_set_variables(tmp_path: Path) -> None:
     assert [f.code for f in res.findings] == ["PC104"]
     assert "hdr.j2" in res.findings[0].message
     assert _lint_j2(tmp_path / "quiet.j2").findings == []
+
+
+CLOCK_HEAD = ("import time\nfrom openai import OpenAI\nclient = OpenAI()\n"
+              "BASE = 'You are a research agent. ' * 500\n")
+
+
+def _granularity(body: str) -> str:
+    src = (CLOCK_HEAD + "def ask(q):\n" + body
+           + "    return client.chat.completions.create(model='gpt-5', messages=["
+           "{'role': 'system', 'content': f'v={v} ' + BASE}, {'role': 'user', 'content': q}])\n")
+    found = lint_text(src, "app.py")
+    assert len(found) == 1, [f.message for f in found]
+    return found[0].message.split("-granularity", 1)[0]
+
+
+def test_a_millisecond_epoch_is_reported_as_milliseconds() -> None:
+    assert _granularity("    v = int(time.time() * 1000)\n") == "millisecond"
+    assert _granularity("    v = round(1000 * time.time())\n") == "millisecond"
+
+
+def test_a_millisecond_count_divided_into_minutes_is_minutes() -> None:
+    assert _granularity("    ms = int(time.time() * 1000)\n    v = int(ms // 60000)\n") \
+        == "minute"
+    assert _granularity("    v = int(time.time() * 1000) // 60000\n") == "minute"
+    # seconds keep their units
+    assert _granularity("    v = int(time.time())\n") == "second"
+    assert _granularity("    v = int(time.time() // 3600)\n") == "hour"

@@ -133,36 +133,51 @@ _BLOCK_CONSTRUCTOR_SUFFIXES = ("Param", "Block", "Message")
 #: Timestamp granularities, finest first.
 _GRANULARITIES = ("microsecond", "millisecond", "second", "minute", "hour", "day", "week",
                   "month", "year")
+#: Calls returning a number of seconds since the epoch (or another origin).
+_EPOCH_SECONDS = frozenset({"time.time", "time.monotonic", "time.perf_counter",
+                            "time.process_time", "time.mktime", "calendar.timegm"})
 #: Seconds per unit, for ``time.time() // 3600`` (coarsest first).
 _UNIT_SECONDS = (("day", 86400), ("hour", 3600), ("minute", 60))
 
 
-def _coarsen(taints: Iterable[_Taint], granularity: str) -> Taints:
+def _coarsen(taints: Iterable[_Taint], granularity: str, *, exact: bool = False) -> Taints:
     """``taints`` with each timestamp's granularity made at least as coarse as
-    ``granularity`` (a value already coarser keeps its own); other kinds unchanged."""
+    ``granularity`` (a value already coarser keeps its own); other kinds unchanged.
+    ``exact``: the granularity was computed from the value's own unit (a ``time_ns()``
+    value is coarsened too; otherwise it is left alone, its unit being nanoseconds)."""
     rank = _GRANULARITIES.index(granularity)
     out = set()
     for t in taints:
         g = t.vol.granularity
-        if (t.vol.kind == "timestamp" and "_ns(" not in t.vol.origin  # time_ns(): nanoseconds
+        if (t.vol.kind == "timestamp" and (exact or "_ns(" not in t.vol.origin)
                 and (g not in _GRANULARITIES or _GRANULARITIES.index(g) < rank)):
             t = _Taint(Volatility("timestamp", granularity, t.vol.origin), t.line, t.col)
         out.add(t)
     return frozenset(out)
 
 
-def _divided_granularity(node: ast.expr) -> str | None:
-    """``"hour"`` for ``x / 3600`` or ``x // 3600`` (a number of seconds divided into a
-    coarser unit), else None."""
-    if not (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv))
-            and isinstance(node.right, ast.Constant)
-            and isinstance(node.right.value, (int, float))
-            and not isinstance(node.right.value, bool)):
-        return None
-    for unit, seconds in _UNIT_SECONDS:
-        if node.right.value >= seconds:
-            return unit
+def _number(node: ast.expr) -> float | None:
+    """The value of a positive numeric constant (``1000``, ``1e3``), else None."""
+    if (isinstance(node, ast.Constant) and isinstance(node.value, (int, float))
+            and not isinstance(node.value, bool) and node.value > 0):
+        return float(node.value)
     return None
+
+
+def _unit_granularity(seconds: float) -> str:
+    """The granularity of a whole number counting units of ``seconds`` (``1e-3`` ->
+    millisecond, ``60`` -> minute, ``3600`` -> hour)."""
+    seconds *= 1 + 1e-9  # 1e-9 * 1e6 is 0.00099999...
+    if seconds < 1e-3:
+        return "microsecond"
+    if seconds < 1:
+        return "millisecond"
+    if seconds < 60:
+        return "second"
+    for unit, length in _UNIT_SECONDS:
+        if seconds >= length:
+            return unit
+    return "minute"  # pragma: no cover - seconds >= 60 here
 
 
 _FLOAT_SPEC = re.compile(r"^[^.]*\.(\d+)[fFeEgG%]?$|^[^.]*[dn]$")
@@ -264,6 +279,9 @@ class _Scope:
         self.mod = mod
         self.env: dict[str, Taints] = {}
         self.lists: dict[str, list[ast.expr]] = {}
+        #: name -> (seconds per unit, seconds between changes) of the clock number it holds
+        #: (see :meth:`clock`)
+        self.units: dict[str, tuple[float, float]] = {}
         # name -> the (key, value) items of the dict literal / dict(...) call it holds, read
         # as keywords where the name is passed as **name to an API call
         self.dicts: dict[str, list[tuple[str, ast.expr]]] = {}
@@ -336,9 +354,10 @@ class _Scope:
             return inner
         if isinstance(node, ast.BinOp):
             both = self.taint(node.left) | self.taint(node.right)
-            gran = (_divided_granularity(node) if isinstance(node.op, ast.FloorDiv)
-                    else None)
-            return _coarsen(both, gran) if gran is not None else both  # time.time() // 60
+            gran, exact = (self._rounded_granularity(node)
+                           if isinstance(node.op, ast.FloorDiv) else (None, False))
+            # time.time() // 60: minutes; ms // 60000 (ms = int(time.time() * 1000)): minutes
+            return _coarsen(both, gran, exact=exact) if gran is not None else both
         if isinstance(node, ast.BoolOp):
             return self._union(node.values)
         if isinstance(node, ast.IfExp):
@@ -367,6 +386,57 @@ class _Scope:
             self.env[node.target.id] = t
             return t
         return _EMPTY
+
+    def clock(self, node: ast.expr, depth: int = 0) -> tuple[float, float] | None:
+        """(seconds per unit, seconds between changes) of a clock number: (1, 0) for
+        ``time.time()``, (1e-3, 0) for ``time.time() * 1000``, (1e-3, 1e-3) once made whole
+        (``int(...)``), (60, 60) for ``time.time() // 60``, (1e-9, 1e-9) for
+        ``time.time_ns()``; a name's when it was assigned one of these in this scope; None
+        when not known."""
+        if depth > 20:
+            return None
+        if isinstance(node, ast.Name):
+            return self.units.get(node.id)
+        if isinstance(node, ast.Call):
+            name = self.resolve(node.func) or _dotted(node.func) or ""
+            if name in _ROUNDING and node.args:
+                if name == "round" and len(node.args) > 1:
+                    return None
+                got = self.clock(node.args[0], depth + 1)
+                return (got[0], max(got)) if got is not None else None
+            if name.startswith("time.") and name.endswith("_ns"):
+                return 1e-9, 1e-9
+            if name in _EPOCH_SECONDS or name.endswith(".timestamp"):
+                return 1.0, 0.0
+            return None
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Mult):
+                for num, other in ((node.right, node.left), (node.left, node.right)):
+                    c = _number(num)
+                    if c is not None:
+                        got = self.clock(other, depth + 1)
+                        return (got[0] / c, got[1]) if got is not None else None
+            elif isinstance(node.op, (ast.Div, ast.FloorDiv)):
+                c = _number(node.right)
+                got = self.clock(node.left, depth + 1)
+                if c is not None and got is not None:
+                    unit = got[0] * c
+                    return unit, max(got[1], unit) if isinstance(node.op, ast.FloorDiv) \
+                        else got[1]
+        return None
+
+    def _rounded_granularity(self, node: ast.expr) -> tuple[str | None, bool]:
+        """(granularity, exact) of a clock number made whole (``int(x)``, ``x // c``): from
+        the number's unit when known (``int(time.time() * 1000)``: millisecond; a
+        millisecond count ``// 60000``: minute); else, for ``x // c`` / ``x / c`` with a
+        divisor of a minute or more, ``x`` taken as seconds; else None."""
+        got = self.clock(node)
+        if got is not None:
+            return _unit_granularity(max(got)), True
+        if (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv))
+                and (c := _number(node.right)) is not None and c >= 60):
+            return _unit_granularity(c), False
+        return None, False
 
     def _union(self, nodes: Iterable[ast.expr | None]) -> Taints:
         out: set[_Taint] = set()
@@ -425,7 +495,9 @@ class _Scope:
                 if name == "round" and len(node.args) > 1 and not (
                         isinstance(node.args[1], ast.Constant) and node.args[1].value in (0, None)):
                     return args_taint
-                return _coarsen(args_taint, _divided_granularity(node.args[0]) or "second")
+                # int(time.time() * 1000) counts milliseconds
+                gran, exact = self._rounded_granularity(node.args[0])
+                return _coarsen(args_taint, gran or "second", exact=exact)
             if name in ("set", "frozenset") and node.args:
                 return args_taint | {self._new(node, "set-order", None, _origin(node))}
             summary = self.mod.summary(name)
@@ -483,6 +555,11 @@ class _Scope:
                     self.dicts.pop(dotted, None)
         if isinstance(target, ast.Name):
             self.env[target.id] = value
+            clock = self.clock(value_node) if value_node is not None else None
+            if clock is not None:
+                self.units[target.id] = clock
+            else:
+                self.units.pop(target.id, None)
             if isinstance(value_node, ast.List):
                 self.lists[target.id] = list(value_node.elts)
             else:
