@@ -155,3 +155,16 @@ def test_a_millisecond_count_divided_into_minutes_is_minutes() -> None:
     # seconds keep their units
     assert _granularity("    v = int(time.time())\n") == "second"
     assert _granularity("    v = int(time.time() // 3600)\n") == "hour"
+
+
+def test_linting_from_the_filesystem_root_does_not_open_the_whole_disk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # no pyproject.toml / .git above: the project root falls back to the current directory
+    _write(tmp_path, {"outside/clock.j2": "{{ now() }}",
+                      "prompts/main.j2": '{% include "../outside/clock.j2" %}\n' + STABLE})
+    if any((p / m).exists() for p in tmp_path.parents for m in (".git", "pyproject.toml")):
+        pytest.skip("a project marker above the temporary folder")
+    monkeypatch.chdir("/")
+    res = _lint_j2(tmp_path / "prompts" / "main.j2")
+    assert res.findings == []
+    assert any("outside the project" in w.reason for w in res.warnings)

@@ -38,11 +38,12 @@ def _resolved(path: Path) -> Path:
 
 def _loader(file: str, options: LoadOptions) -> TemplateLoader:
     """The include loader of template ``file``: includes must stay in ``options.root`` (the
-    project folder) when the file is in it, else in the file's own folder."""
+    project folder) when the file is in it and it is not the filesystem root (``lint``
+    run from ``/`` with no project marker), else in the file's own folder."""
     here = _resolved(Path(file))
     folder = _resolved(Path(file).parent)
     root = _resolved(Path(options.root)) if options.root else folder
-    if not here.is_relative_to(root):
+    if not here.is_relative_to(root) or root == Path(root.anchor):  # never the whole disk
         root = folder
     return TemplateLoader(Path(file).parent, stack=(here,), root=root)
 
