@@ -67,7 +67,7 @@ ANTHROPIC = ("from datetime import datetime\nimport anthropic\nc = anthropic.Ant
              "STABLE = 'You are a helpful assistant. ' * 400\nCC = {'type': 'ephemeral'}\n")
 
 
-def _anthropic(system: str, messages: str = "[{'role': 'user', 'content': q}]",
+def _anthropic(system: str, messages: str = "[{'role': 'user', 'content': 'Hi'}]",
                extra: str = "") -> list[Finding]:
     return _lint(ANTHROPIC + "def ask(q, history):\n"
                  "    return c.messages.create(model='claude-sonnet-4-6', max_tokens=5,\n"
@@ -113,7 +113,7 @@ def test_no_breakpoint_at_all_is_reported_as_before() -> None:
 def test_first_message_after_a_system_breakpoint_is_outside_the_prefix() -> None:
     system = "[{'type': 'text', 'text': STABLE, 'cache_control': CC}]"
     msgs = ("[{'role': 'user', 'content': f'Now {datetime.now()}'}, "
-            "{'role': 'assistant', 'content': 'ok'}, {'role': 'user', 'content': q}]")
+            "{'role': 'assistant', 'content': 'ok'}, {'role': 'user', 'content': 'Hi'}]")
     assert _anthropic(system, msgs) == []
     assert [f.code for f in _anthropic("STABLE", msgs)] == ["PC101"]  # no breakpoint: as before
 
