@@ -264,6 +264,16 @@ class CacheLedger:
     and in a sweep on write (at most once a minute of ledger clock); ``len()`` counts the live
     ones.
 
+    Args:
+        max_entries: at most this many entries are kept (None: no bound beyond the sweep);
+            past it the least recently written or refreshed entries are dropped, as the block
+            cache evicts the least recently used KV (an entry whose KV is gone cannot be read
+            anyway). :class:`~promptcache.local.app.BackendService` bounds its OpenAI idle
+            ledger so (:func:`automatic_live_prefix`).
+
+    Raises:
+        ValueError: ``max_entries`` < 1.
+
     An entry is visible to a request only once it is available at the request's arrival
     (:meth:`CacheEntry.available_to`); to an earlier request it is absent, so that request writes
     the prefix again (:meth:`put`), as N parallel cold requests pay N writes on the hosted API.
@@ -272,7 +282,10 @@ class CacheLedger:
     #: seconds of ledger clock between sweeps of expired entries (each sweep is one pass)
     SWEEP_EVERY = 60.0
 
-    def __init__(self) -> None:
+    def __init__(self, max_entries: int | None = None) -> None:
+        if max_entries is not None and max_entries < 1:
+            raise ValueError(f"max_entries must be >= 1 or None, got {max_entries}")
+        self.max_entries = max_entries
         self._entries: dict[bytes, CacheEntry] = {}
         self._lock = threading.Lock()
         self._now = float("-inf")  # the latest clock time an operation gave
@@ -327,7 +340,15 @@ class CacheLedger:
         with self._lock:
             self._sweep(now)
             expires = now + ttl_seconds(ttl)
-            old = self._entries.get(key)
+            if self.max_entries is not None:
+                old = self._entries.pop(key, None)  # re-inserted below: the most recent
+                if old is not None:
+                    self._entries[key] = old
+                else:
+                    while len(self._entries) >= self.max_entries:  # the least recent first
+                        del self._entries[next(iter(self._entries))]
+            else:
+                old = self._entries.get(key)
             if old is not None and old.expires_at > now:
                 if old.available_at is None or (
                     available_at is not None and available_at > old.available_at
@@ -346,6 +367,9 @@ class CacheLedger:
             entry = self._entries.get(key)
             if entry is not None:
                 entry.expires_at = max(entry.expires_at, now + ttl_seconds(entry.ttl))
+                if self.max_entries is not None:  # a use: now the most recent
+                    del self._entries[key]
+                    self._entries[key] = entry
 
     def drop(self, key: bytes) -> None:
         """Forget ``key`` (its KV is physically gone from the block cache)."""
@@ -398,14 +422,19 @@ def automatic_live_prefix(
     """The longest prefix of ``keys`` (:func:`automatic_prefix_keys`) that an earlier request
     used less than its idle lifetime ago (0: none), then record this request's use of every
     prefix: each lives ``lifetime_s`` seconds from ``now`` (a use restarts it; a longer
-    lifetime an earlier request gave is kept)."""
+    lifetime an earlier request gave is kept).
+
+    Memory: expired entries go in the ledger's sweep; a ledger with ``max_entries`` drops the
+    least recently used ones past that bound. The uses are recorded longest prefix first, so
+    a request's shorter prefixes are the more recent: a bound drops the long tails first and
+    keeps the readable start, as the block cache evicts tail blocks first."""
     live = 0
     for end, key in keys:
         if ledger.get(key, now) is None:
             break
         live = end
     ttl = f"{max(1, round(lifetime_s))}s"
-    for end, key in keys:
+    for end, key in reversed(keys):
         ledger.put(key, end, ttl, now)
     return live
 

@@ -355,6 +355,33 @@ _COUNTER_HELP = {
 }
 
 
+def idle_ledger_capacity(engine: Any) -> int | None:
+    """How many OpenAI idle-ledger entries (:func:`automatic_live_prefix`, one per prefix on
+    the automatic-caching grid) can stand for KV the engine still holds: its cache capacity
+    in tokens (``prefix_cache_blocks_total`` x ``prefix_cache_block_size`` plus
+    ``tail_tokens_capacity``, from ``engine.metrics``) divided by the smallest
+    ``cache_step_tokens`` of the catalog's models with an idle lifetime (each entry's last
+    step is KV no other entry ends with). At least 1. None when the engine does not report
+    its capacity (a test double): the ledger is then bounded by its expiry sweep only."""
+    try:
+        metrics = dict(engine.metrics)
+        blocks = int(metrics["prefix_cache_blocks_total"])
+        block_size = int(metrics["prefix_cache_block_size"])
+        tails = int(metrics.get("tail_tokens_capacity") or 0)
+    except Exception:  # no capacity reported: no bound beyond the sweep
+        return None
+    steps = []
+    for model in known_models():
+        try:
+            pol = get_policy(model)
+        except UnknownModelError:
+            continue
+        if pol.idle_lifetime and pol.cache_step_tokens:
+            steps.append(int(pol.cache_step_tokens))
+    step = min(steps, default=1)
+    return max(1, (blocks * block_size + tails) // step)
+
+
 class BackendService:
     """Engine + clock + cache ledgers + metrics, shared by all routes.
 
@@ -385,8 +412,10 @@ class BackendService:
         self.anthropic_ledger = CacheLedger()
         self.openai_ledger = CacheLedger()
         #: OpenAI automatic caching's idle lifetimes (:func:`automatic_live_prefix`); apart
-        #: from ``openai_ledger`` so that its entries gauge counts breakpoint entries only
-        self.openai_idle_ledger = CacheLedger()
+        #: from ``openai_ledger`` so that its entries gauge counts breakpoint entries only.
+        #: Bounded by the block cache (:func:`idle_ledger_capacity`): a prefix whose KV the
+        #: cache evicted cannot be read, so its entry need not be kept (review 16)
+        self.openai_idle_ledger = CacheLedger(max_entries=idle_ledger_capacity(self.engine))
         self.lock = threading.Lock()
         self.counters = _Counters()
 
