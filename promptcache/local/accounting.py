@@ -61,7 +61,10 @@ read even while the block cache still holds its KV. The lifetime is the certain 
 memory, 24 h with ``"24h"``); with no retention sent on a model that accepts both (a CONFLICT
 in the sources: openai-python says non-ZDR organisations default to ``24h``), 24 h.
 ``ServerOptions.openai_in_memory_idle_s`` sets a shorter in-memory lifetime (e.g. 300, the
-usual clearing) to test early eviction.
+usual clearing) to test early eviction. The ledger forgets expired entries in its sweep and is
+bounded by the block cache's capacity (``CacheLedger(max_entries=...)``,
+:func:`promptcache.local.app.idle_ledger_capacity`): past it the least recently used prefixes,
+whose KV the cache would have evicted first, are dropped.
 """
 
 from __future__ import annotations
