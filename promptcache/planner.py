@@ -82,6 +82,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import combinations
+from math import comb
 from typing import TYPE_CHECKING, Any, Literal
 
 from promptcache._errors import InvalidRequestError, PlanError
@@ -537,14 +538,19 @@ def _new_plan(provider: str, model: str, breakpoints: tuple[PlannedBreakpoint, .
               explicit_writes: int | None = None) -> BreakpointPlan:
     """``BreakpointPlan(...)`` with every field given, in declaration order."""
     plan: BreakpointPlan = object.__new__(BreakpointPlan)
-    plan.__dict__.update(
-        provider=provider, model=model, breakpoints=breakpoints, decisions=decisions,
-        marker_edits=marker_edits, read_tokens=read_tokens, write_tokens=write_tokens,
-        total_tokens=total_tokens, expected_next_read=expected_next_read,
-        prompt_cache_key=prompt_cache_key, prompt_cache_options=prompt_cache_options,
-        lookback=lookback, reuse=reuse, read_entry=read_entry, dropped_params=dropped_params,
-        explicit_writes=explicit_writes)
+    _set_dict(plan, "__dict__", {
+        "provider": provider, "model": model, "breakpoints": breakpoints,
+        "decisions": decisions, "marker_edits": marker_edits, "read_tokens": read_tokens,
+        "write_tokens": write_tokens, "total_tokens": total_tokens,
+        "expected_next_read": expected_next_read, "prompt_cache_key": prompt_cache_key,
+        "prompt_cache_options": prompt_cache_options, "lookback": lookback, "reuse": reuse,
+        "read_entry": read_entry, "dropped_params": dropped_params,
+        "explicit_writes": explicit_writes})
     return plan
+
+
+#: ``object.__setattr__`` (a frozen dataclass refuses its own)
+_set_dict = object.__setattr__
 
 
 def _policy_provider(policy: CachePolicy) -> str:
@@ -577,9 +583,13 @@ def _markable(view: PrefixView, seg: Segment) -> bool:
     if not seg.cacheable:
         return False
     if view.provider == "anthropic":
-        if seg.kind in NO_MARKER_KINDS:
+        kind = seg.kind
+        if kind in NO_MARKER_KINDS:
             return False
-        return not (seg.kind == "text" and _blank(seg.text))
+        if kind != "text":
+            return True
+        text = seg.text  # _blank, inline
+        return not (not text or text.isspace())
     # OpenAI: content parts (or string contents we can turn into parts) of non-assistant turns.
     if seg.tier == "tools" or seg.role == "assistant" or seg.kind == "tool_call":
         return False
@@ -610,8 +620,13 @@ def _previous_entries(view: PrefixView, previous: PreviousLike, digests: list[st
         raw = [(b.segment_index, b.prefix_tokens, b.prefix_digest)
                for b in previous._writing()]
         read = previous.read_entry  # read by that request, so refreshed: still cached
-        if read is not None and all(r[0] != read.segment_index for r in raw):
-            raw.append((read.segment_index, read.prefix_tokens, read.prefix_digest))
+        if read is not None:
+            read_at = read.segment_index
+            for r in raw:
+                if r[0] == read_at:
+                    break
+            else:
+                raw.append((read_at, read.prefix_tokens, read.prefix_digest))
     elif isinstance(previous, PrefixView):
         pdig = prefix_digests(previous)
         raw = [(seg.index, seg.end_token, pdig[seg.index]) for seg in previous.breakpoints()]
@@ -632,8 +647,9 @@ def _previous_entries(view: PrefixView, previous: PreviousLike, digests: list[st
                 raise TypeError("previous must be a BreakpointPlan, a PrefixView, WrittenEntry "
                                 f"items or int positions, not {type(item).__name__}")
     kept: dict[int, WrittenEntry] = {}
+    n = len(segs)
     for index, tokens, digest in raw:
-        if index >= len(segs) or index < 0:
+        if index >= n or index < 0:
             notes.append(_new_decision(index, f"#{index}", "previous", False,
                                        "previous entry lies past the end of this request"))
             continue
@@ -645,8 +661,11 @@ def _previous_entries(view: PrefixView, previous: PreviousLike, digests: list[st
         if tokens < min_tokens or index in kept:
             continue
         seg = segs[index]
-        kept[index] = _new_entry(seg.index, seg.position, seg.end_token, digests[seg.index])
+        kept[index] = _new_entry(seg.index, seg.position, seg.start_token + seg.tokens,
+                                 digests[seg.index])
     # one entry per segment, in index order
+    if len(kept) < 2:
+        return list(kept.values()), notes
     return [kept[k] for k in sorted(kept)], notes
 
 
@@ -778,6 +797,10 @@ _NO_GAIN_REASONS: dict[int, tuple[ReuseModel, str]] = {}
 
 def _decision_order(d: Decision) -> tuple[int, bool]:
     return d.segment_index, not d.placed
+
+
+def _minus_tokens(hit: tuple[int, int, int]) -> int:
+    return -hit[0]
 
 
 def _no_gain_reason(reuse: ReuseModel) -> str:
@@ -989,13 +1012,17 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                 i -= 1
             return None
 
+        chain_next: dict[int, int | None] = {}  # the chains of several anchors often meet
         for e in prev_entries:
-            lag = latest_within(e.position, e.segment_index)
+            at = e.segment_index
+            lag = latest_within(e.position, at)
             if lag is not None and lag not in fixed_idx and lag not in cands:
                 cands[lag] = ("lagging", None, e)
+            if 0 <= at < n and pos_of[at] == e.position:
+                # the chain from the entry's block scans the same blocks but its own
+                chain_next[at] = lag if lag != at else None
         anchors = [e.segment_index for e in prev_entries]
         anchors += [i for i, c in cands.items() if c[0] in _ANCHOR_ROLES]
-        chain_next: dict[int, int | None] = {}  # the chains of several anchors often meet
         for a in anchors:
             cur = a
             for _ in range(slots):
@@ -1085,15 +1112,20 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         (reuse.new_conversation, bounds.static_end), (reuse.branch, bounds.history_end),
         (reuse.tools_only, bounds.tools_end)) if w and lim is not None]
 
+    # this request's read is the longest entry a plan reaches (the first of equal ones): the
+    # first entry of this list (longest first, else in order) that the plan hits
+    by_tokens = sorted([h for h in entry_hits if h[0] > 0], key=_minus_tokens)
+
     # The score of a plan (sorted candidate indexes ``planned``, bit mask ``mask``) with the
     # fixed markers: (this request's read + the weighted reads of the next request, minus
     # the cache writes beyond the read (<= 0), minus the marker count, the index sum); the
     # highest wins, the first of equal ones. The empty plan's:
     plan_mask = fixed_mask
-    now, read_i = 0, -1  # this request's read: the longest entry the plan reaches
-    for tokens, index, hits in entry_hits:
-        if tokens > now and hits & plan_mask:
+    now, read_i = 0, -1  # this request's read
+    for tokens, index, hits in by_tokens:
+        if hits & plan_mask:
             now, read_i = tokens, index
+            break
     written = plan_mask & written_mask
     nxt_read = 0.0
     for w, lim, lim_mask in active:
@@ -1104,40 +1136,44 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
             top = now
         nxt_read += w * top
     best_score = (now + nxt_read, min(0, now - last_tok[written.bit_length()]), 0, 0)
-    best: tuple[int, ...] = ()
+    best_pos: tuple[int, ...] = ()  # the best plan's candidates, by position in cand_idx
     best_mask = 0
-    cand_bits = [bit_of[i] for i in cand_idx]
-    for k in range(1, min(slots, len(cand_idx)) + 1):
-        # combinations() of the index-sorted candidates yields sorted tuples
-        for combo, bits in zip(combinations(cand_idx, k), combinations(cand_bits, k),
-                               strict=True):
-            mask = sum(bits)
-            plan_mask = mask | fixed_mask
-            if chain_limits and not _chain_ok(combo, plan_mask, chain_limits):
-                continue
-            # the score, as for the empty plan above (inline: thousands of plans on a long
-            # request)
-            now, read_i = 0, -1
-            for tokens, index, hits in entry_hits:
-                if tokens > now and hits & plan_mask:
-                    now, read_i = tokens, index
-            written = plan_mask & written_mask
-            nxt_read = 0.0
-            for w, lim, lim_mask in active:
-                top = last_tok[(written & lim_mask).bit_length()]
-                if now > top and read_i <= lim:
-                    top = now
-                nxt_read += w * top
-            first = now + nxt_read
-            # the rest of the score only where the first part does not decide
-            if first == best_score[0]:
-                sc = (first, min(0, now - last_tok[written.bit_length()]), -k, sum(combo))
-                if sc > best_score:
-                    best, best_mask, best_score = combo, mask, sc
-            elif first > best_score[0]:
-                best, best_mask = combo, mask
-                best_score = (first, min(0, now - last_tok[written.bit_length()]), -k,
-                              sum(combo))
+    nc = len(cand_idx)
+    subsets = _subsets(nc, min(slots, nc))
+    if fixed_mask:  # the pool holds the fixed markers too: bit_of[cand_idx[j]] is not 1 << j
+        cand_bits = [bit_of[i] for i in cand_idx]
+        subsets = ((k, pos, sum([cand_bits[j] for j in pos], fixed_mask))
+                   for k, pos, _mask in subsets)
+    chain_at = [chain_limits.get(i) for i in cand_idx] if chain_limits else None
+    for k, pos, plan_mask in subsets:
+        if chain_at is not None and not _chain_ok_at(pos, plan_mask, chain_at):
+            continue
+        # the score, as for the empty plan above (inline: thousands of plans on a long
+        # request)
+        now, read_i = 0, -1
+        for tokens, index, hits in by_tokens:
+            if hits & plan_mask:
+                now, read_i = tokens, index
+                break
+        written = plan_mask & written_mask
+        nxt_read = 0.0
+        for w, lim, lim_mask in active:
+            top = last_tok[(written & lim_mask).bit_length()]
+            if now > top and read_i <= lim:
+                top = now
+            nxt_read += w * top
+        first = now + nxt_read
+        # the rest of the score only where the first part does not decide
+        if first == best_score[0]:
+            sc = (first, min(0, now - last_tok[written.bit_length()]), -k,
+                  sum([cand_idx[j] for j in pos]))
+            if sc > best_score:
+                best_pos, best_mask, best_score = pos, plan_mask ^ fixed_mask, sc
+        elif first > best_score[0]:
+            best_pos, best_mask = pos, plan_mask ^ fixed_mask
+            best_score = (first, min(0, now - last_tok[written.bit_length()]), -k,
+                          sum([cand_idx[j] for j in pos]))
+    best = tuple([cand_idx[j] for j in best_pos])
 
     # ---- TTLs of the planner's markers
     base_ttl = ttl or _default_ttl(policy)
@@ -1150,14 +1186,17 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     rows: list[PlannedBreakpoint] = []
     static_lim = bounds.static_end if bounds.static_end is not None else -1
     ttl_of: dict[int, str | None] = {f.index: f.ttl for f in fixed}
-    for i in best:
-        ttl_of[i] = stable if i <= static_lim else base_ttl
     if anthropic and not fixed:
         # Longer TTLs first: with no caller marker after it, a planner marker keeps its TTL
-        # (the clamp below leaves its rank as it is).
+        # (the clamp below leaves its rank as it is; a TTL it does not rank becomes 5m).
+        stable_emit = _RANK_TTL[_TTL_RANK.get(str(stable), 0)]
+        base_emit = _RANK_TTL[_TTL_RANK.get(str(base_ttl), 0)]
         for i in best:
-            ttl_of[i] = _RANK_TTL[_TTL_RANK.get(str(ttl_of[i]), 0)]
-    elif anthropic:
+            ttl_of[i] = stable_emit if i <= static_lim else base_emit
+    else:
+        for i in best:
+            ttl_of[i] = stable if i <= static_lim else base_ttl
+    if anthropic and fixed:
         # Longer TTLs first: a planner marker followed by caller markers is raised to the
         # longest of their TTLs, but not above any marker before it.
         order = sorted(ttl_of)
@@ -1177,9 +1216,10 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     plan_mask = best_mask | fixed_mask
     now = 0
     read_at: int | None = None
-    for tokens, index, hits in entry_hits:
-        if tokens > now and hits & plan_mask:
+    for tokens, index, hits in by_tokens:
+        if hits & plan_mask:
             now, read_at = tokens, index
+            break
     fixed_by_idx = {f.index: f for f in fixed} if fixed else {}
     planner_ttl = (ttls[0] if ttls else None) if not anthropic else None
     for i in marked:
@@ -1243,6 +1283,36 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                      tuple(edits), read, write, end_tok[-1], float(next_read), key, options,
                      lookback, reuse, read_entry, dropped_params,
                      None if anthropic else explicit_budget)
+
+
+def _chain_ok_at(positions: Iterable[int], plan_mask: int,
+                 chain_at: Sequence[tuple[int, int] | None]) -> bool:
+    """:func:`_chain_ok` with the limits by candidate position (``chain_at``)."""
+    for j in positions:
+        limits = chain_at[j]
+        if limits is not None and 0 < plan_mask & limits[0] < limits[1]:
+            return False
+    return True
+
+
+#: (size, candidate positions, their bit mask) of every subset the search scores, per
+#: (candidates, largest size), in the order itertools.combinations() makes them, sizes
+#: ascending (the mask is the pool's when the pool is the candidates alone). Tables of up to
+#: 4,096 subsets are kept (C(16, 4) and below: every table of the 4-slot limit).
+_SUBSETS: dict[tuple[int, int], tuple[tuple[int, tuple[int, ...], int], ...]] = {}
+
+
+def _subsets(n: int, kmax: int) -> Iterable[tuple[int, tuple[int, ...], int]]:
+    """The subsets of ``n`` candidates with 1 to ``kmax`` members (see :data:`_SUBSETS`)."""
+    table = _SUBSETS.get((n, kmax))
+    if table is not None:
+        return table
+    made = ((k, pos, sum([1 << j for j in pos])) for k in range(1, kmax + 1)
+            for pos in combinations(range(n), k))
+    if sum(comb(n, k) for k in range(1, kmax + 1)) > 4096:
+        return made  # made as the search goes
+    table = _SUBSETS[(n, kmax)] = tuple(made)
+    return table
 
 
 def _chain_ok(planned: Iterable[int], plan_mask: int,
