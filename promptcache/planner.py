@@ -1228,7 +1228,7 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
             c = cands[i]
             src: Literal["planner", "user", "automatic", "implicit"] = "planner"
             role = c[0]
-            reason = _cand_reason(c, segs, lookback)
+            reason = c[1] if c[1] is not None else _cand_reason(c, segs, lookback)
             if read_at is not None and role != "lagging" and lookback is not None:
                 # the first marker at or after the entry, within its lookback, reads it
                 # (positions never decrease, so a marker between the two would be within it too)
