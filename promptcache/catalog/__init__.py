@@ -52,6 +52,7 @@ from promptcache.catalog._prices import (
     get_prices,
     is_fine_tuned,
     load_overrides,
+    overrides_version,
 )
 from promptcache.catalog._rules import (
     InvalidationRule,
@@ -90,6 +91,7 @@ __all__ = [
     "is_fine_tuned",
     "known_models",
     "load_overrides",
+    "overrides_version",
     "price_adjustment",
     "provider_rules",
     "provider_rules_sources",

@@ -532,6 +532,8 @@ class _OverrideFile(BaseModel):
 
 _installed: dict[str, PriceOverride] = {}
 _env_cache: dict[tuple[str, int], dict[str, PriceOverride]] = {}
+#: bumped by every load_overrides(install=True) / clear_overrides (see overrides_version)
+_generation = 0
 
 
 def is_fine_tuned(model: str) -> bool:
@@ -597,15 +599,35 @@ def load_overrides(
         CatalogError: the file is missing, unreadable, not TOML, or has an unknown key, a
             negative or non-numeric price; the message names the file and the reason.
     """
+    global _generation
     parsed = _parse_overrides(Path(path))
     if install:
         _installed.update(parsed)
+        _generation += 1
     return parsed
 
 
 def clear_overrides() -> None:
     """Forget overrides installed by :func:`load_overrides` (the env var still applies)."""
+    global _generation
     _installed.clear()
+    _generation += 1
+
+
+def overrides_version() -> tuple[int, str | None, int | None]:
+    """A token that changes whenever the price overrides :func:`get_prices` applies may have
+    changed: :func:`load_overrides` / :func:`clear_overrides` called, ``$PROMPTCACHE_PRICES``
+    set to another file or its file modified (path, mtime in ns; None when unset or
+    unreadable). Whoever keeps prices looked up earlier (``UsageTracker``) drops them when
+    the token changes."""
+    value = os.environ.get(PRICES_ENV_VAR)
+    if not value:
+        return (_generation, None, None)
+    try:
+        mtime: int | None = os.stat(value).st_mtime_ns
+    except OSError:
+        mtime = None
+    return (_generation, value, mtime)
 
 
 def _env_overrides() -> dict[str, PriceOverride]:

@@ -129,6 +129,19 @@ EventKind = Literal[
 ]
 
 
+_VERSION_FN: Callable[[], Any] | None = None
+
+
+def _overrides_version() -> Any:
+    """``promptcache.catalog.overrides_version()`` (imported on first use)."""
+    global _VERSION_FN
+    if _VERSION_FN is None:
+        from promptcache.catalog import overrides_version
+
+        _VERSION_FN = overrides_version
+    return _VERSION_FN()
+
+
 class ZeroHitWarning(UserWarning):
     """Warned when cacheable traffic reads nothing from the cache after the warm-up."""
 
@@ -581,6 +594,8 @@ class UsageTracker:
         self._alarmed: set[tuple[str | None, str | None]] = set()
         self._cold: dict[tuple[str | None, str], list[ColdWriteGroup]] = {}
         self._price_cache: dict[tuple[str, int, int], PriceTable | None] = {}
+        #: the catalog's overrides_version() the cached prices were looked up under
+        self._prices_version: Any = None
         # per model id (the catalog is read once per process; the dated prices above are
         # cached per tracker too): its policy, tier rules, the price table that does not
         # depend on the date (an override or default_prices; _DATED: the catalog's), the
@@ -613,6 +628,13 @@ class UsageTracker:
         if static is not _DATED:
             return static  # type: ignore[no-any-return]
         assert model is not None
+        version = _overrides_version()
+        if version != self._prices_version:
+            # the catalog's price overrides changed (load_overrides, $PROMPTCACHE_PRICES):
+            # prices looked up before are stale (review 16)
+            self._price_cache.clear()
+            self._half_hour_priced.clear()
+            self._prices_version = version
         start = record.start
         if start is not None and start < _EPOCH_FLOOR:
             start = None  # a relative time (a log that starts at 0) is no date: today's prices
