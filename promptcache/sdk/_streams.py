@@ -124,7 +124,11 @@ class _Tap:
         assert obs is not None and call is not None
         end = time.time()
         try:
-            if snapshot is not None and getattr(snapshot, "usage", None) is not None:
+            if (snapshot is not None and how not in _CUT_SHORT
+                    and getattr(snapshot, "usage", None) is not None):
+                # the SDK's accumulated message: complete only when the stream was read to its
+                # end (left early, its usage still holds message_start's placeholder output
+                # count: the events read so far decide, below; new-user trial 16)
                 obs.record_response(call, snapshot, end, self.first_token)
                 return
             if self.acc is not None and self.acc.seen_usage:
@@ -144,6 +148,10 @@ class _Tap:
             obs.add(obs.unknown_record(call, end, self.first_token, "stream_usage_missing"))
         except Exception as exc:
             fault("stream usage tracking", exc, "the stream goes on")
+
+
+#: How a stream ends before it is read through (see ``_Base._pc_finish``'s callers).
+_CUT_SHORT = frozenset({"left early", "closed", "interrupted by an error"})
 
 
 class _ChunkTap(_Tap):
