@@ -244,6 +244,10 @@ class Call:
     sent: SentRequest | None = None
 
 
+#: Keys a client remembers as reported (:meth:`Observer.once`) before it starts over.
+_MAX_REPORTED = 4096
+
+
 @dataclass
 class _Shared:
     """State shared by a wrapped client and its copies (``with_options`` / ``copy``)."""
@@ -449,11 +453,14 @@ class Observer:
     # ------------------------------------------------------------------ reporting
     def once(self, key: str) -> bool:
         """True the first time ``key`` is seen by this client (and its copies)."""
-        if key in self.shared.reported:  # seen: no lock needed (keys are only ever added)
+        if key in self.shared.reported:  # seen: no lock needed (a read of a set)
             return False
         with self.shared.lock:
             if key in self.shared.reported:
                 return False
+            if len(self.shared.reported) >= _MAX_REPORTED:
+                # bounded: a long-lived client forgets what it reported and may say it again
+                self.shared.reported.clear()
             self.shared.reported.add(key)
             return True
 
@@ -620,7 +627,9 @@ class Observer:
             if lint == "error" and sev in ("error", "warning"):
                 blocking.append(f)
                 continue
-            if self.once("lint:" + f.fingerprint):
+            # one problem, one warning: keyed by rule and place, not by the matched value (a
+            # clock in the system prompt matches another value on every request; trial 16)
+            if self.once(f"lint:{f.code}:{f.path or ''}"):
                 msg = f"promptcache {f.code} ({sev}) at {f.path or '<request>'}: {f.message}"
                 if f.fix:
                     msg += f" Fix: {f.fix}"
