@@ -305,6 +305,11 @@ class KeepAlive:
                     return
                 if self._cap_reached():
                     self.stopped = "unpriced" if self.spent_usd is None else "spend_cap"
+                    if self.pings == 0 and self.spent_usd is not None:
+                        logger.warning(
+                            "promptcache: keepalive sent no ping: the first ping's worst case "
+                            "($%s: the whole prompt written again) exceeds max_usd ($%s)",
+                            self._estimate, self.max_usd)
                     return
                 if self._wait():
                     self.stopped = "stopped"
@@ -340,10 +345,11 @@ class KeepAlive:
 
 
 def _first_estimate(tracker: UsageTracker, usage_format: str, body: Mapping[str, Any],
-                    kind: str) -> Decimal | None:
+                    kind: str, ttls: list[str] | None = None) -> Decimal | None:
     """Upper bound of one ping's cost: the whole prompt, counted at the top of its count's
-    error bound (an Anthropic count is an estimate, +-15 %), written at the highest write rate,
-    plus the ping's output limit in output tokens."""
+    error bound (an Anthropic count is an estimate, +-15 %), written again at the write rate of
+    the longest TTL its entries use (``ttls``, :func:`_entry_ttls`; the 1h rate when they are
+    not known), plus the ping's output limit in output tokens."""
     import math
 
     from promptcache.usage import UsageRecord
@@ -357,9 +363,11 @@ def _first_estimate(tracker: UsageTracker, usage_format: str, body: Mapping[str,
         tokens = math.ceil(view.total_tokens * (1 + bound))
         model = body.get("model")
         output = _ping_output_limit(body)
+        # an Anthropic write is priced by its TTL: 5m only when every entry is a 5m one
+        five_minutes = kind == "anthropic" and ttls is not None and set(ttls) == {"5m"}
         worst = [UsageRecord(provider=usage_format, model=model, uncached_input=0, cache_read=0,
-                             cache_write=tokens, cache_write_5m=0, cache_write_1h=tokens,
-                             output=output),
+                             cache_write=tokens, cache_write_5m=tokens if five_minutes else 0,
+                             cache_write_1h=0 if five_minutes else tokens, output=output),
                  UsageRecord(provider=usage_format, model=model, uncached_input=tokens,
                              cache_read=0, output=output)]
         costs = [tracker.cost_of(r) for r in worst]
@@ -431,12 +439,13 @@ def keepalive(client: Any, request: Mapping[str, Any], *, every: float = 240.0,
         kind, fmt = "openai-chat", "openai"
         method = client.chat.completions.create
     ping = _ping_request(kind, request)
-    _check_every(every, _entry_ttls(kind, body_of(ping), _auto_cache(client, ping)))
+    ttls = _entry_ttls(kind, body_of(ping), _auto_cache(client, ping))
+    _check_every(every, ttls)
     if tracker is None:
         from promptcache.usage import UsageTracker
 
         tracker = UsageTracker(keep_records=False)
-    estimate = _first_estimate(tracker, fmt, body_of(ping), kind)
+    estimate = _first_estimate(tracker, fmt, body_of(ping), kind, ttls)
     if label is not None and _is_wrapped(client):
         ping["promptcache_label"] = label  # the wrapper labels the pings in its own tracker
 
