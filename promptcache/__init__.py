@@ -76,6 +76,7 @@ _LAZY: dict[str, str] = {
     "warm_then_fanout": "promptcache.sdk",
     "keepalive": "promptcache.sdk",
     "assert_cache_stable": "promptcache.sdk",
+    "sent_requests": "promptcache.sdk",
     "tracker_of": "promptcache.sdk",
     "call_options": "promptcache.sdk",
     "awarm_then_fanout": "promptcache.sdk",
@@ -127,6 +128,7 @@ __all__ = [
     "parse_usage",
     "plan_breakpoints",
     "render",
+    "sent_requests",
     "tracker_of",
     "ttl_policy",
     "warm_then_fanout",
@@ -159,6 +161,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from promptcache.sdk import assert_cache_stable as assert_cache_stable
     from promptcache.sdk import awarm_then_fanout as awarm_then_fanout
     from promptcache.sdk import call_options as call_options
+    from promptcache.sdk import sent_requests as sent_requests
     from promptcache.sdk import keepalive as keepalive
     from promptcache.sdk import tracker_of as tracker_of
     from promptcache.sdk import warm_then_fanout as warm_then_fanout
