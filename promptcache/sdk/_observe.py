@@ -714,6 +714,12 @@ class Observer:
                 fault("live diff", exc, "the request is sent unchanged")
                 return False
             explanation = f"(diff failed: {type(exc).__name__}: {exc})"
+        if setting == "model":
+            logger.warning("promptcache: session %r: the request's model changed (%s -> %s): "
+                           "caches are per model, so the cached prefix is lost: %s",
+                           call.session, prev.payload.get("model"), body.get("model"),
+                           explanation)
+            return True
         if setting is not None:
             what = ("its breakpoints no longer reach the previous request's cache entry"
                     if setting == "breakpoints" else f"its {setting} changed")
@@ -930,6 +936,10 @@ def prefix_loss(before: Mapping[str, Any], before_view: PrefixView, before_diges
         if why is not None:  # the digests (of the bodies) cannot see the template
             return PrefixLoss("stored_prompt", why, 0)
     cut = first_divergence(before_digests, digests)
+    if before.get("model") != body.get("model"):
+        # the digests are seeded with the model, so they differ from the first segment: the
+        # cause is the switch, not a change there (new-user trial 16)
+        return PrefixLoss("setting", "model", cut)
     if before_bp is not None and cut <= before_bp:
         return PrefixLoss("content", "", cut)
     setting = _changed_setting(before, body, shape)
