@@ -172,7 +172,8 @@ class UsageSummary:
     usage arrived), and makes ``hit_rate`` ``None``: a ratio over part of the traffic is not the
     traffic's hit rate. ``known_hit_rate`` is the same ratio over the records whose usage is
     known, to read beside ``requests_unknown``. Costs are ``None`` when any record's cost is
-    unknown.
+    unknown; ``known_cost`` is the cost of the records whose cost is known (USD), to read
+    beside them (new-user trial 16: one stream left early hid every later cost).
     """
 
     key: tuple[str | None, ...]
@@ -194,6 +195,8 @@ class UsageSummary:
     last_end: float | None
     #: cache-read tokens of the records whose usage is known (tokens)
     known_cache_read: int
+    #: cost of the records whose cost is known (USD); equal to ``cost`` when every one is
+    known_cost: Decimal = Decimal(0)
 
     @property
     def hit_rate(self) -> float | None:
@@ -248,6 +251,7 @@ class UsageSummary:
             "input_cost_usd": dec(self.input_cost),
             "uncached_input_cost_usd": dec(self.uncached_input_cost),
             "savings_usd": dec(self.savings),
+            "known_cost_usd": dec(self.known_cost),
         }
 
 
@@ -256,7 +260,8 @@ class _Acc:
 
     __slots__ = (
         "cache_read", "cache_write", "cache_write_1h", "cache_write_5m", "cost", "first_start",
-        "input_cost", "known_cache_read", "last_end", "output", "reasoning", "requests",
+        "input_cost", "known_cache_read", "known_cost", "last_end", "output", "reasoning",
+        "requests",
         "requests_unknown",
         "requests_with_read", "total_input", "uncached_input", "uncached_input_cost",
     )
@@ -267,6 +272,7 @@ class _Acc:
         self.cache_write_5m = self.cache_write_1h = self.output = self.reasoning = 0
         self.total_input = self.known_cache_read = 0
         self.cost: Decimal | None = Decimal(0)
+        self.known_cost = Decimal(0)
         self.input_cost: Decimal | None = Decimal(0)
         self.uncached_input_cost: Decimal | None = Decimal(0)
         self.first_start: float | None = None
@@ -282,6 +288,7 @@ class _Acc:
             cost=self.cost, input_cost=self.input_cost,
             uncached_input_cost=self.uncached_input_cost, first_start=self.first_start,
             last_end=self.last_end, known_cache_read=self.known_cache_read,
+            known_cost=self.known_cost,
         )
 
 
@@ -330,6 +337,8 @@ def _add_counts(accs: tuple[_Acc, ...], numbers: tuple[Any, ...]) -> None:
         total = acc.cost
         if total is not None:
             acc.cost = None if cost is None else total + cost
+        if cost is not None:
+            acc.known_cost += cost
         total = acc.input_cost
         if total is not None:
             acc.input_cost = None if input_cost is None else total + input_cost
