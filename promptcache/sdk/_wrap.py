@@ -55,11 +55,12 @@ without touching SDK internals.
 from __future__ import annotations
 
 import functools
+import inspect
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from promptcache.sdk._observe import OVERRIDES, LintMode, Observer, Shape
+from promptcache.sdk._observe import OVERRIDES, Call, LintMode, Observer, Shape, fault
 from promptcache.sdk._streams import (
     AsyncChatCompletionStreamManagerProxy,
     AsyncMessageStreamManagerProxy,
@@ -82,18 +83,24 @@ T = TypeVar("T")
 # response, or a raw stream with stream=True), "parse" (an SDK helper returning the parsed
 # response) or "stream" (an SDK helper returning a stream manager). A path whose method the
 # installed SDK lacks is simply never looked up.
+# "raw": ``with_raw_response.create``, which returns the SDK's raw response wrapper (headers,
+# ``.parse()``); its parsed response is recorded (the SDK caches it, so the caller's own
+# ``.parse()`` returns the same object).
 _ANTHROPIC_HOOKS: dict[tuple[str, ...], tuple[Shape, str]] = {
     ("messages", "create"): ("anthropic", "create"),
     ("messages", "stream"): ("anthropic", "stream"),
     ("messages", "parse"): ("anthropic", "parse"),
+    ("messages", "with_raw_response", "create"): ("anthropic", "raw"),
 }
 _OPENAI_HOOKS: dict[tuple[str, ...], tuple[Shape, str]] = {
     ("chat", "completions", "create"): ("openai-chat", "create"),
     ("chat", "completions", "parse"): ("openai-chat", "parse"),
     ("chat", "completions", "stream"): ("openai-chat", "stream"),
+    ("chat", "completions", "with_raw_response", "create"): ("openai-chat", "raw"),
     ("responses", "create"): ("openai-responses", "create"),
     ("responses", "parse"): ("openai-responses", "parse"),
     ("responses", "stream"): ("openai-responses", "stream"),
+    ("responses", "with_raw_response", "create"): ("openai-responses", "raw"),
 }
 
 # stream manager proxy per shape: (sync, async)
@@ -241,6 +248,9 @@ def _observed(method: Callable[..., Any], obs: Observer, shape: Shape, kind: str
     if kind == "parse":
         return _parsing(method, obs, shape, is_async)
 
+    if kind == "raw":
+        return _raw(method, obs, shape, is_async)
+
     if is_async:
         @functools.wraps(method)
         async def acreate(*args: Any, **kwargs: Any) -> Any:
@@ -306,6 +316,58 @@ def _parsing(method: Callable[..., Any], obs: Observer, shape: Shape, is_async: 
         return result
 
     return parse
+
+
+def _raw(method: Callable[..., Any], obs: Observer, shape: Shape, is_async: bool
+         ) -> Callable[..., Any]:
+    """``with_raw_response.create``: as ``create``, returning the SDK's raw response wrapper
+    unchanged; the usage is read from its parsed response (``.parse()``, which the SDK caches:
+    the caller's own ``.parse()`` returns the same object). A stream requested this way is
+    returned unobserved, with a warning once (its events are not seen)."""
+    def untracked_stream(_call: Call) -> None:
+        obs.warn_once(f"raw-stream:{shape}",
+                      "promptcache: a stream requested through with_raw_response is not "
+                      "tracked (its usage is not recorded); use create(stream=True) or "
+                      "the stream() helper")
+
+    if is_async:
+        @functools.wraps(method)
+        async def araw(*args: Any, **kwargs: Any) -> Any:
+            call = obs.prepare(shape, kwargs)
+            call.start = time.time()
+            result = await method(*args, **call.kwargs)
+            if call.stream:
+                untracked_stream(call)
+                return result
+            try:
+                parsed = result.parse()
+                if inspect.isawaitable(parsed):  # anthropic's AsyncAPIResponse
+                    parsed = await parsed
+            except Exception as exc:
+                fault("reading a raw response", exc, "the response is returned unchanged")
+                return result
+            await obs.arecord_response(call, parsed, time.time())
+            return result
+
+        return araw
+
+    @functools.wraps(method)
+    def raw(*args: Any, **kwargs: Any) -> Any:
+        call = obs.prepare(shape, kwargs)
+        call.start = time.time()
+        result = method(*args, **call.kwargs)
+        if call.stream:
+            untracked_stream(call)
+            return result
+        try:
+            parsed = result.parse()
+        except Exception as exc:
+            fault("reading a raw response", exc, "the response is returned unchanged")
+            return result
+        obs.record_response(call, parsed, time.time())
+        return result
+
+    return raw
 
 
 def _refused_completion(exc: BaseException) -> Any:
