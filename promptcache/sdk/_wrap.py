@@ -26,9 +26,15 @@ by the SDK's own functions). The API's exceptions propagate unchanged; when an o
 ``parse`` helper refuses a completion it received (``LengthFinishReasonError``,
 ``ContentFilterFinishReasonError``), its usage is recorded first.
 
-Passed through unobserved: ``with_raw_response`` / ``with_streaming_response``, the ``beta``
-namespaces, and ``responses.stream(response_id=...)`` (it re-streams a response created
-earlier: no prompt is sent, and its usage belongs to the request that created it).
+``with_raw_response.create`` (of ``messages``, ``chat.completions`` and ``responses``) is
+observed too: the SDK's raw response wrapper is returned unchanged, and the usage is read from
+its ``.parse()`` (which the SDK caches: the caller's own ``.parse()`` returns the same object);
+a stream requested that way is not tracked (a warning says so once).
+
+Passed through unobserved: ``with_streaming_response``, the other ``with_raw_response``
+methods, the ``beta`` namespaces, and ``responses.stream(response_id=...)`` (it re-streams a
+response created earlier: no prompt is sent, and its usage belongs to the request that created
+it).
 
 Per-call overrides (keyword arguments the wrapper reads and removes before sending):
 
