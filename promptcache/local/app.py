@@ -418,6 +418,47 @@ class BackendService:
         self.openai_idle_ledger = CacheLedger(max_entries=idle_ledger_capacity(self.engine))
         self.lock = threading.Lock()
         self.counters = _Counters()
+        #: in-flight generations (their cancel events) and stream worker threads, so that
+        #: :meth:`close` can stop them (guarded by ``_inflight_cv``)
+        self._inflight_cv = threading.Condition()
+        self._inflight: set[threading.Event] = set()
+        self._workers: dict[threading.Thread, GenerationStream] = {}
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Cancel every in-flight generation and wait for it to end.
+
+        A stream the client broke off (or never read) may still be prefilling or decoding in
+        a worker thread; torch running there while the interpreter shuts down aborts the
+        process (``terminate called without an active exception``, exit 134). This asks each
+        generation to stop at its next decode step (it is counted like any cancelled one) and
+        waits up to ``timeout`` seconds in all for them and for the stream worker threads.
+
+        Args:
+            timeout: the most seconds to wait, in total (>= 0).
+
+        Returns:
+            True when nothing is left running; False (and a warning is logged) when some
+            generation was still running after ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + max(0.0, timeout)
+        me = threading.current_thread()
+        with self._inflight_cv:
+            for cancel in self._inflight:
+                cancel.set()
+            workers = list(self._workers.items())
+        for _, stream in workers:
+            stream.cancel()
+        with self._inflight_cv:
+            while self._inflight and (left := deadline - time.monotonic()) > 0:
+                self._inflight_cv.wait(left)
+            running = len(self._inflight)
+        for thread, _ in workers:
+            if thread is not me:
+                thread.join(max(0.0, deadline - time.monotonic()))
+        running += sum(t.is_alive() for t, _ in workers if t is not me)
+        if running:
+            log.warning("close: generations still running after %.1fs", timeout)
+        return not running
 
     # ------------------------------------------------------------------ helpers
     def policy(self, model: Any, provider: ProviderShape) -> CachePolicy:
@@ -527,6 +568,42 @@ class BackendService:
         on_token: Callable[[int], None] | None,
         should_stop: Callable[[], bool] | None,
         read_limit: ReadLimit | None = None,
+    ) -> GenerationOutcome:
+        closing = threading.Event()  # set by close()
+        if should_stop is not None:
+            asked = should_stop
+            should_stop = lambda: closing.is_set() or asked()  # noqa: E731
+        with self._inflight_cv:
+            self._inflight.add(closing)
+        try:
+            return self._run_registered(
+                prompt, policy, stop_sequences=stop_sequences, tenant_salt=tenant_salt,
+                planner=planner, ledger=ledger, max_tokens=max_tokens, temperature=temperature, seed=seed,
+                usage_of=usage_of, on_plan=on_plan, on_token=on_token,
+                should_stop=should_stop, read_limit=read_limit,
+            )
+        finally:
+            with self._inflight_cv:
+                self._inflight.discard(closing)
+                self._inflight_cv.notify_all()
+
+    def _run_registered(
+        self,
+        prompt: TemplatedPrompt,
+        policy: CachePolicy,
+        *,
+        stop_sequences: Sequence[str],
+        tenant_salt: bytes,
+        planner: Planner,
+        ledger: CacheLedger | None,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None,
+        usage_of: UsageOf,
+        on_plan: Callable[[CachePlan | None], None] | None,
+        on_token: Callable[[int], None] | None,
+        should_stop: Callable[[], bool] | None,
+        read_limit: ReadLimit | None,
     ) -> GenerationOutcome:
         tokens = list(prompt.token_ids)
         stopper = StopText(stop_sequences)
@@ -678,8 +755,15 @@ class BackendService:
                 events.put(("error", exc))
             else:
                 events.put(("done", outcome))
+            finally:
+                with self._inflight_cv:
+                    self._workers.pop(threading.current_thread(), None)
 
-        threading.Thread(target=work, name="promptcache-generate", daemon=True).start()
+        # daemon, so that a server killed mid-generation still exits; close() joins it
+        thread = threading.Thread(target=work, name="promptcache-generate", daemon=True)
+        with self._inflight_cv:
+            self._workers[thread] = stream
+        thread.start()
         return stream
 
     # ------------------------------------------------------------------ metrics
@@ -792,14 +876,35 @@ def unknown_route_response(request: Request, status: int) -> JSONResponse:
         exc = BackendAPIError(
             status, "invalid_request_error", f"Method {request.method} not allowed for {path}"
         )
-    return error_response("anthropic" if anthropic else "openai", exc)
+    return error_response("anthropic" if anthropic else "openai", exc, request)
 
 
-def error_response(provider: ProviderShape, exc: BackendAPIError) -> JSONResponse:
-    """Render a :class:`BackendAPIError` in the provider's shape (OpenAI: 529 -> 503)."""
+_REQUEST_ID_KEY = "promptcache.request_id"
+
+
+def request_id_of(request: Request) -> str:
+    """The request's Anthropic-style id (``req_...``), made on first use and kept in the ASGI
+    scope, so that the ``request-id`` header and an error body's ``request_id`` are the same
+    id, as on the hosted API (https://platform.claude.com/docs/en/api/errors)."""
+    rid = request.scope.get(_REQUEST_ID_KEY)
+    if not isinstance(rid, str):
+        rid = new_request_id()
+        request.scope[_REQUEST_ID_KEY] = rid
+    return rid
+
+
+def error_response(
+    provider: ProviderShape, exc: BackendAPIError, request: Request | None = None
+) -> JSONResponse:
+    """Render a :class:`BackendAPIError` in the provider's shape (OpenAI: 529 -> 503).
+
+    ``request``: the request it answers; an Anthropic body's ``request_id`` is then that
+    request's id (:func:`request_id_of`, also sent as the ``request-id`` header).
+    """
     if provider == "anthropic":
+        rid = request_id_of(request) if request is not None else None
         return JSONResponse(
-            anthropic_error_body(exc.error_type, exc.message), status_code=exc.status
+            anthropic_error_body(exc.error_type, exc.message, rid), status_code=exc.status
         )
     status = 503 if exc.status == 529 else exc.status
     return JSONResponse(
@@ -1075,14 +1180,16 @@ def create_app(
             response = error_response(
                 provider_of(request),
                 BackendAPIError(500, "api_error", f"Internal server error ({type(exc).__name__})."),
+                request,
             )
         route = request.scope.get("route")
         endpoint = getattr(route, "path", None) or "unmatched"  # bounded label values
         service.counters.inc(
             "promptcache_requests_total", endpoint=endpoint, status=str(response.status_code)
         )
-        if provider_of(request) == "anthropic" and "request-id" not in response.headers:
-            response.headers["request-id"] = new_request_id()
+        anthropic = provider_of(request) == "anthropic" or _REQUEST_ID_KEY in request.scope
+        if anthropic and "request-id" not in response.headers:
+            response.headers["request-id"] = request_id_of(request)
         log.debug(
             "%s %s -> %d in %.3fs",
             request.method,
@@ -1094,7 +1201,7 @@ def create_app(
 
     @app.exception_handler(BackendAPIError)
     async def on_api_error(request: Request, exc: BackendAPIError) -> JSONResponse:
-        return error_response(provider_of(request), exc)
+        return error_response(provider_of(request), exc, request)
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

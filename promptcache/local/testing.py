@@ -190,9 +190,19 @@ class LocalBackend:
         """What ``GET /metrics`` returns (Prometheus text)."""
         return self.service.metrics_text()
 
-    def close(self) -> None:
-        """Close the sync HTTP client (async ones are closed by their owners' ``aclose``)."""
-        self._sync.close()
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop in-flight generations and close the sync HTTP client (async clients are closed
+        by their owners' ``aclose``).
+
+        A stream broken off early (or left open) may still be decoding in a worker thread;
+        its generation is cancelled and waited for, up to ``timeout`` seconds in all
+        (:meth:`BackendService.close`), so the process does not abort at exit with torch still
+        running (``terminate called without an active exception``). Idempotent.
+        """
+        try:
+            self._sync.close()  # aborts requests whose responses are still open
+        finally:
+            self.service.close(timeout)
 
     def __enter__(self) -> LocalBackend:
         return self
