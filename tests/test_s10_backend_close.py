@@ -105,3 +105,16 @@ def test_route_errors_have_one_request_id(
     response = backend.http_client().request(method, path, headers=headers)
     assert response.status_code in (404, 405)
     assert response.json()["request_id"] == response.headers["request-id"]
+
+
+def test_streamed_message_request_id_is_a_request_id(backend: LocalBackend) -> None:
+    """The hosted API's ``request-id`` is a ``req_`` id, never the message's ``msg_`` id."""
+    client = backend.anthropic()
+    with client.messages.with_streaming_response.create(
+        model="claude-sonnet-4-6", max_tokens=2, stream=True,
+        messages=[{"role": "user", "content": "hi"}],
+    ) as response:
+        rid = response.headers["request-id"]
+        text = "".join(response.iter_text())
+    assert rid.startswith("req_")
+    assert rid not in text

@@ -87,6 +87,7 @@ from promptcache.local.app import (
     generate_until_disconnect,
     next_event,
     read_json,
+    request_id_of,
     sse,
 )
 from promptcache.local.errors import SEED_MAX, SEED_MIN, BackendAPIError
@@ -561,7 +562,7 @@ def router(service: BackendService) -> APIRouter:
         return GenerationResponse(
             _stream(req, message_id, plan, first, events),
             events,
-            headers={"cache-control": "no-cache", "request-id": message_id},
+            headers={"cache-control": "no-cache", "request-id": request_id_of(request)},
         )
 
     return api

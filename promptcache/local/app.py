@@ -116,6 +116,7 @@ __all__ = [
     "first_event",
     "generate_until_disconnect",
     "next_event",
+    "request_id_of",
 ]
 
 log = logging.getLogger(__name__)
