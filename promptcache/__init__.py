@@ -161,8 +161,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from promptcache.sdk import assert_cache_stable as assert_cache_stable
     from promptcache.sdk import awarm_then_fanout as awarm_then_fanout
     from promptcache.sdk import call_options as call_options
-    from promptcache.sdk import sent_requests as sent_requests
     from promptcache.sdk import keepalive as keepalive
+    from promptcache.sdk import sent_requests as sent_requests
     from promptcache.sdk import tracker_of as tracker_of
     from promptcache.sdk import warm_then_fanout as warm_then_fanout
     from promptcache.sdk import wrap as wrap
