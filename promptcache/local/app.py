@@ -61,6 +61,7 @@ writer in the Prometheus text format.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -570,98 +571,83 @@ class BackendService:
         should_stop: Callable[[], bool] | None,
         read_limit: ReadLimit | None = None,
     ) -> GenerationOutcome:
+        with self._cancellable(should_stop) as should_stop:
+            tokens = list(prompt.token_ids)
+            stopper = StopText(stop_sequences)
+            with self.lock:
+                now = self.clock.now()
+                available = int(self.engine.available_prefix(tokens, tenant_salt=tenant_salt))
+                plan = planner(available, now)
+                limit = read_limit(now) if read_limit is not None else None
+                if on_plan is not None:
+                    on_plan(plan)
+                started: list[Instant] = []
+                hooks: dict[str, Any] = {}  # passed only when set (test doubles may lack them)
+                if stopper.stops:
+                    hooks["stop_when"] = stopper.hit
+                if should_stop is not None:
+                    hooks["should_stop"] = should_stop
+                try:
+                    result = self.engine.generate(
+                        tokens,
+                        tenant_salt=tenant_salt,
+                        max_tokens=max_tokens,
+                        temperature=temperature,
+                        seed=seed,
+                        keep_tail_at=plan.keep_tail_at if plan is not None else (),
+                        on_token=on_token,
+                        on_prefill=lambda: started.append(self.timeline.stamp()),
+                        **hooks,
+                    )
+                except PoolExhaustedError as exc:
+                    raise BackendAPIError(529, "overloaded_error", "Overloaded") from exc
+                except InvalidRequestError as exc:  # e.g. a prompt id outside a checkpoint's vocab
+                    raise BackendAPIError(400, "invalid_request_error", str(exc)) from exc
+                if plan is not None and ledger is not None:
+                    # the response began when the prefill ended (the engine's hook); entries are
+                    # available to requests that arrive after that (hosted-api-rules.md 1.9)
+                    response_start = started[0] if started else self.timeline.stamp()
+                    commit_plan(plan, ledger, available_at=response_start)
+            text, matched = StopText.apply(stop_sequences, result.output_ids)
+            outcome = GenerationOutcome(prompt, plan, result, policy, text, matched, limit)
+            if plan is not None and result.reused_tokens < plan.read_tokens:
+                self.counters.inc("promptcache_accounting_violations_total")
+                log.error("cache read %d > reused %d", plan.read_tokens, result.reused_tokens)
+            # Every generation that ran is counted here, once, whether or not its response reaches
+            # the client (an aborted stream still prefilled, wrote its cache entries and generated
+            # tokens until it was cancelled).
+            prompt_tokens, read, write = usage_of(outcome)
+            amounts: dict[str, float] = {
+                "promptcache_prompt_tokens_total": prompt_tokens,
+                "promptcache_cache_read_tokens_total": read,
+                "promptcache_reused_tokens_total": result.reused_tokens,
+                "promptcache_computed_tokens_total": result.computed_tokens,
+                "promptcache_output_tokens_total": len(result.output_ids),
+            }
+            if write:
+                amounts["promptcache_cache_write_tokens_total"] = write
+            self.counters.inc_many(amounts)
+            return outcome
+
+    @contextlib.contextmanager
+    def _cancellable(self, should_stop: Callable[[], bool] | None
+                     ) -> Iterator[Callable[[], bool] | None]:
+        """Register one generation as in flight for :meth:`close` (which sets its cancel
+        event) while the block runs; yields ``should_stop`` extended with that event (None
+        stays None: a generation started without the hook cannot be cancelled)."""
         closing = threading.Event()  # set by close()
+        stop = should_stop
         if should_stop is not None:
             asked = should_stop
-            should_stop = lambda: closing.is_set() or asked()  # noqa: E731
+            stop = lambda: closing.is_set() or asked()  # noqa: E731
         with self._inflight_cv:
             self._inflight.add(closing)
         try:
-            return self._run_registered(
-                prompt, policy, stop_sequences=stop_sequences, tenant_salt=tenant_salt,
-                planner=planner, ledger=ledger, max_tokens=max_tokens, temperature=temperature, seed=seed,
-                usage_of=usage_of, on_plan=on_plan, on_token=on_token,
-                should_stop=should_stop, read_limit=read_limit,
-            )
+            yield stop
         finally:
             with self._inflight_cv:
                 self._inflight.discard(closing)
                 self._inflight_cv.notify_all()
-
-    def _run_registered(
-        self,
-        prompt: TemplatedPrompt,
-        policy: CachePolicy,
-        *,
-        stop_sequences: Sequence[str],
-        tenant_salt: bytes,
-        planner: Planner,
-        ledger: CacheLedger | None,
-        max_tokens: int,
-        temperature: float,
-        seed: int | None,
-        usage_of: UsageOf,
-        on_plan: Callable[[CachePlan | None], None] | None,
-        on_token: Callable[[int], None] | None,
-        should_stop: Callable[[], bool] | None,
-        read_limit: ReadLimit | None,
-    ) -> GenerationOutcome:
-        tokens = list(prompt.token_ids)
-        stopper = StopText(stop_sequences)
-        with self.lock:
-            now = self.clock.now()
-            available = int(self.engine.available_prefix(tokens, tenant_salt=tenant_salt))
-            plan = planner(available, now)
-            limit = read_limit(now) if read_limit is not None else None
-            if on_plan is not None:
-                on_plan(plan)
-            started: list[Instant] = []
-            hooks: dict[str, Any] = {}  # passed only when set (test doubles may lack them)
-            if stopper.stops:
-                hooks["stop_when"] = stopper.hit
-            if should_stop is not None:
-                hooks["should_stop"] = should_stop
-            try:
-                result = self.engine.generate(
-                    tokens,
-                    tenant_salt=tenant_salt,
-                    max_tokens=max_tokens,
-                    temperature=temperature,
-                    seed=seed,
-                    keep_tail_at=plan.keep_tail_at if plan is not None else (),
-                    on_token=on_token,
-                    on_prefill=lambda: started.append(self.timeline.stamp()),
-                    **hooks,
-                )
-            except PoolExhaustedError as exc:
-                raise BackendAPIError(529, "overloaded_error", "Overloaded") from exc
-            except InvalidRequestError as exc:  # e.g. a prompt id outside a checkpoint's vocab
-                raise BackendAPIError(400, "invalid_request_error", str(exc)) from exc
-            if plan is not None and ledger is not None:
-                # the response began when the prefill ended (the engine's hook); entries are
-                # available to requests that arrive after that (hosted-api-rules.md 1.9)
-                response_start = started[0] if started else self.timeline.stamp()
-                commit_plan(plan, ledger, available_at=response_start)
-        text, matched = StopText.apply(stop_sequences, result.output_ids)
-        outcome = GenerationOutcome(prompt, plan, result, policy, text, matched, limit)
-        if plan is not None and result.reused_tokens < plan.read_tokens:
-            self.counters.inc("promptcache_accounting_violations_total")
-            log.error("cache read %d > reused %d", plan.read_tokens, result.reused_tokens)
-        # Every generation that ran is counted here, once, whether or not its response reaches
-        # the client (an aborted stream still prefilled, wrote its cache entries and generated
-        # tokens until it was cancelled).
-        prompt_tokens, read, write = usage_of(outcome)
-        amounts: dict[str, float] = {
-            "promptcache_prompt_tokens_total": prompt_tokens,
-            "promptcache_cache_read_tokens_total": read,
-            "promptcache_reused_tokens_total": result.reused_tokens,
-            "promptcache_computed_tokens_total": result.computed_tokens,
-            "promptcache_output_tokens_total": len(result.output_ids),
-        }
-        if write:
-            amounts["promptcache_cache_write_tokens_total"] = write
-        self.counters.inc_many(amounts)
-        return outcome
 
     def generate(
         self,

@@ -862,15 +862,15 @@ class Observer:
 @functools.lru_cache(maxsize=4)
 def _setting_keys(family: str) -> tuple[str, ...]:
     """Top-level request fields whose change invalidates cache entries without changing the
-    cached content: ``model`` (caches are per model) and the keys of the catalog's
-    invalidation table (``tool_choice``, ``thinking``, ``output_config``, ``speed``...;
-    hosted-api-rules.md 1.7 and 2.1). Routing hints (``prompt_cache_key``) are left out: a
-    change there makes a read uncertain, not lost."""
+    cached content: the keys of the catalog's invalidation table (``tool_choice``,
+    ``thinking``, ``output_config``, ``speed``...; hosted-api-rules.md 1.7 and 2.1). A
+    ``model`` change is checked before these (:func:`prefix_loss`). Routing hints
+    (``prompt_cache_key``) are left out: a change there makes a read uncertain, not lost."""
     from promptcache.catalog import invalidation_rules
 
     keys = {k.split(".")[0] for r in invalidation_rules(family)  # type: ignore[arg-type]
-            for k in r.keys} - {"prompt_cache_key"}
-    return ("model", *sorted(keys))
+            for k in r.keys} - {"prompt_cache_key", "model"}
+    return tuple(sorted(keys))
 
 
 def _changed_setting(before: Mapping[str, Any], after: Mapping[str, Any],

@@ -66,7 +66,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from promptcache.sdk._observe import OVERRIDES, Call, LintMode, Observer, Shape, fault
+from promptcache.sdk._observe import OVERRIDES, LintMode, Observer, Shape, fault
 from promptcache.sdk._streams import (
     AsyncChatCompletionStreamManagerProxy,
     AsyncMessageStreamManagerProxy,
@@ -330,7 +330,7 @@ def _raw(method: Callable[..., Any], obs: Observer, shape: Shape, is_async: bool
     unchanged; the usage is read from its parsed response (``.parse()``, which the SDK caches:
     the caller's own ``.parse()`` returns the same object). A stream requested this way is
     returned unobserved, with a warning once (its events are not seen)."""
-    def untracked_stream(_call: Call) -> None:
+    def untracked_stream() -> None:
         obs.warn_once(f"raw-stream:{shape}",
                       "promptcache: a stream requested through with_raw_response is not "
                       "tracked (its usage is not recorded); use create(stream=True) or "
@@ -343,7 +343,7 @@ def _raw(method: Callable[..., Any], obs: Observer, shape: Shape, is_async: bool
             call.start = time.time()
             result = await method(*args, **call.kwargs)
             if call.stream:
-                untracked_stream(call)
+                untracked_stream()
                 return result
             try:
                 parsed = result.parse()
@@ -363,7 +363,7 @@ def _raw(method: Callable[..., Any], obs: Observer, shape: Shape, is_async: bool
         call.start = time.time()
         result = method(*args, **call.kwargs)
         if call.stream:
-            untracked_stream(call)
+            untracked_stream()
             return result
         try:
             parsed = result.parse()
