@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Iterator
 
 from promptcache.lint.engine import LogContext, PythonContext, RequestContext, Rule
 from promptcache.lint.finding import Finding, Severity
+from promptcache.lint.volatile import scan_text
 
-__all__ = ["Rule_PC403", "prefix_group"]
+__all__ = ["Rule_PC403", "prefix_group", "template_group"]
 
 
 def prefix_group(ctx: RequestContext) -> str:
@@ -20,12 +22,46 @@ def prefix_group(ctx: RequestContext) -> str:
     return hashes[stable[-1]] if stable else hashes[0]
 
 
+def template_group(ctx: RequestContext) -> tuple[str, bool]:
+    """A hash naming the request's shared prefix (as :func:`prefix_group`) with its volatile
+    values (timestamps, ids: :func:`~promptcache.lint.volatile.scan_text`) masked, and whether
+    any was masked.
+
+    Requests whose tools and system prompt differ only in such a value (a uuid or a clock in
+    the system prompt, which PC101 or PC102 reports) share a template: grouping them by it lets a
+    per-request ``prompt_cache_key`` be reported beside that value, not only once it is fixed
+    (new-user trial 15)."""
+    segs = ctx.view.segments
+    if not segs:
+        return "", False
+    stable = [s for s in segs if s.tier in ("tools", "system")] or [segs[0]]
+    h = hashlib.sha256(f"{ctx.view.provider}\x00{ctx.view.model}".encode())
+    masked = False
+    for seg in stable:
+        matches = scan_text(seg.text) if seg.text else []
+        if not matches:
+            h.update(b"F\x00" + seg.fingerprint.encode())
+            continue
+        masked = True
+        parts: list[str] = []
+        last = 0
+        for m in matches:
+            parts.append(seg.text[last:m.start])  # type: ignore[index]
+            parts.append(f"\x00{m.kind}\x00")
+            last = m.end
+        parts.append(seg.text[last:])  # type: ignore[index]
+        h.update("\x00".join((seg.tier, seg.role or "", seg.kind, "".join(parts))).encode(
+            "utf-8", "surrogatepass"))
+    return h.hexdigest(), masked
+
+
 class Rule_PC403(Rule):
     """``prompt_cache_key`` differs on every request that shares a prefix.
 
     ## What it does
-    In a log, groups requests by their shared prefix (tools + system) and reports a group of
-    three or more requests where every request carries a different key. In Python source,
+    In a log, groups requests by their shared prefix (tools + system, with timestamps and ids
+    in it masked: a uuid in the system prompt, which PC102 reports, does not hide the key) and
+    reports a group of three or more requests where every request carries a different key. In Python source,
     reports ``prompt_cache_key=`` fed from ``uuid4()``, a clock or a random value. Details:
     ``requests``, ``distinct_keys``.
 
@@ -63,14 +99,21 @@ class Rule_PC403(Rule):
 
     def check_log(self, ctx: LogContext) -> Iterator[Finding]:
         groups: dict[str, list[RequestContext]] = defaultdict(list)
+        masked: dict[str, bool] = {}
         for e in ctx.entries:
             if e.view.provider != "anthropic" and e.payload.get("prompt_cache_key"):
-                groups[prefix_group(e)].append(e)
-        for entries in groups.values():
+                group, was_masked = template_group(e)
+                groups[group].append(e)
+                masked[group] = masked.get(group, False) or was_masked
+        for group, entries in groups.items():
             keys = [str(e.payload.get("prompt_cache_key")) for e in entries]
             if len(entries) >= 3 and len(set(keys)) == len(keys):
+                shared = "share a prefix"
+                if masked[group] and len({prefix_group(e) for e in entries}) > 1:
+                    shared += (" apart from timestamps or ids in it (PC101 and PC102 report "
+                               "those)")
                 msg = (f"prompt_cache_key differs on every one of {len(entries)} requests that "
-                       "share a prefix: each is routed to a fresh machine")
+                       f"{shared}: each is routed to a fresh machine")
                 yield entries[1].finding(self, msg, path="prompt_cache_key",
                                          requests=len(entries), distinct_keys=len(set(keys)))
 
