@@ -61,10 +61,15 @@ read even while the block cache still holds its KV. The lifetime is the certain 
 memory, 24 h with ``"24h"``); with no retention sent on a model that accepts both (a CONFLICT
 in the sources: openai-python says non-ZDR organisations default to ``24h``), 24 h.
 ``ServerOptions.openai_in_memory_idle_s`` sets a shorter in-memory lifetime (e.g. 300, the
-usual clearing) to test early eviction. The ledger forgets expired entries in its sweep and is
-bounded by the block cache's capacity (``CacheLedger(max_entries=...)``,
-:func:`promptcache.local.app.idle_ledger_capacity`): past it the least recently used prefixes,
-whose KV the cache would have evicted first, are dropped.
+usual clearing) to test early eviction. The ledger forgets expired entries in its sweep, and
+follows the block cache for the rest: after each request the prefixes whose KV the cache holds
+are anchored to the block holding their last token (:func:`anchor_automatic_prefixes`), and
+the cache's eviction of that block forgets them (:meth:`CacheLedger.forget_block`, a
+:meth:`~promptcache.local.blocks.BlockPool.add_eviction_listener`); only unanchored prefixes
+(KV never cached, e.g. past a full pool) are bounded by count (``CacheLedger(max_entries=...)``,
+:func:`promptcache.local.app.idle_ledger_capacity`), least recently used first. A count bound
+alone dropped prefixes whose KV was still cached when many prefixes shared their KV (prompts
+diverging within the last 128 tokens), so a read the cache served was reported as a miss.
 """
 
 from __future__ import annotations
@@ -95,6 +100,7 @@ __all__ = [
     "PolicyLike",
     "SystemClock",
     "Timeline",
+    "anchor_automatic_prefixes",
     "anthropic_breakpoints",
     "automatic_live_prefix",
     "automatic_prefix_keys",
@@ -268,11 +274,17 @@ class CacheLedger:
     ones.
 
     Args:
-        max_entries: at most this many entries are kept (None: no bound beyond the sweep);
-            past it the least recently written or refreshed entries are dropped, as the block
-            cache evicts the least recently used KV (an entry whose KV is gone cannot be read
-            anyway). :class:`~promptcache.local.app.BackendService` bounds its OpenAI idle
-            ledger so (:func:`automatic_live_prefix`).
+        max_entries: at most this many *unanchored* entries are kept (None: no bound beyond
+            the sweep); past it the least recently written or refreshed unanchored entry is
+            dropped. An entry anchored to a block of the block cache (:meth:`anchor`) is never
+            dropped by this bound: it stays until it expires or until the block cache evicts
+            that block (:meth:`forget_block`, an eviction listener of
+            :class:`~promptcache.local.blocks.BlockPool`), so the ledger and the KV cache
+            forget a prefix at the same moment. Anchored entries are bounded by the pool (one
+            block hash anchors the entries whose prefix ends in that block); the bound holds
+            the rest (prefixes whose KV was never cached, or whose anchoring has not happened
+            yet). :class:`~promptcache.local.app.BackendService` bounds its OpenAI idle
+            ledger so (:func:`automatic_live_prefix`, :func:`anchor_automatic_prefixes`).
 
     Raises:
         ValueError: ``max_entries`` < 1.
@@ -290,9 +302,27 @@ class CacheLedger:
             raise ValueError(f"max_entries must be >= 1 or None, got {max_entries}")
         self.max_entries = max_entries
         self._entries: dict[bytes, CacheEntry] = {}
+        #: unanchored keys, least recently written or refreshed first (only with max_entries)
+        self._lru: dict[bytes, None] = {}
+        self._anchor_of: dict[bytes, bytes] = {}  # key -> block hash
+        self._keys_at: dict[bytes, set[bytes]] = {}  # block hash -> keys anchored to it
         self._lock = threading.Lock()
         self._now = float("-inf")  # the latest clock time an operation gave
         self._next_sweep = float("-inf")
+
+    def _remove(self, key: bytes) -> None:
+        """Forget ``key`` everywhere (lock held)."""
+        self._entries.pop(key, None)
+        self._lru.pop(key, None)
+        block = self._anchor_of.get(key)
+        if block is not None:
+            self._remove_anchor(key, block)
+
+    def _touch(self, key: bytes) -> None:
+        """Make an unanchored ``key`` the most recent (lock held; only with a bound)."""
+        if self.max_entries is not None and key not in self._anchor_of:
+            self._lru.pop(key, None)
+            self._lru[key] = None
 
     def _sweep(self, now: float) -> None:
         """Forget every entry expired at ``now`` (lock held), at most once per
@@ -304,7 +334,7 @@ class CacheLedger:
         self._next_sweep = now + self.SWEEP_EVERY
         dead = [k for k, e in self._entries.items() if e.expires_at <= now]
         for k in dead:
-            del self._entries[k]
+            self._remove(k)
 
     def get(
         self, key: bytes, now: float, *, arrived: Instant | None = None
@@ -320,7 +350,7 @@ class CacheLedger:
             if entry is None:
                 return None
             if entry.expires_at <= now:
-                del self._entries[key]
+                self._remove(key)
                 return None
             return entry if entry.available_to(arrived) else None
 
@@ -339,19 +369,17 @@ class CacheLedger:
         Writing a live entry again (a request that arrived before the entry was available
         writes it too) keeps the later of the two expiries, with that write's TTL, and the
         earlier of the two availabilities: requests that could read the first write still can.
+        A new key past ``max_entries`` drops the least recent unanchored entry; an anchored
+        key stays anchored.
         """
         with self._lock:
             self._sweep(now)
             expires = now + ttl_seconds(ttl)
-            if self.max_entries is not None:
-                old = self._entries.pop(key, None)  # re-inserted below: the most recent
-                if old is not None:
-                    self._entries[key] = old
-                else:
-                    while len(self._entries) >= self.max_entries:  # the least recent first
-                        del self._entries[next(iter(self._entries))]
-            else:
-                old = self._entries.get(key)
+            old = self._entries.get(key)
+            if old is None and self.max_entries is not None and key not in self._anchor_of:
+                while self._lru and len(self._lru) >= self.max_entries:
+                    self._remove(next(iter(self._lru)))  # the least recent first
+            self._touch(key)
             if old is not None and old.expires_at > now:
                 if old.available_at is None or (
                     available_at is not None and available_at > old.available_at
@@ -370,14 +398,59 @@ class CacheLedger:
             entry = self._entries.get(key)
             if entry is not None:
                 entry.expires_at = max(entry.expires_at, now + ttl_seconds(entry.ttl))
-                if self.max_entries is not None:  # a use: now the most recent
-                    del self._entries[key]
-                    self._entries[key] = entry
+                self._touch(key)  # a use: now the most recent
 
     def drop(self, key: bytes) -> None:
         """Forget ``key`` (its KV is physically gone from the block cache)."""
         with self._lock:
-            self._entries.pop(key, None)
+            self._remove(key)
+
+    def anchor(self, key: bytes, block_hash: bytes) -> bool:
+        """Tie the entry for ``key`` to the block-cache block holding the end of its prefix
+        (``block_hash``: :attr:`~promptcache.local.blocks.KVBlock.block_hash`), which the
+        caller saw cached: from now on ``max_entries`` does not drop it, and
+        :meth:`forget_block` of that hash does. Re-anchoring moves it. Returns False (nothing
+        done) when the ledger has no entry for ``key``."""
+        with self._lock:
+            if key not in self._entries:
+                return False
+            old = self._anchor_of.get(key)
+            if old == block_hash:
+                return True
+            if old is not None:
+                self._remove_anchor(key, old)
+            self._lru.pop(key, None)
+            self._anchor_of[key] = block_hash
+            self._keys_at.setdefault(block_hash, set()).add(key)
+            return True
+
+    def _remove_anchor(self, key: bytes, block_hash: bytes) -> None:
+        """Untie ``key`` from ``block_hash`` (lock held; the entry stays)."""
+        keys = self._keys_at.get(block_hash)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._keys_at[block_hash]
+        del self._anchor_of[key]
+
+    def forget_block(self, block_hash: bytes) -> None:
+        """The block cache evicted ``block_hash``: forget the entries anchored to it (their
+        prefix's KV is gone). An eviction listener
+        (:meth:`promptcache.local.blocks.BlockPool.add_eviction_listener`); never raises."""
+        with self._lock:
+            keys = self._keys_at.pop(block_hash, None)
+            if not keys:
+                return
+            for key in keys:
+                self._anchor_of.pop(key, None)
+                self._entries.pop(key, None)
+
+    @property
+    def anchored(self) -> int:
+        """How many entries are anchored to a cached block now (expired ones not yet swept
+        included)."""
+        with self._lock:
+            return len(self._anchor_of)
 
     def __len__(self) -> int:
         """Live entries at the latest clock time the ledger was given."""
@@ -428,9 +501,11 @@ def automatic_live_prefix(
     lifetime an earlier request gave is kept).
 
     Memory: expired entries go in the ledger's sweep; a ledger with ``max_entries`` drops the
-    least recently used ones past that bound. The uses are recorded longest prefix first, so
-    a request's shorter prefixes are the more recent: a bound drops the long tails first and
-    keeps the readable start, as the block cache evicts tail blocks first."""
+    least recently used unanchored ones past that bound (anchored ones, whose KV the block
+    cache holds, go when it evicts them: :func:`anchor_automatic_prefixes`). The uses are
+    recorded longest prefix first, so a request's shorter prefixes are the more recent: a
+    bound drops the long tails first and keeps the readable start, as the block cache evicts
+    tail blocks first."""
     live = 0
     for end, key in keys:
         if ledger.get(key, now) is None:
@@ -440,6 +515,43 @@ def automatic_live_prefix(
     for end, key in reversed(keys):
         ledger.put(key, end, ttl, now)
     return live
+
+
+def anchor_automatic_prefixes(
+    ledger: CacheLedger,
+    keys: Sequence[tuple[int, bytes]],
+    block_hashes: Sequence[bytes],
+    block_size: int,
+) -> int:
+    """Anchor each prefix of ``keys`` (:func:`automatic_prefix_keys`) whose KV the block cache
+    holds to the block holding its last token (:meth:`CacheLedger.anchor`), so that the
+    ledger's bound never drops a prefix the cache can still serve and the cache's eviction of
+    that block forgets it (:meth:`CacheLedger.forget_block`).
+
+    Args:
+        ledger: the idle ledger the keys were recorded in (:func:`automatic_live_prefix`).
+        keys: ``(end, key)`` pairs, shortest first (``end`` in tokens).
+        block_hashes: the hashes of the prompt's leading cached full blocks, block 0 first
+            (:meth:`promptcache.local.blocks.KVCacheManager.cached_prefix_hashes`), taken
+            after the request's prefill committed its blocks.
+        block_size: tokens per block (>= 1).
+
+    Returns:
+        how many entries were anchored (a prefix ending past the cached blocks is not: its KV
+        is not all cached, so the ledger's bound may drop it).
+
+    Raises:
+        ValueError: ``block_size`` < 1.
+    """
+    if block_size < 1:
+        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    done = 0
+    for end, key in keys:
+        index = (end - 1) // block_size
+        if index >= len(block_hashes):
+            break
+        done += ledger.anchor(key, block_hashes[index])
+    return done
 
 
 # ------------------------------------------------------------------------------------ breakpoints

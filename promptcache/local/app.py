@@ -68,6 +68,7 @@ import logging
 import queue
 import threading
 import time
+import weakref
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -88,8 +89,11 @@ from promptcache.local.accounting import (
     Instant,
     SystemClock,
     Timeline,
+    anchor_automatic_prefixes,
+    automatic_prefix_keys,
     commit_plan,
 )
+from promptcache.local.blocks import KVCacheManager
 from promptcache.local.errors import (
     BackendAPIError,
     anthropic_error_body,
@@ -357,6 +361,20 @@ _COUNTER_HELP = {
 }
 
 
+def _forget_block_of(ledger: CacheLedger) -> Callable[[bytes], None]:
+    """A block-pool eviction listener that forgets ``ledger``'s entries anchored to the evicted
+    block (:meth:`CacheLedger.forget_block`); it holds the ledger weakly, so an engine that
+    outlives its service does not keep the ledger alive."""
+    ref = weakref.ref(ledger)
+
+    def forget(block_hash: bytes) -> None:
+        target = ref()
+        if target is not None:
+            target.forget_block(block_hash)
+
+    return forget
+
+
 def idle_ledger_capacity(engine: Any) -> int | None:
     """How many OpenAI idle-ledger entries (:func:`automatic_live_prefix`, one per prefix on
     the automatic-caching grid) can stand for KV the engine still holds: its cache capacity
@@ -364,7 +382,11 @@ def idle_ledger_capacity(engine: Any) -> int | None:
     ``tail_tokens_capacity``, from ``engine.metrics``) divided by the smallest
     ``cache_step_tokens`` of the catalog's models with an idle lifetime (each entry's last
     step is KV no other entry ends with). At least 1. None when the engine does not report
-    its capacity (a test double): the ledger is then bounded by its expiry sweep only."""
+    its capacity (a test double): the ledger is then bounded by its expiry sweep only.
+
+    The bound applies to entries not anchored to a cached block (:meth:`CacheLedger.anchor`);
+    anchored ones, which prompts diverging within one step can make more numerous than this,
+    leave when the pool evicts their block."""
     try:
         metrics = dict(engine.metrics)
         blocks = int(metrics["prefix_cache_blocks_total"])
@@ -415,9 +437,18 @@ class BackendService:
         self.openai_ledger = CacheLedger()
         #: OpenAI automatic caching's idle lifetimes (:func:`automatic_live_prefix`); apart
         #: from ``openai_ledger`` so that its entries gauge counts breakpoint entries only.
-        #: Bounded by the block cache (:func:`idle_ledger_capacity`): a prefix whose KV the
-        #: cache evicted cannot be read, so its entry need not be kept (review 16)
+        #: It follows the block cache: a prefix whose KV the cache holds is anchored to its
+        #: last block after each request (:meth:`_anchor_idle_prefixes`) and forgotten when
+        #: the pool evicts that block (an eviction listener), never dropped before; the
+        #: other entries are bounded by count (:func:`idle_ledger_capacity`, review 16).
+        #: A count bound alone dropped prefixes the cache still served (session 11).
         self.openai_idle_ledger = CacheLedger(max_entries=idle_ledger_capacity(self.engine))
+        manager = getattr(self.engine, "manager", None)
+        self._kv_manager = manager if isinstance(manager, KVCacheManager) else None
+        if self._kv_manager is not None:
+            self._kv_manager.pool.add_eviction_listener(
+                _forget_block_of(self.openai_idle_ledger)
+            )
         self.lock = threading.Lock()
         self.counters = _Counters()
         #: in-flight generations (their cancel events) and stream worker threads, so that
@@ -608,6 +639,8 @@ class BackendService:
                     # available to requests that arrive after that (hosted-api-rules.md 1.9)
                     response_start = started[0] if started else self.timeline.stamp()
                     commit_plan(plan, ledger, available_at=response_start)
+                if read_limit is not None:
+                    self._anchor_idle_prefixes(tokens, tenant_salt, policy)
             text, matched = StopText.apply(stop_sequences, result.output_ids)
             outcome = GenerationOutcome(prompt, plan, result, policy, text, matched, limit)
             if plan is not None and result.reused_tokens < plan.read_tokens:
@@ -628,6 +661,29 @@ class BackendService:
                 amounts["promptcache_cache_write_tokens_total"] = write
             self.counters.inc_many(amounts)
             return outcome
+
+    def _anchor_idle_prefixes(
+        self, tokens: Sequence[int], tenant_salt: bytes, policy: CachePolicy
+    ) -> None:
+        """Anchor the OpenAI automatic-caching prefixes of ``tokens`` (the keys
+        :mod:`~promptcache.local.api_openai` recorded in :attr:`openai_idle_ledger` through
+        the request's read limit) to the block-cache blocks holding them, once the request's
+        blocks are committed (call under :attr:`lock`, after the generation): the ledger's
+        bound then never drops a prefix whose KV is cached, and the pool's eviction of its last
+        block forgets it. A no-op for an engine without a :class:`KVCacheManager`."""
+        manager = self._kv_manager
+        if manager is None:
+            return
+        keys = automatic_prefix_keys(
+            tokens,
+            tenant_salt,
+            min_tokens=policy.min_cacheable_tokens,
+            step_tokens=policy.cache_step_tokens,
+        )
+        if not keys:
+            return
+        hashes = manager.cached_prefix_hashes(tokens[: keys[-1][0]], tenant_salt=tenant_salt)
+        anchor_automatic_prefixes(self.openai_idle_ledger, keys, hashes, manager.block_size)
 
     @contextlib.contextmanager
     def _cancellable(self, should_stop: Callable[[], bool] | None

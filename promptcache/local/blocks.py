@@ -56,7 +56,7 @@ passes that match to :meth:`KVCacheManager.allocate` so a request is hashed once
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, cast
 
@@ -74,6 +74,7 @@ __all__ = [
     "Allocation",
     "BlockPool",
     "CacheStats",
+    "EvictionListener",
     "FreeBlockQueue",
     "KVBlock",
     "KVCacheManager",
@@ -218,6 +219,10 @@ class FreeBlockQueue:
 # Mechanism: the block pool
 # ---------------------------------------------------------------------------------------------
 
+EvictionListener = Callable[[BlockHash], None]
+"""``listener(block_hash)``: told that a registered block's hash left the cache
+(:meth:`BlockPool.add_eviction_listener`)."""
+
 
 class BlockPool:
     """A fixed set of KV blocks, the block-hash map, and lazy LRU eviction.
@@ -230,6 +235,11 @@ class BlockPool:
     Counters (read them through :meth:`KVCacheManager.stats`): ``evictions`` (registered
     blocks whose hash was dropped to reuse the block), ``collisions`` (rejected hits plus
     refused registrations, NOTE #3 of the module docstring).
+
+    Eviction listeners (:meth:`add_eviction_listener`) are told each hash that leaves the
+    cache, so that state kept beside the pool (the local backend's OpenAI idle ledger,
+    :meth:`promptcache.local.accounting.CacheLedger.forget_block`) forgets exactly what the
+    pool evicted, in the pool's own order.
     """
 
     def __init__(self, num_blocks: int, block_size: int, *, enable_caching: bool = True) -> None:
@@ -246,6 +256,29 @@ class BlockPool:
         self.evictions = 0
         self.collisions = 0
         self.duplicates = 0
+        self._eviction_listeners: list[EvictionListener] = []
+
+    # -- eviction listeners ---------------------------------------------------------------------
+
+    def add_eviction_listener(self, listener: EvictionListener) -> None:
+        """Call ``listener(block_hash)`` for every hash that leaves the block-hash map: a
+        registered block evicted to be reused (:meth:`get_new_blocks`) or dropped by
+        :meth:`reset_prefix_cache`. It is called after the pool's state changed (the hash is no
+        longer cached), under whatever lock the caller holds (the engine's), so it must be quick,
+        must not raise and must not call back into the pool. Adding the same listener twice
+        calls it twice."""
+        self._eviction_listeners.append(listener)
+
+    def remove_eviction_listener(self, listener: EvictionListener) -> None:
+        """Stop calling ``listener`` (one registration of it; a no-op if it has none)."""
+        try:
+            self._eviction_listeners.remove(listener)
+        except ValueError:
+            pass
+
+    def _evicted(self, block_hash: BlockHash) -> None:
+        for listener in self._eviction_listeners:
+            listener(block_hash)
 
     # -- lookup -------------------------------------------------------------------------------
 
@@ -354,10 +387,13 @@ class BlockPool:
         h = block._block_hash
         if h is None:
             return
-        if self.cached_block_hash_to_block.get(h) is block:
+        cached = self.cached_block_hash_to_block.get(h) is block
+        if cached:
             del self.cached_block_hash_to_block[h]
         block.reset_hash()
         self.evictions += 1
+        if cached and self._eviction_listeners:
+            self._evicted(h)
 
     def touch(self, blocks: Iterable[KVBlock]) -> None:
         """Pin blocks that a request reuses: ``ref_cnt += 1``, leaving the free queue if free."""
@@ -383,12 +419,16 @@ class BlockPool:
                     self.free_block_queue.append(block)
 
     def reset_prefix_cache(self) -> bool:
-        """Drop every cached hash; only when no block is pinned. Returns whether it did."""
+        """Drop every cached hash; only when no block is pinned. Returns whether it did.
+        Eviction listeners are told each dropped hash."""
         if self.free_block_queue.num_free_blocks != self.num_blocks:
             return False
+        dropped = list(self.cached_block_hash_to_block)
         self.cached_block_hash_to_block.clear()
         for block in self.blocks:
             block.reset_hash()
+        for h in dropped:
+            self._evicted(h)
         return True
 
     @property
@@ -597,8 +637,35 @@ class KVCacheManager:
             root = self.root(tenant_salt)
         limit = len(tokens) - 1 if max_tokens is None else min(len(tokens) - 1, max_tokens)
         max_blocks = max(limit, 0) // self.block_size
-        if not self.pool.enable_caching or max_blocks == 0:
-            return MatchResult([], 0, [])
+        blocks, hashes, collided = self._walk(tokens, root, max_blocks)
+        if collided:
+            self.pool.collisions += 1
+        return MatchResult(blocks, len(blocks) * self.block_size, hashes)
+
+    def cached_prefix_hashes(
+        self, tokens: Sequence[int], *, root: BlockHash | None = None, tenant_salt: bytes | str = b""
+    ) -> list[BlockHash]:
+        """Hashes of the leading run of ``tokens``' full blocks that the pool holds now, block 0
+        first (``len`` of it x ``block_size`` tokens of KV are cached). Unlike
+        :meth:`match_prefix` the last block counts too (nothing is capped for logits), and
+        nothing is pinned or counted: it asks what is cached, e.g. to tie state kept beside
+        the pool to the blocks it describes (:meth:`BlockPool.add_eviction_listener`).
+
+        Args:
+            root: the chain root; default ``self.root(tenant_salt)``.
+        """
+        if root is None:
+            root = self.root(tenant_salt)
+        return self._walk(tokens, root, len(tokens) // self.block_size)[1]
+
+    def _walk(
+        self, tokens: Sequence[int], root: BlockHash, max_blocks: int
+    ) -> tuple[list[KVBlock], list[BlockHash], bool]:
+        """``(blocks, hashes, collided)``: the registered blocks matching the first
+        ``max_blocks`` full blocks of ``tokens``, hashed lazily up to the first miss;
+        ``collided``: that miss was a registered block holding other tokens (NOTE #3)."""
+        if not self.pool.enable_caching or max_blocks <= 0:
+            return [], [], False
         bs = self.block_size
         new = self._hasher
         get = self.pool.cached_block_hash_to_block.get
@@ -615,12 +682,11 @@ class KVCacheManager:
                 break
             # inline of BlockPool.get_cached_block: verify stored tokens and parent
             if block.parent_hash != parent or block.token_bytes != chunk:
-                self.pool.collisions += 1
-                break
+                return blocks, cast(list[BlockHash], hashes), True
             blocks.append(block)
             hashes.append(h)
             parent = h
-        return MatchResult(blocks, len(blocks) * bs, cast(list[BlockHash], hashes))
+        return blocks, cast(list[BlockHash], hashes), False
 
     # -- request lifecycle ------------------------------------------------------------------------
 
