@@ -18,6 +18,11 @@ escapes and multi-line strings.
 
 Prompty (``.prompty``): YAML front matter between ``---`` lines (its ``model`` is used for
 token counts) and a Jinja body with ``system:`` / ``user:`` role markers.
+
+Jinja templates embedded in these files follow ``{% include %}``, ``{% import %}``,
+``{% from ... import %}`` and ``{% extends %}`` relative to the embedding file's folder, under
+the same rules as ``.j2`` files (:mod:`promptcache.lint.sources.jinja`: project-root
+confined; an include that cannot be followed is a warning naming the file's line).
 """
 
 from __future__ import annotations
@@ -33,9 +38,12 @@ import yaml
 from promptcache._errors import InputError
 from promptcache.lint.engine import TemplateContext
 from promptcache.lint.sources.base import Document, LoadOptions, parse_suppressions
+from promptcache.lint.sources.jinja import template_loader
 from promptcache.lint.sources.templating import (
     JinjaSyntaxError,
+    LayoutTemplateContext,
     Position,
+    TemplateLoader,
     jinja_pieces,
     line_position,
     pieces_for,
@@ -253,8 +261,17 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return " ".join(str(problem).split())
 
 
+def _context(file: str, name: str, syntax: str, pieces: list[Any],
+             model: str | None) -> TemplateContext:
+    """A template's context; a Jinja one may hold a layout's pieces from another file."""
+    if syntax == "jinja":
+        return LayoutTemplateContext(file, name, syntax, pieces, model=model)
+    return TemplateContext(file, name, syntax, pieces, model=model)
+
+
 def _yaml_templates(file: str, text: str, base_line: int = 1,
-                    model: str | None = None) -> list[TemplateContext]:
+                    model: str | None = None,
+                    loader: TemplateLoader | None = None) -> list[TemplateContext]:
     try:
         docs = list(yaml.compose_all(text, Loader=_LOADER))
     except yaml.YAMLError as exc:
@@ -277,10 +294,9 @@ def _yaml_templates(file: str, text: str, base_line: int = 1,
                 continue
             seen.add(id(node))
             syntax, pieces = pieces_for(value, _yaml_position(node, text, lines, base_line,
-                                                              parent))
+                                                              parent), loader=loader)
             if any(p.kind == "hole" for p in pieces):
-                out.append(TemplateContext(file, ".".join(keys) or "<root>", syntax, pieces,
-                                           model=model))
+                out.append(_context(file, ".".join(keys) or "<root>", syntax, pieces, model))
     return out
 
 
@@ -553,7 +569,8 @@ def _toml_position(text: str, key: str, value: str) -> Position:
     return pos
 
 
-def _toml_templates(file: str, text: str, model: str | None) -> list[TemplateContext]:
+def _toml_templates(file: str, text: str, model: str | None,
+                    loader: TemplateLoader | None = None) -> list[TemplateContext]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -568,9 +585,9 @@ def _toml_templates(file: str, text: str, model: str | None) -> list[TemplateCon
         position = locate(keys, value)  # every value at the path, so that arrays stay in step
         if not value.strip():
             continue
-        syntax, pieces = pieces_for(value, position)
+        syntax, pieces = pieces_for(value, position, loader=loader)
         if any(p.kind == "hole" for p in pieces):
-            out.append(TemplateContext(file, ".".join(keys), syntax, pieces, model=model))
+            out.append(_context(file, ".".join(keys), syntax, pieces, model))
     return out
 
 
@@ -578,7 +595,8 @@ def _toml_templates(file: str, text: str, model: str | None) -> list[TemplateCon
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*\r?\n", re.DOTALL)
 
 
-def _prompty(file: str, text: str, options: LoadOptions) -> list[TemplateContext]:
+def _prompty(file: str, text: str, options: LoadOptions,
+            loader: TemplateLoader | None = None) -> list[TemplateContext]:
     m = _FRONT.match(text)
     model = options.model
     body_start = 0
@@ -606,13 +624,13 @@ def _prompty(file: str, text: str, options: LoadOptions) -> list[TemplateContext
     body = text[body_start:]
     base_line = text.count("\n", 0, body_start) + 1
     try:
-        pieces = jinja_pieces(body, line_position(body, base_line))
+        pieces = jinja_pieces(body, line_position(body, base_line), loader)
     except JinjaSyntaxError as exc:
         where = f" at line {exc.lineno + base_line - 1}" if exc.lineno else ""
         raise InputError(file, f"Jinja syntax error{where}: {exc}") from None
     if not any(p.kind == "hole" for p in pieces):
         return []
-    return [TemplateContext(file, PurePath(file).name, "jinja", pieces, model=model)]
+    return [LayoutTemplateContext(file, PurePath(file).name, "jinja", pieces, model=model)]
 
 
 class PromptFileSource:
@@ -627,13 +645,16 @@ class PromptFileSource:
         if not text.strip():
             raise InputError(file, "empty file")
         doc = Document(file, suppressions=parse_suppressions(text))
+        loader = template_loader(file, options) if file != "-" else None
         if suffix == ".prompty" or (suffix not in (".yaml", ".yml", ".toml")
                                     and _FRONT.match(text) is not None):
-            doc.contexts.extend(_prompty(file, text, options))
+            doc.contexts.extend(_prompty(file, text, options, loader))
         elif suffix == ".toml":
-            doc.contexts.extend(_toml_templates(file, text, options.model))
+            doc.contexts.extend(_toml_templates(file, text, options.model, loader))
         else:
-            doc.contexts.extend(_yaml_templates(file, text, model=options.model))
+            doc.contexts.extend(_yaml_templates(file, text, model=options.model, loader=loader))
+        if loader is not None:
+            doc.warnings.extend(loader.notes)
         return doc
 
 

@@ -12,7 +12,10 @@ Three syntaxes:
   ``{% include %}`` / ``{% import %}`` / ``{% from ... import %}`` are followed (parsed, never
   rendered): an included template's first volatile value is a hole at the include site, a
   macro whose output is volatile makes the holes calling it volatile. A macro's own body is
-  not output where it is defined.
+  not output where it is defined. ``{% extends %}`` is followed too: the pieces are the
+  layout's, at the layout file's lines (:class:`FilePiece`), with each ``{% block %}``
+  replaced by the extending template's definition, in rendered order. A hole holding an
+  includer's ``{% set %}`` value names that ``{% set %}``'s file and line.
 * Placeholder syntaxes that are not Jinja (Go templates ``{{ .Date }}``, Semantic Kernel
   ``{{$time}}``, Handlebars/Mustache ``{{name}}``), recognised by regex.
 * ``str.format`` templates (``{current_date}``), recognised by regex.
@@ -23,19 +26,22 @@ in YAML / TOML strings still report file coordinates.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath, PureWindowsPath
 from typing import Any
 
 from jinja2 import Environment, nodes
 from jinja2.exceptions import TemplateSyntaxError
 
-from promptcache.lint.engine import Piece, Volatility
+from promptcache.lint.engine import Piece, Rule, TemplateContext, Volatility
+from promptcache.lint.finding import Finding, Severity
 from promptcache.lint.volatile import classify_name, granularity_of_strftime
 
-__all__ = ["FORMAT_FIELD", "JinjaSyntaxError", "TemplateLoader", "jinja_pieces", "pieces_for",
-           "regex_pieces"]
+__all__ = ["FORMAT_FIELD", "FilePiece", "JinjaSyntaxError", "LayoutTemplateContext",
+           "TemplateLoader", "jinja_pieces", "pieces_for", "regex_pieces"]
 
 Position = Callable[[int], tuple[int, int]]
 
@@ -58,6 +64,44 @@ class JinjaSyntaxError(ValueError):
     def __init__(self, message: str, lineno: int | None) -> None:
         self.lineno = lineno
         super().__init__(message)
+
+
+@dataclass(frozen=True, slots=True)
+class FilePiece(Piece):
+    """A :class:`~promptcache.lint.engine.Piece` from another file than the linted one: the
+    text of a layout the template ``{% extends %}``. ``line`` / ``col`` are in ``file``
+    (the layout's path as the template names it, joined to the linted file's folder)."""
+
+    file: str = ""
+
+
+@dataclass(eq=False)
+class LayoutTemplateContext(TemplateContext):
+    """A :class:`~promptcache.lint.engine.TemplateContext` whose pieces may come from other
+    files (:class:`FilePiece`, a layout's own text): a finding at such a piece names that
+    file and its line. The piece is the first one at or after the previous finding's piece
+    (rules report pieces in order) at ``line:col`` whose text is the finding's
+    ``variable`` detail (when given)."""
+
+    _cursor: int = field(default=0, init=False, repr=False)
+
+    def finding(self, rule: type[Rule] | Rule, message: str | None = None, *, line: int,
+                col: int, severity: Severity | None = None, fix: str | None = None,
+                **details: Any) -> Finding:
+        """A finding of ``rule`` at ``line:col`` of the file the piece there comes from."""
+        variable = details.get("variable")
+        found = super().finding(rule, message, line=line, col=col, severity=severity, fix=fix,
+                                **details)
+        n = len(self.pieces)
+        for i in [*range(self._cursor, n), *range(0, min(self._cursor, n))]:
+            piece = self.pieces[i]
+            if piece.line == line and piece.col == col and (
+                    variable is None or piece.text.strip() == variable):
+                self._cursor = i + 1
+                if isinstance(piece, FilePiece) and piece.file and piece.file != self.file:
+                    return found.with_location(piece.file, line, col)
+                break
+        return found
 
 
 def line_position(text: str, base_line: int = 1) -> Position:
@@ -205,8 +249,16 @@ class TemplateLoader:
     def __init__(self, folder: Path, notes: list[str] | None = None,
                  stack: tuple[Path, ...] = (),
                  cache: dict[Path, tuple[str, nodes.Template] | None] | None = None,
-                 root: Path | None = None, *, _run: _Run | None = None) -> None:
+                 root: Path | None = None, *, shown: str | None = None,
+                 _run: _Run | None = None) -> None:
         self.folder = folder
+        #: the template's path as findings name it (the linted file as given; an included
+        #: or extended one as its includer's ``shown`` folder joined to the name it uses)
+        self.shown = shown if shown is not None else (
+            str(stack[-1]) if stack else os.path.join(str(folder), ""))
+        #: template line -> file line for this loader's own notes (templates embedded in
+        #: YAML / TOML strings; set by :func:`jinja_pieces`)
+        self.line_of: Callable[[int], int] | None = None
         self.notes: list[str] = notes if notes is not None else []
         self.stack = stack
         self.run = _run if _run is not None else _Run(cache)
@@ -219,6 +271,8 @@ class TemplateLoader:
         self.root = root
 
     def _note(self, lineno: int | None, what: str, reason: str) -> None:
+        if lineno and self.line_of is not None and len(self.stack) <= 1:
+            lineno = self.line_of(lineno)
         where = f"line {lineno}: " if lineno else ""
         if len(self.stack) > 1:  # in an included file
             where = f"{self.stack[-1].name}: {where}"
@@ -276,8 +330,11 @@ class TemplateLoader:
         if got is None:
             return None
         text, tree = got
+        shown = os.path.normpath(os.path.join(os.path.dirname(self.shown), name))
+        if self.shown.startswith("./") and not shown.startswith(("../", "/")):
+            shown = "./" + shown  # as a folder walk from "." names the file
         child = TemplateLoader(path.parent, self.notes, (*self.stack, path), root=self.root,
-                               _run=self.run)
+                               shown=shown, _run=self.run)
         return text, tree, child
 
     def _read(self, path: Path, name: str, lineno: int | None,
@@ -317,19 +374,25 @@ def _template_name(node: nodes.Node, loader: TemplateLoader, what: str) -> str |
 def _first_volatile(text: str, tree: nodes.Template, loader: TemplateLoader,
                     origin_prefix: str,
                     inherited: dict[str, Volatility] | None = None) -> Volatility | None:
-    """The first volatile hole of an included template (its own includes followed);
-    ``inherited``: the volatile names of the includer's context it sees. Computed once per
-    file and set of inherited names (memoised in the loader's run)."""
+    """The first volatile hole of an included template (its own includes and its
+    ``{% extends %}`` layout followed); ``inherited``: the volatile names of the includer's
+    context it sees. A hole whose value is one of those names says where the includer set
+    it. Computed once per file and set of inherited names (memoised in the loader's run)."""
     seen = dict(inherited or {})  # passed on to its own includes too, as in Jinja
     key = (loader.stack[-1], frozenset(seen.items())) if loader.stack else None
     if key is not None and key in loader.run.first:
         v = loader.run.first[key]
     else:
         v = None
-        bound = _bound_names(tree, loader, seen)
-        for piece in _pieces(text, line_position(text), tree, bound, loader):
+        for piece in _layout_pieces(text, line_position(text), tree, loader, seen):
             if piece.kind == "hole" and piece.volatility is not None:
                 v = piece.volatility
+                if isinstance(piece, FilePiece):  # in the layout it extends
+                    v = Volatility(v.kind, v.granularity,
+                                   f"{PurePath(piece.file).name}: {v.origin}")
+                elif seen and v in seen.values() and v.origin.startswith("{% set "):
+                    v = Volatility(v.kind, v.granularity,  # the includer's {% set %}
+                                   f"{piece.text.strip()}, set by {v.origin}")
                 break
         if key is not None:
             loader.run.first[key] = v
@@ -443,10 +506,13 @@ def _imported(tree: nodes.Template, loader: TemplateLoader) -> dict[str, Volatil
 
 # ------------------------------------------------------------------------ jinja
 def _bound_names(tree: nodes.Template, loader: TemplateLoader | None = None,
-                 inherited: dict[str, Volatility] | None = None) -> dict[str, Volatility]:
+                 inherited: dict[str, Volatility] | None = None,
+                 where: Callable[[int], str] | None = None) -> dict[str, Volatility]:
     """Names whose value is volatile: ``{% set x = now() %}``, and the template's own and
     imported macros whose output is (a macro is volatile where it is called); ``inherited``:
-    the volatile names of an including template's context (its own names override them)."""
+    the volatile names of an including template's context (its own names override them).
+    ``where``: template line -> where a ``{% set %}`` is, for its origin (``" at a.j2 line
+    3"``)."""
     bound: dict[str, Volatility] = dict(inherited or {})
     if loader is not None:
         bound.update(_imported(tree, loader))
@@ -454,36 +520,212 @@ def _bound_names(tree: nodes.Template, loader: TemplateLoader | None = None,
     for assign in tree.find_all(nodes.Assign):
         target = assign.target
         if isinstance(target, nodes.Name):
-            vol = classify_expr(assign.node, f"{{% set {target.name} %}}", bound)
+            at = where(assign.lineno) if where is not None else ""
+            vol = classify_expr(assign.node, f"{{% set {target.name} %}}{at}", bound)
             if vol is not None:
                 bound[target.name] = vol
     return bound
 
 
+def _line_offsets(source: str) -> list[int]:
+    starts = [0]
+    i = source.find("\n")
+    while i != -1:
+        starts.append(i + 1)
+        i = source.find("\n", i + 1)
+    return starts
+
+
 def jinja_pieces(source: str, position: Position,
                  loader: TemplateLoader | None = None) -> list[Piece]:
-    """Pieces of a Jinja template (static ``data`` runs and ``{{ }}`` holes).
+    """Pieces of a Jinja template (static ``data`` runs and ``{{ }}`` holes), in the order
+    the rendered text has them.
 
     With a ``loader``, ``{% include "f" %}`` is a hole at the include site holding the
     included template's first volatile value (if any), and macros imported with
     ``{% import %}`` / ``{% from ... import %}`` (or defined in the template) whose output is
-    volatile make the holes that call them volatile. Without one, includes are not followed.
+    volatile make the holes that call them volatile. ``{% extends "base" %}`` is followed
+    too: the pieces are the layout's (as :class:`FilePiece`, at their own file's lines) with
+    each ``{% block %}`` replaced by its most derived definition (``{{ super() }}`` is the
+    parent's), and the template's text outside its blocks is not rendered. Without a
+    loader, includes and extends are not followed.
 
     Raises:
         JinjaSyntaxError: the template does not parse (jinja2's message and line).
     """
     try:
         tree = _ENV.parse(source)
-        bound = _bound_names(tree, loader)
     except TemplateSyntaxError as exc:
         raise JinjaSyntaxError(exc.message or "syntax error", exc.lineno) from None
     except RecursionError:
         raise JinjaSyntaxError("template nested too deeply", None) from None
-    return _pieces(source, position, tree, bound, loader)
+    starts = _line_offsets(source)
+
+    def file_line(lineno: int) -> int:
+        return position(starts[min(max(lineno, 1), len(starts)) - 1])[0]
+
+    if loader is not None:
+        loader.line_of = file_line
+    try:
+        return _layout_pieces(source, position, tree, loader, None, file_line)
+    except TemplateSyntaxError as exc:
+        raise JinjaSyntaxError(exc.message or "syntax error", exc.lineno) from None
+    except RecursionError:
+        raise JinjaSyntaxError("template nested too deeply", None) from None
+
+
+@dataclass(frozen=True, slots=True)
+class _Mark:
+    """A place in a template's piece list: ``block`` (``name``; ``end``: the index of its
+    ``endblock`` mark), ``endblock``, ``super`` (``{{ super() }}``) or ``extends``."""
+
+    kind: str
+    name: str = ""
+    end: int = -1
+
+
+_Item = Piece | _Mark
+#: Most pieces a layout with its blocks substituted may have (``{{ super() }}`` repeated at
+#: each level of a deep chain multiplies them).
+_MAX_LAYOUT_PIECES = 10_000
+
+
+def _extends_name(tree: nodes.Template, loader: TemplateLoader) -> tuple[str, int] | None:
+    """The layout ``tree`` extends (its first ``{% extends %}``) and its line, or None (with
+    a note when the name is not a string literal)."""
+    node = tree.find(nodes.Extends)
+    if node is None:
+        return None
+    name = _template_name(node, loader, "{% extends %}")
+    return None if name is None else (name, node.lineno)
+
+
+def _layout_pieces(source: str, position: Position, tree: nodes.Template,
+                   loader: TemplateLoader | None, inherited: dict[str, Volatility] | None,
+                   file_line: Callable[[int], int] | None = None) -> list[Piece]:
+    """The pieces of a template with its ``{% extends %}`` chain followed (see
+    :func:`jinja_pieces`); ``inherited``: an includer's volatile names."""
+    # the chain: this template, the layout it extends, that layout's, ...
+    levels: list[tuple[str, Position, nodes.Template, TemplateLoader | None, str | None]] = [
+        (source, position, tree, loader, None)]
+    while True:
+        _text, _pos, level_tree, level_loader, _shown = levels[-1]
+        ext = _extends_name(level_tree, level_loader) if level_loader is not None else None
+        if ext is None or level_loader is None:
+            break
+        name, lineno = ext
+        got = level_loader.open(name, lineno, f'{{% extends "{name}" %}}')
+        if got is None:
+            break
+        ptext, ptree, ploader = got
+        levels.append((ptext, line_position(ptext), ptree, ploader, ploader.shown))
+    # names a {% set %} binds at the top level of any template of the chain are in the one
+    # context they all render with; each template's own names come first for itself
+    owns: list[dict[str, Volatility]] = []
+    for k, (_text, _pos, level_tree, level_loader, shown) in enumerate(levels):
+        label = PurePath(shown or (level_loader.shown if level_loader is not None else "")).name
+        lines = file_line if k == 0 and file_line is not None else (lambda n: n)
+
+        def where(n: int, label: str = label, lines: Callable[[int], int] = lines) -> str:
+            return f" at {label} line {lines(n)}" if label else f" at line {lines(n)}"
+
+        owns.append(_bound_names(level_tree, level_loader, inherited, where))
+    merged: dict[str, Volatility] = {}
+    for own in reversed(owns):  # the layout's first, a template's names override its layout's
+        merged.update(own)
+    items: list[list[_Item]] = []
+    for (text, pos, level_tree, level_loader, shown), own in zip(levels, owns, strict=True):
+        got_items = _pieces(text, pos, level_tree, {**merged, **own}, level_loader)
+        if shown is not None:
+            got_items = [FilePiece(p.kind, p.text, p.line, p.col, p.volatility, file=shown)
+                         if isinstance(p, Piece) and not isinstance(p, FilePiece) else p
+                         for p in got_items]
+        items.append(got_items)
+    if len(levels) == 1:
+        return _render(items[0], [], loader)
+    out: list[Piece] = []
+    for level_items in items[:-1]:  # a template's text before its {% extends %} is output
+        for item in level_items:
+            if isinstance(item, _Mark) and item.kind == "extends":
+                break
+            if isinstance(item, Piece):
+                out.append(item)
+    chain = [_blocks(level_items) for level_items in items]
+    return out + _render(items[-1], chain, loader)
+
+
+def _blocks(items: list[_Item]) -> dict[str, tuple[list[_Item], int]]:
+    """A template's blocks: name -> (its items, the index of its ``block`` mark)."""
+    return {item.name: (items, i) for i, item in enumerate(items)
+            if isinstance(item, _Mark) and item.kind == "block"}
+
+
+def _render(root: list[_Item], chain: list[dict[str, tuple[list[_Item], int]]],
+            loader: TemplateLoader | None) -> list[Piece]:
+    """The pieces of ``root`` (the root layout's items) with each block replaced by its most
+    derived definition in ``chain`` (most derived template first)."""
+    out: list[Piece] = []
+    full = [False]
+    shown: set[int] = set()  # holes already output: a block rendered again (super()) has
+    # its text again, but its holes' values are reported once, where first rendered
+
+    def emit(items: list[_Item], lo: int, hi: int, name: str, depth: int,
+             active: tuple[str, ...]) -> None:
+        i = lo
+        while i < hi:
+            if len(out) >= _MAX_LAYOUT_PIECES:
+                if not full[0] and loader is not None:
+                    loader._note(None, "{% extends %}", f"more than {_MAX_LAYOUT_PIECES} "
+                                                        "pieces with its blocks substituted")
+                full[0] = True
+                return
+            item = items[i]
+            if isinstance(item, Piece):
+                if item.kind == "hole" and item.volatility is not None:
+                    if id(item) in shown:
+                        item = (FilePiece(item.kind, item.text, item.line, item.col,
+                                          file=item.file) if isinstance(item, FilePiece)
+                                else Piece(item.kind, item.text, item.line, item.col))
+                    shown.add(id(item))
+                out.append(item)
+            elif item.kind == "block":
+                block(item.name, active)
+                i = item.end if item.end >= 0 else hi
+            elif item.kind == "super" and name:
+                defs = [c[name] for c in chain if name in c]
+                if depth + 1 < len(defs):
+                    sub, at = defs[depth + 1]
+                    emit(sub, at + 1, _end(sub, at), name, depth + 1, active)
+            i += 1
+
+    def block(name: str, active: tuple[str, ...]) -> None:
+        if name in active:  # a block holding itself through another template's blocks
+            return
+        defs = [c[name] for c in chain if name in c]
+        if not defs:
+            return
+        sub, at = defs[0]
+        emit(sub, at + 1, _end(sub, at), name, 0, (*active, name))
+
+    if not chain:  # no layout: every piece in source order
+        return [item for item in root if isinstance(item, Piece)]
+    emit(root, 0, len(root), "", 0, ())
+    return out
+
+
+def _end(items: list[_Item], at: int) -> int:
+    mark = items[at]
+    return mark.end if isinstance(mark, _Mark) and mark.end >= 0 else len(items)
+
+
+def _is_super(hole_src: str) -> bool:
+    return re.fullmatch(r"\{\{-?\s*super\s*\(\s*\)\s*-?\}\}", hole_src) is not None
 
 
 def _pieces(source: str, position: Position, tree: nodes.Template,
-            bound: dict[str, Volatility], loader: TemplateLoader | None) -> list[Piece]:
+            bound: dict[str, Volatility], loader: TemplateLoader | None) -> list[_Item]:
+    """Pieces of one template in source order, with :class:`_Mark` items where a
+    ``{% block %}`` starts and ends, at ``{{ super() }}`` and at ``{% extends %}``."""
     try:
         tokens = list(_ENV.lex(source))
     except TemplateSyntaxError as exc:
@@ -492,11 +734,13 @@ def _pieces(source: str, position: Position, tree: nodes.Template,
     if loader is not None:
         for node in tree.find_all(nodes.Include):
             includes.setdefault(node.lineno, []).append(node)
-    pieces: list[Piece] = []
+    pieces: list[_Item] = []
+    open_blocks: list[int] = []  # indexes of the block marks not yet ended
     pos = 0
     hole_start: int | None = None
     block_start: int | None = None
     block_tag: str | None = None
+    block_name: str | None = None
     tag_line = 0
     in_macro = 0  # depth of {% macro %} definitions around the current token
     for lineno, ttype, value in tokens:
@@ -519,6 +763,11 @@ def _pieces(source: str, position: Position, tree: nodes.Template,
             hole_start = at
         elif ttype == "variable_end" and hole_start is not None:
             hole_src = source[hole_start:at + len(value)]
+            if _is_super(hole_src):  # the parent's block content
+                pieces.append(_Mark("super"))
+                hole_start = None
+                pos = at + len(value)
+                continue
             vol: Volatility | None = None
             try:
                 expr_tree = _ENV.parse(hole_src)
@@ -533,11 +782,13 @@ def _pieces(source: str, position: Position, tree: nodes.Template,
             pieces.append(Piece("hole", hole_src, line, col, vol))
             hole_start = None
         elif ttype == "block_begin":
-            block_start, block_tag = at, None
+            block_start, block_tag, block_name = at, None, None
         elif ttype == "name" and block_start is not None and block_tag is None:
             block_tag, tag_line = value, lineno
             if value == "macro":
                 in_macro = 1
+        elif ttype == "name" and block_tag == "block" and block_name is None:
+            block_name = value
         elif ttype == "block_end" and block_start is not None:
             waiting = includes.get(tag_line) if block_tag == "include" else None
             include = waiting.pop(0) if waiting else None
@@ -547,6 +798,17 @@ def _pieces(source: str, position: Position, tree: nodes.Template,
                     line, col = position(block_start)
                     tag = source[block_start:at + len(value)]
                     pieces.append(Piece("hole", f"{tag} ({vol.origin})", line, col, vol))
+            elif block_tag == "block" and block_name is not None:
+                open_blocks.append(len(pieces))
+                pieces.append(_Mark("block", block_name))
+            elif block_tag == "endblock" and open_blocks:
+                start = open_blocks.pop()
+                mark = pieces[start]
+                assert isinstance(mark, _Mark)
+                pieces[start] = _Mark("block", mark.name, len(pieces))
+                pieces.append(_Mark("endblock"))
+            elif block_tag == "extends":
+                pieces.append(_Mark("extends"))
             block_start = None
         pos = at + len(value)
     return pieces
@@ -582,12 +844,15 @@ def regex_pieces(source: str, position: Position, pattern: re.Pattern[str],
 
 
 def pieces_for(source: str, position: Position, *, prefer: str = "auto",
-               strict_jinja: bool = False) -> tuple[str, list[Piece]]:
+               strict_jinja: bool = False,
+               loader: TemplateLoader | None = None) -> tuple[str, list[Piece]]:
     """Detect the template syntax of ``source`` and split it into pieces.
 
     Args:
         prefer: ``"jinja"`` to try Jinja first whatever the text looks like; ``"auto"``.
         strict_jinja: re-raise Jinja syntax errors instead of falling back to placeholders.
+        loader: follows a Jinja template's includes, imports and ``{% extends %}`` (see
+            :func:`jinja_pieces`); None: they are not followed.
 
     Returns:
         ``(syntax, pieces)`` with syntax ``"jinja"``, ``"placeholder"``, ``"format"`` or
@@ -598,7 +863,7 @@ def pieces_for(source: str, position: Position, *, prefer: str = "auto",
     """
     if prefer == "jinja" or "{{" in source or "{%" in source:
         try:
-            return "jinja", jinja_pieces(source, position)
+            return "jinja", jinja_pieces(source, position, loader)
         except JinjaSyntaxError:
             if strict_jinja:
                 raise
