@@ -239,6 +239,8 @@ class Call:
     breakpoint_hashes: tuple[str, ...] = ()
     breakpoint_tokens: tuple[int, ...] = ()
     kept_prefix: bool | None = None
+    #: the request's ``prompt_cache_retention`` (OpenAI), for the usage record's session checks
+    retention: str | None = None
     stream: bool = False
     state: _SessionState | None = None
     sent: SentRequest | None = None
@@ -532,6 +534,9 @@ class Observer:
                        else helper_kwargs(call.shape, helper, call.kwargs))
         model = body.get("model")
         call.model = model if isinstance(model, str) else None
+        retention = body.get("prompt_cache_retention")
+        if retention is not None and isinstance(retention, str):
+            call.retention = retention
         with self.shared.lock:
             prev = self.shared.sessions.get(call.session)
         if prev is not None and prev.provider != call.shape:
@@ -794,11 +799,13 @@ class Observer:
 
     def stream_fields(self, call: Call) -> dict[str, Any]:
         """Record fields known before a stream starts (label, session, start, the prefix
-        digests, whether the session's previous prefix is kept)."""
+        digests, whether the session's previous prefix is kept, the request's
+        ``prompt_cache_retention``)."""
         fields: dict[str, Any] = {k: v for k, v in {
             "label": call.label, "session": call.session,
             "start": call.start, "prefix_hash": call.prefix_hash,
-            "kept_prefix": call.kept_prefix}.items() if v is not None}
+            "kept_prefix": call.kept_prefix,
+            "prompt_cache_retention": call.retention}.items() if v is not None}
         if call.breakpoint_hashes:
             fields["breakpoint_hashes"] = call.breakpoint_hashes
             fields["breakpoint_tokens"] = call.breakpoint_tokens

@@ -129,6 +129,11 @@ class UsageRecord(BaseModel):
             (tokens; same length; the wrapper's counts, estimates for Anthropic); a
             concurrent cold write's waste counts only the shared prefix's tokens (``()``:
             unknown, the whole write counts).
+        prompt_cache_retention: the ``prompt_cache_retention`` the request sent (OpenAI:
+            ``"in_memory"``, ``"24h"``), set by the SDK wrapper or read from a request-log
+            line; ``None``: not sent or not known (the model's default retention is assumed,
+            hosted-api-rules.md 2.1-2.2). The session checks take the idle lifetime of the
+            retention sent.
         kept_prefix: whether the request still holds the prefix its session's previous
             request cached (up to that request's last breakpoint), from the wrapper's digests;
             ``None``: unknown, or no previous request. A collapse is ``prefix_changed`` only
@@ -177,6 +182,7 @@ class UsageRecord(BaseModel):
     prefix_hash: str | None = None
     breakpoint_hashes: tuple[str, ...] = Field(default=())
     breakpoint_tokens: tuple[_Count, ...] = Field(default=())
+    prompt_cache_retention: str | None = None
     kept_prefix: bool | None = None
     cacheable: bool | None = None
     flags: tuple[str, ...] = Field(default=())

@@ -180,7 +180,8 @@ def iter_usage_log(path: str | os.PathLike[str]) -> Iterator[UsageRecord]:
     record's model, otherwise the model is ``None`` (unpriced, never guessed). ``"label"`` and
     ``"session"`` keys on the line (e.g. ``{"label": ..., "model": ..., "usage": {...}}``)
     become the record's label and session, a ``"speed"`` key (or the logged request's
-    ``speed``, e.g. ``"fast"``) its speed. The official batch result lines are read as the
+    ``speed``, e.g. ``"fast"``) its speed, a ``"prompt_cache_retention"`` key (or the logged
+    request's) its retention (the session checks' idle lifetime). The official batch result lines are read as the
     response they hold (OpenAI Batch output ``{"custom_id", "response": {"status_code",
     "body": {...}}}``, Anthropic Message Batches ``{"custom_id", "result": {"type":
     "succeeded", "message": {...}}}``). The line's time (a ``timestamp`` / ``start`` / ...
@@ -336,7 +337,8 @@ def _response_of(data: Mapping[str, Any]) -> Mapping[str, Any]:
 def _line_fields(data: Mapping[str, Any], target: Mapping[str, Any], where: str,
                  ) -> dict[str, Any]:
     """Record fields a line carries beside its usage: ``model`` / ``label`` / ``session`` /
-    ``speed`` keys (``speed`` also from the request of a request-log line, e.g. ``"fast"``),
+    ``speed`` / ``prompt_cache_retention`` keys (the last two also from the request of a
+    request-log line, e.g. ``"fast"``, ``"24h"``),
     and its time as ``start``: a time key of the line (``timestamp``, ``start``, ...:
     :data:`promptcache._times.TIME_KEYS`), else of its response (``created_at`` of a
     Responses object, ``created`` of a ChatCompletion), read by
@@ -352,13 +354,14 @@ def _line_fields(data: Mapping[str, Any], target: Mapping[str, Any], where: str,
     from promptcache._times import dated_time_of
 
     fields: dict[str, Any] = {}
-    for key in ("model", "label", "session", "speed"):
+    for key in ("model", "label", "session", "speed", "prompt_cache_retention"):
         if isinstance(data.get(key), str):
             fields[key] = data[key]
-    if "speed" not in fields:
-        speed = _request_field(data, "speed")
-        if speed is not None:
-            fields["speed"] = speed
+    for key in ("speed", "prompt_cache_retention"):
+        if key not in fields:
+            value = _request_field(data, key)
+            if value is not None:
+                fields[key] = value
     try:
         ts = dated_time_of(data, target) if target is not data else dated_time_of(data)
     except ValueError as exc:

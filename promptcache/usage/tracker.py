@@ -55,11 +55,12 @@ Diagnostics, each emitted as a :class:`UsageEvent` (returned by :meth:`UsageTrac
 TTL used by the session checks: ``ttl=`` when given; else 1 h when the previous request wrote
 1 h entries; else the record's ``cache_write_ttl``; else, for a model with an idle lifetime
 (OpenAI before GPT-5.6: catalog ``idle_lifetime``), its
-:meth:`~promptcache.catalog.CachePolicy.idle_bounds` for **no retention sent**: a usage
-record carries no request body, so the ``prompt_cache_retention`` the request sent is not
-known and the model's default is assumed (in-memory: usually cleared after 5 min idle,
-always within 1 h; a model accepting both values: 5 min usual, 24 h certain, the default
-depending on the organisation; ``24h`` only: 24 h), hosted-api-rules.md 2.1-2.2; else the
+:meth:`~promptcache.catalog.CachePolicy.idle_bounds` for the record's
+``prompt_cache_retention`` (the SDK wrapper sets it from the request, a request log's line
+carries it in its request); when the record does not say, the model's default is assumed
+(in-memory: usually cleared after 5 min idle, always within 1 h; a model accepting both
+values: 5 min usual, 24 h certain, the default depending on the organisation; ``24h`` only:
+24 h), hosted-api-rules.md 2.1-2.2; else the
 model's catalog ``default_ttl``; else ``default_ttl_seconds`` (300 s).
 
 Thread- and asyncio-safe: state changes happen under one ``threading.Lock`` with no awaits
@@ -612,7 +613,7 @@ class UsageTracker:
         self._policies: dict[str, Any] = {}
         self._tier_rules: dict[str, tuple[TierLike, ...]] = {}
         self._static_prices: dict[str, Any] = {}
-        self._policy_ttls: dict[str, _Lifetime | None] = {}
+        self._policy_ttls: dict[tuple[str, str | None], _Lifetime | None] = {}
         self._minimums: dict[str, int | None] = {}
         #: models whose prices may change within a day (see prices_for)
         self._half_hour_priced: set[str] = set()
@@ -832,7 +833,8 @@ class UsageTracker:
         """The lifetime of ``rec``'s cache entries for the session checks (module docstring):
         ``(ttl, max_ttl, idle)`` in seconds; ``max_ttl == ttl`` and ``idle`` None for a TTL,
         ``ttl`` the usual clearing and ``max_ttl`` the certain bound for an idle lifetime
-        (``idle_bounds(None)``: the record does not say which retention was sent)."""
+        (``idle_bounds(rec.prompt_cache_retention)``: None when the record does not say which
+        retention was sent, the model's default then)."""
         if self._ttl is not None:
             return (self._ttl, self._ttl, None)
         if rec.cache_write_1h:
@@ -841,12 +843,13 @@ class UsageTracker:
             ttl = ttl_seconds(rec.cache_write_ttl)
             return (ttl, ttl, None)
         model = rec.model
-        if model.__class__ is str and model in self._policy_ttls:
-            life = self._policy_ttls[model]  # type: ignore[index]
+        key = (model, rec.prompt_cache_retention)
+        if model.__class__ is str and key in self._policy_ttls:
+            life = self._policy_ttls[key]  # type: ignore[index]
         else:
-            life = _policy_lifetime(self._policy(model))
+            life = _policy_lifetime(self._policy(model), rec.prompt_cache_retention)
             if model.__class__ is str and len(self._policy_ttls) < _MODELS_CACHED:
-                self._policy_ttls[model] = life  # type: ignore[index]
+                self._policy_ttls[key] = life  # type: ignore[index]
         if life is None:
             return (self._default_ttl, self._default_ttl, None)
         return life
@@ -1051,15 +1054,16 @@ class UsageTracker:
 _Lifetime = tuple[float, float, Any]
 
 
-def _policy_lifetime(pol: Any) -> _Lifetime | None:
-    """The lifetime a catalog policy gives an entry whose request's retention is unknown:
-    its idle bounds for no retention sent (``idle_bounds(None)``: usual clearing, certain
-    bound; the usual one is the certain one when there is none, ``24h``), else its
-    ``default_ttl`` (certain); None when it has neither (or no policy)."""
+def _policy_lifetime(pol: Any, retention: str | None = None) -> _Lifetime | None:
+    """The lifetime a catalog policy gives an entry whose request sent ``retention`` (its
+    ``prompt_cache_retention``; None: not sent or unknown, the model's default): its idle
+    bounds for that retention (``idle_bounds(retention)``: usual clearing, certain bound; the
+    usual one is the certain one when there is none, ``24h``), else its ``default_ttl``
+    (certain); None when it has neither (or no policy)."""
     if pol is None:
         return None
     idle_bounds = getattr(pol, "idle_bounds", None)
-    idle = idle_bounds(None) if idle_bounds is not None else None
+    idle = idle_bounds(retention) if idle_bounds is not None else None
     if idle is not None:
         usual = idle.usual_s if idle.usual_s is not None else idle.max_s
         return (float(usual), float(idle.max_s), idle)
