@@ -54,6 +54,7 @@ BR-08 needs it inside ``system`` but after the marker.
 from __future__ import annotations
 
 import base64
+import copy
 import dataclasses
 import json
 import math
@@ -236,6 +237,17 @@ def assistant(*parts: Any) -> Message:
 
 
 # ============================================================================ canonical form
+@dataclass(frozen=True, slots=True)
+class _Built:
+    """What the last ``to_*()`` call planned with, so :meth:`PromptBuilder.explain` can explain
+    that request: its format, the ``previous`` it planned against, and the canonical
+    ``prompt_cache_options`` it sent (None: none given)."""
+
+    fmt: OutputFormat
+    previous: Any
+    options: Any
+
+
 @dataclass(frozen=True, slots=True)
 class _Options:
     sort_tools: bool
@@ -529,6 +541,7 @@ class PromptBuilder:
         self.previous = previous
         self.system_role = system_role
         self.last_plan: BreakpointPlan | None = None
+        self._built: _Built | None = None  # the last to_*() call's planning inputs
         self._stage: Section | None = None
         self._tools: list[_Tool] = []
         self._system: list[str] = []
@@ -1030,10 +1043,13 @@ class PromptBuilder:
                           first_tail), sec_of
 
     def _plan(self, fmt: OutputFormat, previous: PreviousLike,
-              params: Mapping[str, Any] | None = None
+              params: Mapping[str, Any] | None = None, *, options: Any = None,
+              record: bool = True
               ) -> tuple[dict[str, Any], PrefixView, BreakpointPlan, list[str]]:
         """Build, render and plan; with ``params`` (an output call) the request is checked
-        first, so a refused request leaves ``last_plan`` as it was."""
+        first, so a refused request leaves ``last_plan`` as it was. ``options``: canonical
+        ``prompt_cache_options`` to plan with (``params``' own win). ``record=False`` plans
+        without touching ``last_plan`` (:meth:`explain`)."""
         provider = str(getattr(self.policy, "provider", "anthropic"))
         if (fmt == "anthropic") != (provider == "anthropic"):
             raise PlanError(f"{self.model} is {_PROVIDER_NAMES.get(provider, provider)} model; "
@@ -1044,8 +1060,10 @@ class PromptBuilder:
             self._check_request(fmt, payload, params)
             if fmt != "anthropic" and "prompt_cache_options" in params:
                 # the caller's options (validated in _output) decide the planner's mode
-                payload["prompt_cache_options"] = _Canon(self.options).json(
-                    params["prompt_cache_options"], "prompt_cache_options")
+                options = _Canon(self.options).json(params["prompt_cache_options"],
+                                                    "prompt_cache_options")
+        if options is not None:
+            payload["prompt_cache_options"] = copy.deepcopy(options)
         try:
             view = render(payload, fmt, model=self.model)
         except InvalidRequestError as exc:
@@ -1059,7 +1077,10 @@ class PromptBuilder:
         plan = plan_breakpoints(view, self.policy, previous, boundaries=bounds, reuse=self.reuse,
                                 ttl=self.ttl, stable_ttl=self.stable_ttl,
                                 stable_key_end=bounds.static_end)
-        self.last_plan = plan
+        if record:
+            self.last_plan = plan
+            if params is not None:
+                self._built = _Built(fmt, previous, copy.deepcopy(options))
         return payload, view, plan, sec_of
 
     def _check_request(self, fmt: OutputFormat, payload: Mapping[str, Any],
@@ -1246,7 +1267,9 @@ class PromptBuilder:
                             params)
 
     def plan(self, fmt: OutputFormat | None = None, *, previous: Any = None) -> BreakpointPlan:
-        """The breakpoint plan for ``fmt`` (default: the model's provider's main format).
+        """The breakpoint plan for ``fmt`` (default: the model's provider's main format),
+        planned against ``previous`` (default: the builder's) with no ``prompt_cache_options``.
+        It becomes :attr:`last_plan`.
 
         Raises:
             InvalidRequestError: ``fmt`` is not ``"anthropic"``, ``"openai-chat"`` or
@@ -1266,16 +1289,44 @@ class PromptBuilder:
         """A table of segments, tokens, positions and breakpoints, with why each breakpoint
         was placed or a candidate skipped.
 
+        What it explains: the request the last :meth:`to_anthropic` / :meth:`to_openai_chat` /
+        :meth:`to_openai_responses` call built, planned the same way: its format (so
+        ``input[...]`` paths after :meth:`to_openai_responses`), the ``previous`` it planned
+        against and the ``prompt_cache_options`` it sent (so an explicit-mode request shows
+        explicit markers, not the implicit one). The plan is made again from the builder's
+        current sections: while they are unchanged it equals :attr:`last_plan`; after more
+        sections were added it is the plan the same call would give now. Before any ``to_*()``
+        call it plans the model's provider's main format (``"anthropic"`` or
+        ``"openai-chat"``) against the builder's ``previous`` with no
+        ``prompt_cache_options``. ``fmt`` / ``previous`` override the format / previous; the
+        last request's ``prompt_cache_options`` are kept only for its own format.
+
+        It never changes :attr:`last_plan` (the plan of the request sent, which the next
+        request takes as ``previous``).
+
+        Args:
+            fmt: ``"anthropic"``, ``"openai-chat"`` or ``"openai-responses"`` (default: as
+                above).
+            previous: the previous request's plan (default: as above).
+
         Returns:
             An :class:`Explanation` (``.rows``; ``rich.print()`` it for a table).
 
         Raises:
             InvalidRequestError, PlanError, TypeError: as :meth:`plan`.
         """
-        fmt = self._default_format() if fmt is None else _check_format(fmt)
+        built = self._built
+        if fmt is None:
+            fmt = built.fmt if built is not None else self._default_format()
+        else:
+            fmt = _check_format(fmt)
         _check_previous(previous)
-        _payload, view, plan, sec_of = self._plan(fmt, self.previous if previous is None
-                                                  else previous)
+        same = built is not None and built.fmt == fmt
+        if previous is None:
+            previous = built.previous if built is not None and same else self.previous
+        _payload, view, plan, sec_of = self._plan(
+            fmt, previous, options=built.options if built is not None and same else None,
+            record=False)
         placed = {b.segment_index: b for b in plan.breakpoints}
         notes: dict[int, list[str]] = {}
         for d in plan.decisions:
