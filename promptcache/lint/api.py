@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -23,7 +24,7 @@ from promptcache.lint.facts import MODEL_RULES, facts_for, model_rules_skipped
 from promptcache.lint.finding import Baseline, Finding
 from promptcache.lint.rules import all_rules
 from promptcache.lint.sources import LoadOptions, source_for, source_for_content, suffixes
-from promptcache.lint.sources.base import Document
+from promptcache.lint.sources.base import Document, parse_suppressions
 from promptcache.prefix import PrefixView, render
 
 __all__ = ["LintResult", "UnknownModelNote", "lint_paths", "lint_request", "lint_text",
@@ -39,6 +40,7 @@ SKIP_DIRS = frozenset({
     "build", "dist", "node_modules", "site-packages", "venv",
 })
 _DEFAULT_RULES: list[Rule] | None = None
+_DIGITS = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,8 @@ class LintResult:
 
     Attributes:
         findings: every finding that survived selection, suppression, severity floor and
-            baseline, sorted by file, line, column.
+            baseline, sorted by file, line, column. A problem in a layout (``{% extends %}``)
+            found while linting several files is one finding (see :func:`lint_paths`).
         errors: one :class:`InputError` per file that could not be linted, and one per
             ``pyproject.toml`` that could not be used (``file`` is it; the files it governs
             are not linted).
@@ -377,39 +380,124 @@ def project_path(file: str, root: str | Path | None = None,
 
 def _identified(findings: Iterable[Finding], file: str, config: LintConfig,
                 cache: dict[str, str] | None = None) -> list[Finding]:
-    """``findings`` of ``file`` with :attr:`Finding.project_path` set."""
+    """``findings`` of ``file`` with :attr:`Finding.project_path` set: that of the file each
+    one names (a finding in a layout ``file`` extends names the layout)."""
     ident = project_path(file, config.root, cache)
     if ident is None:
         return list(findings)
-    return [replace(f, project_path=ident) if f.file == file else f for f in findings]
+    idents = {file: ident}
+    out: list[Finding] = []
+    for f in findings:
+        if f.file not in idents:
+            idents[f.file] = project_path(f.file, config.root, cache) or ""
+        out.append(replace(f, project_path=idents[f.file]) if idents[f.file] else f)
+    return out
 
 
-def _open(f: Finding, doc: Document) -> bool:
-    """Whether no inline suppression silences ``f``: on its own line, or for Python source on
-    the line of the argument, the call or the message element the value reaches."""
+class _Suppressions:
+    """The inline suppressions of the files findings are placed in: the linted file's
+    (its :class:`Document`'s) and, for a finding in a layout or included template the
+    linted one read (its include loader confined it to the project), that file's own,
+    read once per run. A file that cannot be read now has none."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, dict[int, frozenset[str] | None]] = {}
+
+    def of(self, file: str, doc: Document,
+           config: LintConfig) -> Mapping[int, frozenset[str] | None]:
+        """``line -> codes`` (None: every code) silenced in ``file``."""
+        if file == doc.file:
+            return doc.suppressions
+        if file not in self._files:
+            try:
+                self._files[file] = parse_suppressions(_read(file, config))
+            except InputError:
+                self._files[file] = {}
+        return self._files[file]
+
+
+def _open(f: Finding, suppressions: Mapping[int, frozenset[str] | None]) -> bool:
+    """Whether no inline suppression of ``f``'s own file (``suppressions``) silences ``f``:
+    on its line, or for Python source on the line of the argument, the call or the message
+    element the value reaches."""
     lines = {f.line, f.details.get("sink_line"), *f.details.get("suppress_lines", ())}
     for line in lines:
-        if isinstance(line, int) and line in doc.suppressions:
-            codes = doc.suppressions[line]
+        if isinstance(line, int) and line in suppressions:
+            codes = suppressions[line]
             if codes is None or f.code in codes:
                 return False
     return True
 
 
-def _kept(findings: Iterable[Finding], doc: Document, config: LintConfig,
-          ignored: list[str], result: LintResult | None = None,
-          budgets: dict[int, Counter[str]] | None = None) -> list[Finding]:
-    """The findings to report: inline suppressions first (per call), then one finding per
-    volatile value (:func:`_first_open_sink`), then the configuration's filters. The baseline
-    comes last, so that it matches the one finding per value that an earlier run reported.
+@dataclass
+class _Linted:
+    """One linted file's findings between the per-file steps and the run-wide ones."""
+
+    file: str
+    config: LintConfig
+    findings: list[Finding]
+
+
+def _unsuppressed(findings: Iterable[Finding], doc: Document, config: LintConfig,
+                  suppressions: _Suppressions) -> list[Finding]:
+    """The per-file steps: inline suppressions (by the file and line each finding names, per
+    call), then one finding per volatile value (:func:`_first_open_sink`), then
+    ``per_file_ignores`` (those of the file each finding names)."""
+    ignored: dict[str, list[str]] = {}
+    out: list[Finding] = []
+    for f in _first_open_sink(f for f in findings
+                              if _open(f, suppressions.of(f.file, doc, config))):
+        if f.file not in ignored:
+            ignored[f.file] = config.ignored_in(f.file)
+        if not _ignored(f, ignored[f.file]):
+            out.append(f)
+    return out
+
+
+def _problem(f: Finding) -> tuple[Any, ...]:
+    """What makes two findings the same problem at the same place: rule, file, line, column,
+    payload path, and the message up to numbers (token counts) and the template that led to
+    it (PC104's ``in child.j2``)."""
+    message = f.message
+    template = f.details.get("template")
+    if isinstance(template, str) and template:
+        message = message.replace(f" in {template}", " in \x00")
+    return (f.code, f.file, f.line, f.col, f.path, _DIGITS.sub("#", message))
+
+
+def _deduplicated(linted: Sequence[_Linted]) -> None:
+    """Drop, in place, the findings a run reports more than once: a layout's (or a template
+    it includes) volatile value is found once per template that extends it, at the layout's
+    line. A finding placed in another file than the one linted is dropped when the run holds
+    the same problem (:func:`_problem`) found by linting that file itself, or found earlier
+    from another file; findings in their own linted file are always kept, so a child's own
+    text at the same line of another file is a different place."""
+    own = {_problem(f) for item in linted for f in item.findings if f.file == item.file}
+    seen: set[tuple[Any, ...]] = set()
+    for item in linted:
+        kept: list[Finding] = []
+        for f in item.findings:
+            if f.file != item.file:
+                key = _problem(f)
+                if key in own or key in seen:
+                    continue
+                seen.add(key)
+            kept.append(f)
+        item.findings = kept
+
+
+def _reported(item: _Linted, result: LintResult | None = None,
+              budgets: dict[int, Counter[str]] | None = None) -> list[Finding]:
+    """The findings of one linted file to report: the severity floor, then the baseline, so
+    that it matches the one finding per value (and per place) that an earlier run reported.
     ``result`` counts the findings the severity floor and the baseline hid.
 
     The baseline hides with multiplicity: each of its entries hides one finding, taken in
     file order (line, column), so that of two identical findings (one baseline entry) the
     later one is reported. ``budgets`` holds, per baseline object (``id``), the entries not
     yet used in this run (a fresh budget when None)."""
-    kept = [f for f in _first_open_sink(f for f in findings if _open(f, doc))
-            if _keep(f, config, ignored, result)]
+    config = item.config
+    kept = [f for f in item.findings if _above_floor(f, config, result)]
     if not config.baseline:
         return kept
     budget = _baseline_budget(config.baseline, {} if budgets is None else budgets)
@@ -436,14 +524,18 @@ def _baseline_budget(baseline: frozenset[str], budgets: dict[int, Counter[str]])
     return budgets[key]
 
 
-def _keep(f: Finding, config: LintConfig, ignored: list[str],
-          result: LintResult | None = None) -> bool:
-    if ignored:
-        from promptcache.lint.rules import get_rule
+def _ignored(f: Finding, ignored: list[str]) -> bool:
+    """Whether a ``per_file_ignores`` selector of ``f``'s file matches its rule."""
+    if not ignored:
+        return False
+    from promptcache.lint.rules import get_rule
 
-        rule = get_rule(f.code)
-        if any(matches(rule, s) for s in ignored):
-            return False
+    rule = get_rule(f.code)
+    return any(matches(rule, s) for s in ignored)
+
+
+def _above_floor(f: Finding, config: LintConfig, result: LintResult | None = None) -> bool:
+    """Whether ``f`` is at or above the severity floor (``result`` counts the others)."""
     if f.severity.rank < config.min_severity.rank:
         if result is not None:
             floor = config.min_severity.value
@@ -479,8 +571,9 @@ def lint_text(text: str, file: str, config: LintConfig | None = None) -> list[Fi
     doc = _load(file, text, config)
     rules = [r() for r in config.rules()]
     findings = _identified(run_rules(doc.contexts, rules), file, config)
-    ignored = config.ignored_in(file)
-    return _kept(findings, doc, config, ignored)
+    linted = [_Linted(file, config, _unsuppressed(findings, doc, config, _Suppressions()))]
+    _deduplicated(linted)
+    return _reported(linted[0])
 
 
 def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
@@ -501,6 +594,15 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
             ``config``. Called with stdin's ``stdin_name``. A config whose ``error`` is set
             is reported once in :attr:`LintResult.errors` and its files are skipped.
 
+    A finding may name another file than the one linted: a Jinja layout the template
+    ``{% extends %}`` (its own text, or a template it includes, at the layout's line). Inline
+    suppressions (``promptcache: ignore``) and ``per_file_ignores`` apply by the file and line
+    a finding names: the layout's own comments silence it, the linted file's never do. The
+    same problem at the same place (rule, file, line, column, and message up to numbers and
+    the template that led to it) found from several files is reported once: the one found
+    by linting that file itself, else the first; the severity floor and the baseline come
+    after that.
+
     Returns:
         A :class:`LintResult`. Never raises for bad input.
     """
@@ -515,6 +617,8 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     budgets: dict[int, Counter[str]] = {}  # baseline entries not yet used, per baseline
     broken: set[tuple[str, str]] = set()
     roots: dict[str, str] = {}
+    suppressions = _Suppressions()
+    linted: list[_Linted] = []
     for file in _expand(paths, config_for, result.errors, result.empty_folders):
         if file == "-":
             file = stdin_name or "-"
@@ -562,11 +666,10 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
         note = _unknown_models(doc.contexts, [r.code for r in rules])
         if note is not None:
             result.unknown_models[file] = note
-        ignored = config.ignored_in(file)
-        if is_stdin:
-            findings = [f if f.file == file else f.with_location(file, f.line, f.col)
-                        for f in findings]
         findings = _identified(findings, file, config, roots)
-        result.findings.extend(_kept(findings, doc, config, ignored, result, budgets))
+        linted.append(_Linted(file, config, _unsuppressed(findings, doc, config, suppressions)))
+    _deduplicated(linted)
+    for item in linted:
+        result.findings.extend(_reported(item, result, budgets))
     result.findings.sort(key=lambda f: (f.file, f.line, f.col, f.code))
     return result
