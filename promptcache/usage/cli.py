@@ -14,9 +14,12 @@ by label and model: requests, hit rate (ratio of sums) and request hit rate, tok
 cost, savings, and the tracker's diagnostics (a group of concurrent cold writes once, with its
 final count). An unknown cost says why (``cost unknown:`` lines; json ``cost_unknown``): no
 model, no prices, a price the table lacks (e.g. ``cache_read`` in a ``--prices`` file), or a
-count the usage does not report (GPT-5.6+ writes). A token column that some record of a group does not
-report (OpenAI usage without ``prompt_tokens_details``: no cached count, so no uncached/read split)
-is unknown (``?`` / ``null``), never a partial sum. Anomalies (the tracker's ``usage_anomaly``
+count the usage does not report (GPT-5.6+ writes; Anthropic usage without
+``cache_creation_input_tokens``), naming the field the usage lacks. A token column that some
+record of a group does not report (OpenAI usage without ``prompt_tokens_details``: no cached
+count, so no uncached/read split; unreported writes hide the uncached part only where the input
+count includes them, OpenAI's: Anthropic's ``input_tokens`` is the uncached part itself) is
+unknown (``?`` / ``null``), never a partial sum. Anomalies (the tracker's ``usage_anomaly``
 events, and OpenAI ``cached_tokens`` off the catalog's caching grid, case BR-15) are listed once
 per distinct message with their count (json: ``anomalies``); records whose prompt is under
 the model's minimum cacheable length (nothing can be cached: not a miss, case BR-15) are
@@ -122,8 +125,10 @@ _CSV_UNKNOWN = "unknown"
 #: (e.g. OpenAI usage without ``prompt_tokens_details`` has no cached count, so no split).
 _SPLIT_FIELDS = ("uncached_input", "cache_read")
 #: Columns unknown when a record of a model that bills cache writes does not report its writes
-#: (GPT-5.6+ chat usage without ``cache_write_tokens``): the writes, and so the uncached part
-#: (prompt - cached - written), are unknown.
+#: (GPT-5.6+ chat usage without ``cache_write_tokens``): the writes, and, when the provider's
+#: input count includes them (the record's ``input_total``: OpenAI), the uncached part
+#: (prompt - cached - written). Anthropic's ``input_tokens`` is the uncached part on its own
+#: (hosted-api-rules.md 1.8), so there it stays known.
 _WRITE_FIELDS = ("uncached_input", "cache_write", "cache_write_5m", "cache_write_1h")
 #: The billing note of such a record (:func:`promptcache.usage.billing.price_record`).
 _WRITES_NOT_REPORTED = "cache writes not reported"
@@ -140,15 +145,25 @@ def _unknown_fields(records: list[UsageRecord], costs: list[Cost | None]) -> tup
         dict[tuple[str | None, str | None], frozenset[str]], frozenset[str]]:
     """Per (label, model) group and for the total: the token columns some record of the group
     does not report (:data:`_SPLIT_FIELDS`; :data:`_WRITE_FIELDS` when its model bills writes
-    it does not report)."""
+    it does not report; ``uncached_input`` among them only when the record's input count
+    includes the writes)."""
     by_group: dict[tuple[str | None, str | None], set[str]] = {}
     for rec, cost in zip(records, costs, strict=True):
         missing = by_group.setdefault((rec.label, rec.model), set())
         missing.update(f for f in _SPLIT_FIELDS if getattr(rec, f) is None)
         if rec.writes is None and cost is not None and _WRITES_NOT_REPORTED in cost.notes:
-            missing.update(_WRITE_FIELDS)
+            missing.update(f for f in _WRITE_FIELDS
+                           if f != "uncached_input" or _uncached_needs_writes(rec))
     groups = {k: frozenset(v) for k, v in by_group.items()}
     return groups, frozenset().union(*groups.values())
+
+
+def _uncached_needs_writes(rec: UsageRecord) -> bool:
+    """Whether ``rec``'s uncached part is derived by subtracting its writes from an inclusive
+    input count (OpenAI's ``prompt_tokens``: ``input_total`` known, or unknown uncached part),
+    so unknown writes leave it unknown. Anthropic's ``input_tokens`` is the uncached part
+    itself (hosted-api-rules.md 1.8)."""
+    return rec.input_total is not None or rec.uncached_input is None
 
 
 def _anomalies(tracker: UsageTracker) -> list[dict[str, Any]]:
@@ -508,7 +523,7 @@ def _group_reasons(records: list[UsageRecord], tracker: UsageTracker
             reason = ("no model (pass --model)" if rec.model is None
                       else _no_prices_reason(rec.model))
         else:
-            reason = "; ".join(_unknown_reason(n, rec.model) for n in cost.unknown_reasons
+            reason = "; ".join(_unknown_reason(n, rec) for n in cost.unknown_reasons
                                ) or "a count is unknown"
         out.setdefault((rec.label, rec.model), {})[reason] = None
     return {k: list(v) for k, v in out.items()}
@@ -525,17 +540,28 @@ def _no_prices_reason(model: str) -> str:
     return f"no prices for model {model!r} (pass --model or --prices)"
 
 
-def _unknown_reason(note: str, model: str | None) -> str:
-    """A billing note of an unknown cost, in report terms (what to do about it)."""
+def _unknown_reason(note: str, rec: UsageRecord) -> str:
+    """A billing note of ``rec``'s unknown cost, in report terms (what to do about it). Unreported
+    writes name the field ``rec``'s wire format reports them in
+    (:data:`~promptcache.usage.parse.CACHE_WRITE_FIELDS`: ``cache_creation_input_tokens`` for
+    Anthropic, ``prompt_tokens_details.cache_write_tokens`` for OpenAI chat, ...) and say
+    whether the uncached part is unknown too (only when the input count includes the writes)."""
+    model = rec.model
     if note == "no cache-read price for this model":
         return (f"no cache_read price for model {model!r} while cached tokens are reported "
                 "(add cache_read to the --prices file)")
     if note.startswith("no ") and "price" in note:
         return f"{note} (add it to the --prices file)"
     if note == _WRITES_NOT_REPORTED:
-        return ("cache writes not reported, and the model bills them at their own rate "
-                "(OpenAI GPT-5.6+: prompt_tokens_details.cache_write_tokens): the writes and "
-                "the uncached part are unknown")
+        from promptcache.usage.parse import CACHE_WRITE_FIELDS
+
+        field = CACHE_WRITE_FIELDS.get(rec.provider or "")
+        missing = f" (the usage has no {field})" if field else ""
+        if _uncached_needs_writes(rec):
+            return (f"cache writes not reported{missing}, and the model bills them at their own "
+                    "rate: the writes and the uncached part are unknown")
+        return (f"cache writes not reported{missing}, and the model bills them at their own "
+                "rate: the writes are unknown (the uncached part is reported on its own)")
     return note
 
 
@@ -553,7 +579,7 @@ def _unpriced(records: list[UsageRecord], tracker: UsageTracker) -> list[str]:
         if cost is None or cost.total is not None:
             continue
         notes = list(cost.unknown_reasons)
-        reason = "; ".join(_unknown_reason(n, rec.model) for n in notes) or "a count is unknown"
+        reason = "; ".join(_unknown_reason(n, rec) for n in notes) or "a count is unknown"
         partial[(rec.model, reason)] += 1
     out = []
     if missing[None]:

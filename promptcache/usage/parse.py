@@ -81,6 +81,7 @@ from promptcache._times import parse_timestamp
 from promptcache.usage.record import MAX_TOKENS, UsageRecord
 
 __all__ = [
+    "CACHE_WRITE_FIELDS",
     "INCOMPLETE_ANTHROPIC_FLAG",
     "PROVIDERS",
     "StreamUsage",
@@ -95,6 +96,20 @@ Raw = dict[str, Any]  # raw counters: provider field name -> int | None (plus a 
 #: Wire formats :func:`parse_usage` understands (``provider=`` values).
 PROVIDERS = ("anthropic", "openai", "openai-responses", "vllm", "deepseek", "bedrock", "gemini",
              "normalized", "langchain")
+
+#: Per wire format, the usage field that reports cache writes (the record's ``cache_write``),
+#: so a report can name the field a record lacks. Formats without a write category
+#: (``deepseek``, ``gemini``) are absent. Sources: hosted-api-rules.md 1.8 (Anthropic), 2.4
+#: (OpenAI chat and Responses), 3 (Bedrock); the normalized and LangChain shapes as above.
+CACHE_WRITE_FIELDS: dict[str, str] = {
+    "anthropic": "cache_creation_input_tokens",
+    "openai": "prompt_tokens_details.cache_write_tokens",
+    "vllm": "prompt_tokens_details.cache_write_tokens",
+    "openai-responses": "input_tokens_details.cache_write_tokens",
+    "bedrock": "cacheWriteInputTokens",
+    "normalized": "cache_creation_tokens",
+    "langchain": "input_token_details.cache_creation",
+}
 
 #: Flag of an Anthropic stream record without a ``message_delta`` (cut short): output unknown.
 INCOMPLETE_ANTHROPIC_FLAG = "stream_incomplete:no message_delta (output unknown)"
