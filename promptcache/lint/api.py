@@ -504,7 +504,8 @@ def _reported(item: _Linted, result: LintResult | None = None,
     hidden: set[int] = set()
     for i in sorted(range(len(kept)), key=lambda i: (kept[i].line, kept[i].col)):
         f = kept[i]
-        for fp in (f.fingerprint, f.legacy_fingerprint if f.project_path is not None else None):
+        for fp in (f.fingerprint, f.legacy_fingerprint if f.project_path is not None else None,
+                   f.layout_fingerprint):
             if fp is not None and budget.get(fp, 0) > 0:
                 budget[fp] -= 1
                 hidden.add(i)

@@ -105,10 +105,25 @@ class Finding:
         baseline they wrote still hides the finding when linted with the same spelling."""
         return self._digest(self.file)
 
-    def _digest(self, file: str) -> str:
+    @property
+    def layout_fingerprint(self) -> str | None:
+        """For a finding in a layout or included template found through another template
+        (``details["template"]``, named in the message as ``in child.j2``): the
+        :attr:`fingerprint` the same problem has when the layout itself is linted (``in
+        base.j2``), which a folder run keeps in its baseline (one finding per problem); None
+        for any other finding."""
+        template = self.details.get("template")
+        own = self.file.replace("\\", "/").rsplit("/", 1)[-1]
+        if not isinstance(template, str) or not template or template == own or \
+                f" in {template}" not in self.message:
+            return None
+        return self._digest(self.project_path if self.project_path is not None else self.file,
+                            self.message.replace(f" in {template}", f" in {own}"))
+
+    def _digest(self, file: str, message: str | None = None) -> str:
         key = "\x00".join((
             self.code, file, self.path or "", str(self.details.get("match", "")),
-            _DIGITS.sub("#", self.message),
+            _DIGITS.sub("#", self.message if message is None else message),
         ))
         return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
