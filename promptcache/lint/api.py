@@ -225,7 +225,10 @@ def _glob_kept(pattern: str, match: str, config_for: Callable[[str], LintConfig]
 
 
 def _expand(paths: Iterable[str], config_for: Callable[[str], LintConfig],
-            errors: list[InputError], empty: list[str]) -> Iterator[str]:
+            errors: list[InputError], empty: list[str],
+            walked: set[str] | None = None) -> Iterator[str]:
+    """The files ``paths`` name (folders walked for known suffixes, globs expanded), each
+    once; ``walked`` collects those found by a folder walk (not named by the user)."""
     known = suffixes()
     seen: set[str] = set()
     for raw in paths:
@@ -256,6 +259,8 @@ def _expand(paths: Iterable[str], config_for: Callable[[str], LintConfig],
                             found = True
                             if full not in seen:
                                 seen.add(full)
+                                if walked is not None:
+                                    walked.add(full)
                                 yield full
                 if not found:
                     empty.append(path)
@@ -582,6 +587,10 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
                config_for: Callable[[str], LintConfig] | None = None) -> LintResult:
     """Lint files, folders (walked for known suffixes) and globs; ``"-"`` reads ``stdin``.
 
+    An empty (or blank) file a folder walk finds is skipped (:attr:`LintResult.skipped`:
+    ``"empty file"``): a project's empty ``pyproject.toml`` or YAML config is not a prompt. An
+    empty file named in ``paths`` (or matched by a glob) is an input error, as empty stdin is.
+
     Args:
         paths: file names, folder names, glob patterns, or ``"-"``.
         config: selection and options (defaults: every stable rule).
@@ -620,7 +629,8 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     roots: dict[str, str] = {}
     suppressions = _Suppressions()
     linted: list[_Linted] = []
-    for file in _expand(paths, config_for, result.errors, result.empty_folders):
+    walked: set[str] = set()
+    for file in _expand(paths, config_for, result.errors, result.empty_folders, walked):
         if file == "-":
             file = stdin_name or "-"
             is_stdin = True
@@ -648,6 +658,12 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
                 doc.file = file
             else:
                 text = _read(file, config)
+                if file in walked and not text.strip():
+                    # an empty file a folder walk found (an empty pyproject.toml or YAML
+                    # config): nothing to lint, not an error (a file named is one)
+                    result.files.append(file)
+                    result.skipped[file] = "empty file"
+                    continue
                 doc = _load(file, text, config)
             findings = run_rules(doc.contexts, rules)
         except InputError as exc:

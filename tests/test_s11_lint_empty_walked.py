@@ -1,0 +1,44 @@
+"""An empty file a folder walk finds (an empty pyproject.toml, an empty YAML config) is skipped
+with a note, not an input error that fails the run with exit 2; named, it is still an error."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from promptcache.lint import lint_paths
+from promptcache.lint.cli import main
+
+STABLE = "You are a careful assistant for the Acme billing platform. " * 120
+
+
+def _project(root: Path) -> None:
+    (root / "pyproject.toml").write_text("", encoding="utf-8")
+    (root / "prompts").mkdir()
+    (root / "prompts" / "empty.yaml").write_text("\n  \n", encoding="utf-8")
+    (root / "prompts" / "system.yaml").write_text(
+        "system: |\n  Today is {{ current_date }}.\n  " + STABLE + "\n", encoding="utf-8")
+
+
+def test_a_folder_walk_skips_empty_files(tmp_path: Path) -> None:
+    _project(tmp_path)
+    res = lint_paths([str(tmp_path)])
+    assert res.errors == []
+    assert res.skipped == {str(tmp_path / "prompts" / "empty.yaml"): "empty file",
+                           str(tmp_path / "pyproject.toml"): "empty file"}
+    assert [f.code for f in res.findings] == ["PC104"]  # the other files are still linted
+
+
+def test_the_cli_exit_code_follows_the_findings_not_the_empty_files(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
+    (tmp_path / "a.yaml").write_text("system: hello\n", encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    assert main([str(tmp_path)], stdout=out, stderr=err) == 0
+    assert "pyproject.toml: skipped: empty file" in out.getvalue() + err.getvalue()
+
+
+def test_an_empty_file_named_is_still_an_error(tmp_path: Path) -> None:
+    _project(tmp_path)
+    res = lint_paths([str(tmp_path / "prompts" / "empty.yaml")])
+    assert [(e.file, e.reason) for e in res.errors] == [
+        (str(tmp_path / "prompts" / "empty.yaml"), "empty file")]
