@@ -289,16 +289,32 @@ def _read(path: str, config: LintConfig) -> str:
 
 
 def decode(file: str, data: bytes, config: LintConfig | None = None) -> str:
-    """Bytes -> text, refusing binary, oversized and non-UTF-8 input with an :class:`InputError`."""
+    """Bytes -> text, refusing binary, oversized and undecodable input with an
+    :class:`InputError`.
+
+    UTF-8 (a BOM is dropped), except Python source (``.py`` / ``.pyi``), which is read in the
+    encoding its ``# coding:`` line declares (PEP 263, as Python reads it:
+    :func:`tokenize.detect_encoding`; UTF-8 without one)."""
     limit = (config or LintConfig()).max_file_size
     if len(data) > limit:
         raise InputError(file, f"input too large ({len(data):,} bytes; the limit is {limit:,})")
     if b"\x00" in data[:8192]:
         raise InputError(file, "binary file (contains NUL bytes)")
+    encoding = "utf-8-sig"
+    if file.lower().endswith((".py", ".pyi")):
+        import io
+        import tokenize
+
+        try:
+            declared, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except SyntaxError as exc:  # an unknown or conflicting coding declaration
+            raise InputError(file, f"bad source encoding: {exc.msg}") from None
+        encoding = "utf-8-sig" if declared in ("utf-8", "utf-8-sig") else declared
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise InputError(file, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
+        name = "UTF-8" if encoding == "utf-8-sig" else encoding
+        raise InputError(file, f"not valid {name} (byte 0x{data[exc.start]:02x} at offset "
                                f"{exc.start})") from None
     return text
 

@@ -1,0 +1,45 @@
+"""Python source is read in the encoding its coding line declares (PEP 263), as Python reads
+it: a valid latin-1 module was refused as "not valid UTF-8" (exit 2) and its findings lost
+(new-user trial 18)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from promptcache.lint import lint_paths
+
+SOURCE = ("# -*- coding: latin-1 -*-\n"
+          "import datetime\nimport anthropic\n"
+          "c = anthropic.Anthropic()\n"
+          "# Caf\u00e9 r\u00e9servations\n"
+          "c.messages.create(model='claude-sonnet-4-6', max_tokens=10, "
+          "system=f'Now: {datetime.datetime.now()}', messages=[])\n")
+
+
+def test_a_declared_latin1_module_is_linted(tmp_path: Path) -> None:
+    path = tmp_path / "latin.py"
+    path.write_bytes(SOURCE.encode("latin-1"))
+    res = lint_paths([str(path)])
+    assert res.errors == []
+    assert [(f.code, f.line) for f in res.findings] == [("PC101", 6)]
+
+
+def test_undeclared_latin1_bytes_are_still_refused(tmp_path: Path) -> None:
+    path = tmp_path / "plain.py"
+    path.write_bytes(SOURCE.replace("# -*- coding: latin-1 -*-\n", "").encode("latin-1"))
+    [err] = lint_paths([str(path)]).errors
+    assert err.reason.startswith("not valid UTF-8")
+
+
+def test_an_unknown_declared_encoding_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "odd.py"
+    path.write_bytes(b"# coding: no-such-codec\nx = 1\n")
+    [err] = lint_paths([str(path)]).errors
+    assert err.reason.startswith("bad source encoding")
+
+
+def test_a_json_file_with_a_coding_like_line_stays_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_bytes(b'{"system": "caf\xe9"}')
+    [err] = lint_paths([str(path)]).errors
+    assert err.reason.startswith("not valid UTF-8")
