@@ -65,6 +65,33 @@ def _as_sent(item: Any, provider: str | None) -> SentRequest:
                     f"records, not {type(item).__name__}")
 
 
+def _items(requests: Any) -> list[Any]:
+    """``requests`` as a list, refusing the two usual mistakes with a message that names them:
+    an SDK client that was not wrapped, and one request (a mapping) instead of a list.
+
+    Raises:
+        TypeError: ``requests`` is an unwrapped anthropic / openai client, a single request
+            mapping or :class:`SentRequest`, or not iterable.
+    """
+    module = type(requests).__module__.split(".")[0]
+    if module in ("anthropic", "openai") and hasattr(requests, "with_options"):
+        raise TypeError(f"assert_cache_stable got an unwrapped {type(requests).__name__} client: "
+                        "wrap it first (client = promptcache.wrap(client, session=...)) and "
+                        "make the calls through the wrapped client, then pass that")
+    if isinstance(requests, Mapping | SentRequest):
+        raise TypeError("assert_cache_stable takes the requests in send order (a list, or a "
+                        "wrapped client), not one request: pass [request_a, request_b, ...]")
+    if isinstance(requests, str | bytes):
+        raise TypeError(f"assert_cache_stable takes request payloads (mappings), not "
+                        f"{type(requests).__name__}: parse JSON text with json.loads first")
+    try:
+        return list(requests)
+    except TypeError:
+        raise TypeError(f"assert_cache_stable takes the requests in send order (a list of "
+                        f"payloads or SentRequest records, or a wrapped client), not "
+                        f"{type(requests).__name__}") from None
+
+
 def assert_cache_stable(requests: Iterable[SentRequest | Mapping[str, Any]] | Any, *,
                         provider: str | None = None, model: str | None = None) -> None:
     """Fail when a request breaks the prefix the previous request of its session cached.
@@ -95,12 +122,15 @@ def assert_cache_stable(requests: Iterable[SentRequest | Mapping[str, Any]] | An
         AssertionError: a request breaks its session's cached prefix (the message names the
             request indexes, the session and the diff's explanation).
         InvalidRequestError: a payload is malformed, or a mapping holds no request.
+        TypeError: ``requests`` is an SDK client that was not wrapped, one request instead of
+            a sequence, text, or an item that is neither a mapping nor a
+            :class:`SentRequest`.
     """
     from promptcache.planner import prefix_digests
     from promptcache.prefix import render
     from promptcache.sdk._wrap import is_wrapped
 
-    items = sent_requests(requests) if is_wrapped(requests) else list(requests)
+    items = sent_requests(requests) if is_wrapped(requests) else _items(requests)
     last: dict[str | None, tuple[int, SentRequest, list[str], int | None, Any]] = {}
     for i, item in enumerate(items):
         sent = _as_sent(item, provider)
