@@ -951,7 +951,10 @@ class _SessionIndex:
     the longest session prefix of a request is found by walking its own chain backwards.
     ``by_message`` maps message keys to the sessions whose last request holds them, for the
     fallback (history edits): the session sharing the most messages, if at least a third of
-    its last request's messages reappear and the request has no fewer messages.
+    its last request's messages reappear and the request has no fewer messages. Only a
+    session whose last request went to the same provider family is continued: two providers
+    share no cache, so an OpenAI request repeating an Anthropic request's question starts its
+    own session (new-user trial 18: it was compared with the Anthropic one, a false miss).
     """
 
     def __init__(self) -> None:
@@ -962,19 +965,21 @@ class _SessionIndex:
         self.count_of: dict[str, int] = {}
         self.order: dict[str, int] = {}
         self.sessions: dict[str, _Session] = {}
+        self.family_of: dict[str, str] = {}
         self.clock = 0
 
     def find(self, p: Prepared) -> _Session | None:
         chain = p.chain()
         for h in reversed(chain):
             sess = self.tips.get(h)
-            if sess is not None:
+            if sess is not None and self.family_of.get(sess.id) == p.family:
                 return sess
         msgs = p.messages()
         votes: dict[str, int] = {}
         for key in {m.key for m in msgs}:
             for sid in self.by_message.get(key, ()):
-                votes[sid] = votes.get(sid, 0) + 1
+                if self.family_of.get(sid) == p.family:
+                    votes[sid] = votes.get(sid, 0) + 1
         best: tuple[int, int] | None = None
         best_id: str | None = None
         for sid, shared in votes.items():
@@ -1007,6 +1012,7 @@ class _SessionIndex:
             self.by_message.setdefault(key, set()).add(sid)
         self.messages_of[sid] = keys
         self.count_of[sid] = len(msgs)
+        self.family_of[sid] = p.family
         self.clock += 1
         self.order[sid] = self.clock
         self.sessions[sid] = sess
