@@ -139,8 +139,10 @@ def parse_request(body: dict[str, Any], *, count_only: bool = False) -> Anthropi
         BackendAPIError: 400 with the API's style of message (``"max_tokens: Field required"``).
     """
     model = body.get("model")
-    if not isinstance(model, str) or not model:
+    if model is None or model == "":
         raise _bad("model: Field required")
+    if not isinstance(model, str):  # 5, ["claude-..."]: a type error, not a missing field
+        raise _bad("model: Input should be a valid string")
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise _bad(

@@ -195,8 +195,10 @@ def parse_request(body: dict[str, Any], shape: Shape, default_max_tokens: int) -
         BackendAPIError: 400 (``param`` names the field).
     """
     model = body.get("model")
-    if not isinstance(model, str) or not model:
+    if model is None or model == "":
         raise _bad("Missing required parameter: 'model'.", "model")
+    if not isinstance(model, str):  # 5, ["gpt-5"]: a type error, not a missing parameter
+        raise _invalid_type("model", "a string", model)
     if shape == "openai-chat":
         messages = body.get("messages")
         if messages is None:
