@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from promptcache.diff import explain
 
@@ -31,3 +32,46 @@ def test_an_openai_request_does_not_continue_an_anthropic_session(tmp_path: Path
     report = explain(str(path))
     assert report.sessions == 2 and report.misses == 0
     assert [r.status for r in report.requests] == ["cold_start", "cold_start"]
+
+
+# ---------------------------------------------------------------- across conversations
+# The provider's cache is shared by every conversation: a new conversation reads the system
+# prompt another one cached, and a changed system prompt misses it (trial 18, finding 5:
+# "0 misses" for a log of one-turn requests whose system prompt gained a date).
+NURSERY = "You are a helpful assistant for the plant nursery. " * 120
+
+
+def _anthropic(system: str, question: str, ts: int, write: int, read: int) -> dict[str, object]:
+    return {"timestamp": ts, "request": {
+        "model": "claude-sonnet-4-6", "max_tokens": 5,
+        "system": [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
+        "messages": [{"role": "user", "content": question}]},
+        "response": {"usage": {"input_tokens": 7, "cache_creation_input_tokens": write,
+                               "cache_read_input_tokens": read, "output_tokens": 5}}}
+
+
+def _explain(tmp_path: Path, lines: list[dict[str, object]]) -> object:
+    path = tmp_path / "log.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    return explain(str(path))
+
+
+def test_a_new_conversation_reads_and_a_changed_system_prompt_misses(tmp_path: Path) -> None:
+    report: Any = _explain(tmp_path, [
+        _anthropic(NURSERY, "hi", 1_760_000_000, 1200, 0),
+        _anthropic(NURSERY, "what about ferns", 1_760_000_060, 0, 1200),
+        _anthropic("Date: 2026-01-01. " + NURSERY, "and cacti", 1_760_000_120, 1210, 0)])
+    rows = report.requests
+    assert [r.status for r in rows] == ["cold_start", "hit", "miss_explained"]
+    assert [r.compared_with_line for r in rows] == [None, 1, 2]
+    assert rows[2].cause == "system_changed" and rows[2].lost_tokens > 1000
+    assert report.misses == 1 and report.sessions == 3
+
+
+def test_another_application_is_no_miss(tmp_path: Path) -> None:
+    other = "You translate legal contracts from German into English, clause by clause. " * 90
+    report: Any = _explain(tmp_path, [
+        _anthropic(NURSERY, "hi", 1_760_000_000, 1200, 0),
+        _anthropic(other, "Vertrag", 1_760_000_060, 1300, 0)])
+    assert [r.status for r in report.requests] == ["cold_start", "cold_start"]
+    assert report.misses == 0

@@ -49,8 +49,15 @@ breakpoints, :func:`~promptcache.diff._engine.openai_written`), looked up longes
 ``_WINDOW`` requests of a session are indexed. A logged read that the chosen prediction says is
 impossible lists the causes it contradicts under ``detail.causes_not_confirmed_by_usage``.
 
-The first request of a session is a ``cold_start``, unless its prefix is below the model's
-minimum (it writes nothing): ``uncached`` with cause ``below_minimum`` (case BR-14).
+The first request of a session is compared with another session's request: the provider's
+cache is shared by every conversation (a new conversation reads the system prompt an earlier
+one wrote). Its baseline is the writer, in any session, of the longest prefix it shares, else
+the newest request of the same provider family and model whose stable prompt (tools + system
+text) is related (half of it in common); a miss counts only where that stable prompt changed
+(a date added to the system prompt), never for another conversation's messages or another
+application's prompt (:func:`_cross_baseline`). With no such request it is a ``cold_start``,
+unless its prefix is below the model's minimum (it writes nothing): ``uncached`` with cause
+``below_minimum`` (case BR-14).
 
 Responses ``previous_response_id``: the server prepends the stored conversation (the named
 response's input and output) to the request's input. When the named response is an earlier
@@ -105,7 +112,7 @@ import re
 import stat
 import sys
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,6 +182,13 @@ _WINDOW = 32
 _WRITERS_PER_DIGEST = 3
 #: Most comparisons made to choose one request's baseline.
 _MAX_COMPARES = 4
+#: Prefix digests the run-wide index of written entries keeps (oldest let go first), and the
+#: recent requests kept per provider family and model as related-prompt baselines.
+_SHARED_DIGESTS = 8192
+_SHARED_RECENT = 8
+#: Share of the longer stable prompt (tools + system text) two requests must have in common
+#: (common start plus common end) to be one prompt family (:func:`_related`).
+_RELATED_SHARE = 0.5
 
 
 @dataclass(slots=True, eq=False)  # identity: entries sit in the baseline index's lists
@@ -222,6 +236,36 @@ class _Session:
     window: deque[_Entry] = field(default_factory=deque)
     # (provider, model) -> the latest line of the session with usage (usage-only checks)
     usage_last: dict[tuple[str | None, str | None], _Entry] = field(default_factory=dict)
+
+
+@dataclass
+class _Shared:
+    """What every session's requests wrote, for a session's first request: the provider's
+    cache is shared by every conversation of an organisation (a new conversation reads the
+    system prompt an earlier one wrote), so a request that starts a session is compared with
+    an earlier request of another session (:func:`_cross_baseline`). Bounded: the newest
+    :data:`_SHARED_DIGESTS` prefix digests, :data:`_SHARED_RECENT` requests per family and
+    model."""
+
+    written: dict[int, list[_Entry]] = field(default_factory=dict)
+    recent: dict[tuple[str, str | None], deque[_Entry]] = field(default_factory=dict)
+
+    def add(self, e: _Entry, digests: Sequence[int]) -> None:
+        p = e.prepared
+        if p is None or p.policy is None:
+            return
+        for i in _written_at(p):
+            writers = self.written.pop(digests[i], None) or []  # re-inserted: newest last
+            writers.insert(0, e)
+            del writers[_WRITERS_PER_DIGEST:]
+            self.written[digests[i]] = writers
+        while len(self.written) > _SHARED_DIGESTS:
+            del self.written[next(iter(self.written))]
+        key = (p.family, p.model)
+        recent = self.recent.get(key)
+        if recent is None:
+            recent = self.recent[key] = deque(maxlen=_SHARED_RECENT)
+        recent.appendleft(e)
 
 
 def iter_log(log: str | Path | Iterable[Any], *, name: str | None = None
@@ -474,6 +518,7 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
     # usage-only lines without a session: (provider, model, prefix_hash) -> their group
     loose: dict[tuple[str | None, str | None, str | None], _Session] = {}
     index = _SessionIndex()
+    shared = _Shared()
     inferred = 0
     with_request = 0
     # (model, UTC minute of the line's send time; None: no absolute time) -> prices
@@ -547,6 +592,8 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
                 prev, res = _chained_baseline(e, sess, prov, model, prices)
             else:
                 prev, res = _baseline(e, sess, prices_for)
+                if prev is None:  # a session's first request: what other sessions wrote
+                    prev, res = _cross_baseline(e, shared, prices_for)
             row = _explain_one(e, prev, sess, res, prices_for)
         except RecursionError:  # parsed, yet too deep to compare
             _raise_unreadable_first(lines, label)
@@ -564,6 +611,10 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
         if e.response_id in named and e.prepared is not None:
             baselines[e.response_id] = e.prepared
         # ---- update session state
+        if e.prepared is not None and e.prepared.policy is not None and e.chained is None:
+            if e.digests is None:
+                e.digests = _digests(e.prepared)
+            shared.add(e, e.digests)
         _remember(sess, e)
         sess.last = e
         if e.usage is not None:
@@ -1157,6 +1208,96 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
             return last, best_res
         return last, (_compare(e, last, prices_for) if last is not None else None)
     return best_entry, best_res
+
+
+def _stable_text(p: Prepared) -> str:
+    """The text of ``p``'s tools and system tiers (what every conversation of one prompt
+    family repeats), markers left out."""
+    return "\n".join(s.text or "" for s in p.segs if s.tier in ("tools", "system"))
+
+
+def _related(a: Prepared, b: Prepared) -> bool:
+    """Whether two requests are of one prompt family: their stable prompts (tools + system
+    text) have at least :data:`_RELATED_SHARE` of the longer one in common, counted as a
+    common start plus a common end (a value inserted, changed or appended anywhere leaves the
+    rest shared); two different applications' prompts are not."""
+    sa, sb = _stable_text(a), _stable_text(b)
+    longer = max(len(sa), len(sb))
+    if not longer:
+        return False
+    start = _common_start(sa, sb)
+    end = _common_start(sa[start:][::-1], sb[start:][::-1])
+    return start + end >= _RELATED_SHARE * longer
+
+
+def _common_start(a: str, b: str) -> int:
+    """Length of the longest common start of two strings (bisection over C-level slice
+    comparisons)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _cross_baseline(e: _Entry, shared: _Shared, prices_for: Any
+                    ) -> tuple[_Entry | None, DiffResult | None]:
+    """The earlier request of another session to compare the first request of a session
+    with, and the comparison; ``(None, None)`` (a cold start) when there is none.
+
+    The provider's cache is shared by every conversation: a new conversation reads an entry
+    another one wrote (its system prompt), and one whose system prompt changed misses it
+    (new-user trial 18). Candidates: the writers of ``e``'s own prefix digests in any session
+    (longest prefix first, as :func:`_baseline`), then the newest request of the same family
+    and model whose stable prompt is related (:func:`_related`). The comparison is reported
+    as :func:`_across_sessions` says: a changed stable prompt of one prompt family is a miss
+    with its cause; another conversation's messages or settings, or another application's
+    prompt sharing a tool list, never are."""
+    p = e.prepared
+    if p is None or p.policy is None or e.chained is not None:
+        return None, None
+    digests = e.digests if e.digests is not None else _digests(p)
+    e.digests = digests
+    tried: set[int] = set()
+    for i in range(len(digests) - 1, -1, -1):
+        for c in shared.written.get(digests[i], ()):
+            if id(c) in tried or len(tried) >= _MAX_COMPARES or c.prepared is None \
+                    or _after_e(e, c):
+                continue
+            tried.add(id(c))
+            res = _compare(e, c, prices_for)
+            if res is None or res.predicted is None or res.predicted.cache_read is None:
+                continue
+            return c, _across_sessions(res, _related(c.prepared, p))
+        if len(tried) >= _MAX_COMPARES:
+            break
+    for c in shared.recent.get((p.family, p.model), ()):
+        if c.prepared is None or id(c) in tried or _after_e(e, c):
+            continue
+        if _related(c.prepared, p):
+            res = _compare(e, c, prices_for)
+            return (c, _across_sessions(res, True)) if res is not None else (None, None)
+    return None, None
+
+
+def _across_sessions(res: DiffResult, related: bool) -> DiffResult:
+    """``res`` (a session's first request against another session's request) as the row
+    reports it: a miss only where the stable prompt changed within one prompt family (the
+    first divergence in the tools or system tier of related prompts: a changed system prompt
+    loses the entry every conversation reads), or where a related request reads less than
+    predicted (``unexplained_miss``); anything else differs because it is another
+    conversation (its messages, its settings), so the row is the read predicted, no miss."""
+    if res.verdict == "unexplained_miss" and related:
+        return res
+    if res.verdict == "miss_explained" and related and res.divergence is not None \
+            and res.divergence.tier in ("tools", "system"):
+        return res
+    if res.verdict in ("miss_explained", "unexplained_miss"):
+        return res.model_copy(update={"verdict": "no_miss"})
+    return res
 
 
 def _after_e(e: _Entry, c: _Entry) -> bool:
