@@ -1906,12 +1906,19 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
         A :class:`DiffResult` (tokens; USD; see its attribute docs).
 
     Raises:
-        InvalidRequestError: a payload is malformed, or the two are of different providers.
+        InvalidRequestError: a payload is malformed or not a mapping (a JSON string: parse it
+            with ``json.loads`` first), or the two are of different providers.
         PromptCacheError: a usage object cannot be parsed.
         ValueError: a timestamp cannot be parsed.
     """
     from promptcache._times import gap_seconds, parse_timestamp
 
+    for name, payload in (("a", a), ("b", b)):
+        if not isinstance(payload, Mapping):
+            hint = " (JSON text: parse it with json.loads first)" if isinstance(
+                payload, str | bytes) else ""
+            raise InvalidRequestError("", f"request {name} must be a JSON object (a mapping), "
+                                          f"not {type(payload).__name__}{hint}")
     changed = stored_prompt_change(a, b, provider)
     if changed is not None:  # the template's text is not in the bodies
         pa, pb = _prepare_pair(a, b, provider, model)
