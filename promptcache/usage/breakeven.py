@@ -47,11 +47,25 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from promptcache._times import _MAX_SECONDS
 from promptcache.usage.billing import PriceTable, price_record
 from promptcache.usage.classify import ttl_seconds
-from promptcache.usage.record import UsageRecord
+from promptcache.usage.record import MAX_TOKENS, UsageRecord
 
-__all__ = ["BreakEven", "PolicyOption", "TtlPolicy", "breakeven", "ttl_policy"]
+__all__ = ["MAX_REQUESTS", "MAX_SPAN_SECONDS", "BreakEven", "PolicyOption", "TtlPolicy",
+           "breakeven", "ttl_policy"]
+
+#: The longest time :func:`ttl_policy` takes (seconds): an interval, a lifetime, or the whole
+#: horizon (``(requests - 1) x inter_arrival_seconds``). It is the range of send times a usage
+#: record holds (the epoch to the end of the year 9999, ``promptcache._times``), so no two
+#: requests are further apart. A plausibility bound, not a provider fact.
+MAX_SPAN_SECONDS = _MAX_SECONDS
+
+#: The most requests one :func:`ttl_policy` comparison prices (``requests``, and the keepalive
+#: pings of one option): the bound :data:`promptcache.usage.record.MAX_TOKENS` (10**9) puts on
+#: any count. Every cost is linear in the request count, so a longer horizon is a multiple of a
+#: shorter one. A plausibility bound, not a provider fact.
+MAX_REQUESTS = MAX_TOKENS
 
 
 def _in_memory_lifetime(pol: Any) -> float | None:
@@ -79,10 +93,22 @@ def _frac(x: float | Decimal) -> Fraction:
     return Fraction(Decimal(str(x)))
 
 
-def _count(name: str, value: Any, minimum: int = 0) -> int:
-    """``value`` as an int count >= ``minimum`` (an integral float such as ``5000.0`` is
-    accepted); TypeError naming ``name`` for a non-number (``"5000"``, None, bool), ValueError
-    for a fractional, non-finite or too small one."""
+#: Why a token count over :data:`~promptcache.usage.record.MAX_TOKENS` is refused (as
+#: ``promptcache report`` refuses such a count in a log).
+_TOKENS_WHY = "tokens (MAX_TOKENS: an implausible count, far beyond any model's context window)"
+#: Why a request count over :data:`MAX_REQUESTS` is refused.
+_REQUESTS_WHY = ("requests (MAX_REQUESTS: every cost is linear in the count, so price a "
+                 "shorter horizon and scale it)")
+
+
+def _count(name: str, value: Any, minimum: int = 0, maximum: int | None = MAX_TOKENS,
+           why: str = _TOKENS_WHY) -> int:
+    """``value`` as an int count in [``minimum``, ``maximum``] (an integral float such as
+    ``5000.0`` is accepted; ``maximum`` defaults to
+    :data:`~promptcache.usage.record.MAX_TOKENS`, the bound a usage record puts on a token
+    count; None: no upper bound); TypeError naming ``name`` for a non-number (``"5000"``,
+    None, bool), ValueError naming it for a fractional, non-finite, too small or too large
+    one (``why``: the unit and the reason for ``maximum``)."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     if isinstance(value, numbers.Integral):
@@ -97,17 +123,27 @@ def _count(name: str, value: Any, minimum: int = 0) -> int:
         n = int(exact)
     if n < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    if maximum is not None and n > maximum:
+        raise ValueError(f"{name} must be in [{minimum}, {maximum:,}] {why}, got {value!r}")
     return n
 
 
 def _seconds(name: str, value: Any) -> float:
-    """``value`` as a finite number of seconds > 0 (TypeError / ValueError naming ``name``)."""
+    """``value`` as a finite number of seconds in (0, :data:`MAX_SPAN_SECONDS`] (TypeError /
+    ValueError naming ``name``)."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, Decimal)):
         raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__} "
                         f"{value!r}")
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an int or Decimal beyond a float's range
+        x = math.inf
     if not math.isfinite(x) or x <= 0:
         raise ValueError(f"{name} must be a finite number of seconds > 0, got {value!r}")
+    if x > MAX_SPAN_SECONDS:
+        raise ValueError(f"{name} must be in (0, {MAX_SPAN_SECONDS:.0f}] seconds (no two "
+                         f"send times are further apart: the epoch to the year 9999), got "
+                         f"{value!r}")
     return x
 
 
@@ -213,8 +249,11 @@ def breakeven(
         UnknownModelError: model unknown to the catalog (and no ``policy``/``prices``).
         TypeError: ``prefix_tokens`` not a number (e.g. the string ``"5000"``), or ``ttl`` not
             a string.
-        ValueError: ``prefix_tokens`` negative or fractional, or a TTL the model does not
-            offer (any TTL for a model without one, e.g. ``"1h"`` for gpt-5).
+        ValueError: ``prefix_tokens`` negative, fractional, or over
+            :data:`~promptcache.usage.record.MAX_TOKENS` (10**9, an implausible count: the
+            bound ``promptcache report`` applies), or a TTL the model does not offer (any TTL
+            for a model without one, e.g. ``"1h"`` for gpt-5); the message starts with the
+            argument's name.
     """
     prefix_tokens = _count("prefix_tokens", prefix_tokens)
     get_policy, get_prices = _catalog()
@@ -375,22 +414,38 @@ def ttl_policy(
         UnknownModelError: model unknown (and no ``policy``).
         TypeError: an argument of the wrong type (e.g. a token count given as a string); the
             message names it.
-        ValueError: an interval that is not a finite number of seconds > 0 (NaN, infinite,
-            zero, negative), a request count < 1, a negative or fractional token count, a
-            negative or non-finite ``keepalive_cap_usd``, a negative ``keepalive_max_pings``,
-            or a ``keepalive_interval`` longer than every TTL; the message names the argument.
+        ValueError: an interval or ``in_memory_seconds`` that is not a finite number of
+            seconds in (0, :data:`MAX_SPAN_SECONDS`] (NaN, infinite, zero, negative, past the
+            year 9999); a request count < 1 or over :data:`MAX_REQUESTS`; a horizon
+            (``(requests - 1) x inter_arrival_seconds``) over :data:`MAX_SPAN_SECONDS`; a
+            negative or fractional token count, one over
+            :data:`~promptcache.usage.record.MAX_TOKENS` (10**9), or ``prefix_tokens +
+            suffix_tokens`` over it (one request's prompt); a negative or non-finite
+            ``keepalive_cap_usd``; a negative ``keepalive_max_pings``; a
+            ``keepalive_interval`` longer than every TTL, or so short that one option would
+            send more than :data:`MAX_REQUESTS` pings. The message starts with the
+            argument's name.
     """
     inter_arrival_seconds = _seconds("inter_arrival_seconds", inter_arrival_seconds)
-    requests = _count("requests", requests, 1)
+    requests = _count("requests", requests, 1, MAX_REQUESTS, _REQUESTS_WHY)
     prefix_tokens = _count("prefix_tokens", prefix_tokens)
     suffix_tokens = _count("suffix_tokens", suffix_tokens)
     output_tokens = _count("output_tokens", output_tokens)
     ping_input_tokens = _count("ping_input_tokens", ping_input_tokens)
     ping_output_tokens = _count("ping_output_tokens", ping_output_tokens)
+    if prefix_tokens + suffix_tokens > MAX_TOKENS:  # one request's uncached prompt
+        raise ValueError(f"prefix_tokens + suffix_tokens ({prefix_tokens:,} + "
+                         f"{suffix_tokens:,}) must be at most {MAX_TOKENS:,} {_TOKENS_WHY}")
+    horizon = Fraction(requests - 1) * Fraction(inter_arrival_seconds)
+    if horizon > MAX_SPAN_SECONDS:
+        raise ValueError(f"requests x inter_arrival_seconds: {requests:,} requests every "
+                         f"{inter_arrival_seconds:g} s span {float(horizon):g} s, over "
+                         f"{MAX_SPAN_SECONDS:.0f} s (the epoch to the year 9999): fewer "
+                         "requests or a shorter interval")
     if keepalive_interval is not None:
         keepalive_interval = _seconds("keepalive_interval", keepalive_interval)
     if keepalive_max_pings is not None:
-        keepalive_max_pings = _count("keepalive_max_pings", keepalive_max_pings)
+        keepalive_max_pings = _count("keepalive_max_pings", keepalive_max_pings, 0, None)
     if in_memory_seconds is not None:
         in_memory_seconds = _seconds("in_memory_seconds", in_memory_seconds)
     cap = None if keepalive_cap_usd is None else _usd("keepalive_cap_usd", keepalive_cap_usd)
@@ -446,14 +501,19 @@ def ttl_policy(
             return PolicyOption(name, none_cost, 0, 0, available=False,
                                 note=f"keepalive_interval {interval:g}s > TTL {lifetime:g}s: "
                                      "each ping would write again")
-        per_gap = math.ceil(gap / interval) - 1
-        ping = cost(req(ping_input_tokens, prefix_tokens, 0, None, ping_output_tokens))
+        per_gap = math.ceil(Fraction(gap) / Fraction(interval)) - 1  # exact: no overflow
         gaps = requests - 1
+        if gaps * per_gap > MAX_REQUESTS:
+            raise ValueError(f"keepalive_interval {interval:g}s: {name} would send "
+                             f"{float(gaps * per_gap):.3g} pings over {gaps:,} gaps of "
+                             f"{gap:g}s, over {MAX_REQUESTS:,} {_REQUESTS_WHY}: a longer "
+                             "keepalive_interval")
+        ping = cost(req(ping_input_tokens, prefix_tokens, 0, None, ping_output_tokens))
         allowed = gaps * per_gap
         if keepalive_max_pings is not None:
             allowed = min(allowed, keepalive_max_pings)
-        if cap is not None and ping > 0:
-            allowed = min(allowed, int(cap // ping))
+        if cap is not None and ping > 0 and cap < allowed * ping:
+            allowed = int(cap // ping)  # < allowed: a quotient Decimal can hold exactly
         covered = gaps if per_gap == 0 else min(gaps, allowed // per_gap)
         pings = covered * per_gap
         write_rec = req(suffix_tokens, 0, prefix_tokens, ttl, output_tokens)

@@ -43,7 +43,12 @@ a TTL: requests that still find the prefix cached, kept for an unspecified time)
 parameter, takes none); ``--requests``,
 ``--suffix-tokens``, ``--output-tokens`` and ``--keepalive-cap`` price that comparison, so they
 need ``--interval`` (and ``--keepalive-cap`` a model with a TTL to keep alive): given without,
-they are an error, never silently ignored.
+they are an error, never silently ignored. A token count is at most 10**9
+(:data:`~promptcache.usage.record.MAX_TOKENS`, the bound ``report`` applies; one request's prefix
+plus suffix too), ``--requests`` at most 10**9 (:data:`~promptcache.usage.breakeven.MAX_REQUESTS`)
+and ``--interval``, like the whole horizon (``--requests`` - 1 intervals), at most the range of
+send times up to the year 9999 (:data:`~promptcache.usage.breakeven.MAX_SPAN_SECONDS`): a value
+past a bound is bad input naming the option and the range, never a meaningless figure.
 
 Exit codes: 0 success, 2 bad input (one line on stderr, ``promptcache: FILE: reason``, naming
 the file or option and the reason). An incomplete last line (no newline at its end, not JSON:
@@ -57,8 +62,9 @@ import csv
 import io
 import json
 import os
+import re
 from collections import Counter
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any, NoReturn
 
 import click
@@ -66,7 +72,8 @@ import click
 from promptcache._cliutil import PLOT_FORMATS, check_model, fail, unknown_model_message
 from promptcache._errors import CatalogError, InputError, UnknownModelError
 from promptcache.usage.billing import Cost
-from promptcache.usage.record import CLAMP_FLAG, REPORTED_FLAG, UsageRecord
+from promptcache.usage.breakeven import MAX_REQUESTS, MAX_SPAN_SECONDS
+from promptcache.usage.record import CLAMP_FLAG, MAX_TOKENS, REPORTED_FLAG, UsageRecord
 from promptcache.usage.sinks import iter_usage_log_lines
 from promptcache.usage.tracker import ColdWriteGroup, UsageSummary, UsageTracker
 
@@ -78,12 +85,20 @@ def _fail(where: str, reason: str) -> NoReturn:
     fail(f"{where}: {reason}")
 
 
+def _quantize(x: Decimal, places: str) -> Decimal:
+    """``x`` rounded to ``places`` (``"0.0001"``) with as many digits as it needs: the default
+    context's 28 digits make ``quantize`` raise InvalidOperation on a large amount."""
+    exp = Decimal(places)
+    digits = max(x.adjusted(), 0) - exp.as_tuple().exponent + 2  # type: ignore[operator]
+    return x.quantize(exp, context=Context(prec=max(28, digits)))
+
+
 def _money(x: Decimal | None, places: str = "0.000001") -> str:
     """``$1.234567`` / ``-$0.012500`` (the sign before the dollar), ``?`` for unknown."""
     if x is None:
         return "?"
-    q = x.quantize(Decimal(places))
-    return f"-${-q}" if q < 0 else f"${q}"
+    q = _quantize(x, places)
+    return f"-${q.copy_abs()}" if q < 0 else f"${q}"
 
 
 #: Smallest amount the text report prints as a number; a non-zero amount below it is
@@ -96,9 +111,9 @@ def _money_short(x: Decimal | None) -> str:
     is not zero gets 6 (``$0.000019``), and below a millionth ``<$0.000001``."""
     if x is None:
         return "?"
-    if x == 0 or x.quantize(Decimal("0.0001")) != 0:
+    if x == 0 or _quantize(x, "0.0001") != 0:
         return _money(x, "0.0001")
-    if x.quantize(_TINY) != 0:
+    if _quantize(x, str(_TINY)) != 0:
         return _money(x, "0.000001")
     return f"<${_TINY}" if x > 0 else f">-${_TINY}"
 
@@ -734,26 +749,30 @@ _BREAKEVEN_ARGS = {"inter_arrival_seconds": "--interval", "keepalive_cap_usd": "
 
 
 def _breakeven_option(message: str) -> str:
-    """The command-line option a :func:`breakeven` / :func:`ttl_policy` ValueError is about
-    (its message starts with the argument's name), ``--ttl`` for a TTL the model does not
-    offer, else ``breakeven``."""
-    head = message.split(" ", 1)[0]
-    if head in _BREAKEVEN_ARGS:
-        return _BREAKEVEN_ARGS[head]
+    """The command-line option(s) a :func:`breakeven` / :func:`ttl_policy` ValueError is about
+    (its message starts with the argument's name, or names joined by ``x`` / ``+`` before
+    ``must`` or ``:``: ``--requests, --interval`` for a horizon too long), ``--ttl`` for a TTL
+    the model does not offer, else ``breakeven``."""
+    head = re.split(r" must |:", message, maxsplit=1)[0]
+    names = [_BREAKEVEN_ARGS[w] for w in re.findall(r"[a-z_]+", head) if w in _BREAKEVEN_ARGS]
+    if names and head.split(" ", 1)[0] in _BREAKEVEN_ARGS:
+        return ", ".join(dict.fromkeys(names))
     return "--ttl" if "TTL" in message else "breakeven"
 
 
 @click.command("breakeven")
 @click.option("--model", required=True, help="Model id (catalog).")
 @click.option("--prefix-tokens", type=click.IntRange(min=0), required=True,
-              help="Tokens of the shared prefix.")
+              help=f"Tokens of the shared prefix (at most {MAX_TOKENS:,}).")
 @click.option("--ttl", default=None,
               help="TTL to price: 5m or 1h (Anthropic), 30m (OpenAI 5.6+); default: the model's "
                    "default. Models that cache automatically without a TTL take none.")
 @click.option("--interval", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds between requests: also compare every TTL policy.")
+              help=f"Seconds between requests (at most {MAX_SPAN_SECONDS:.0f}, the year "
+                   "9999): also compare every TTL policy.")
 @click.option("--requests", "n_requests", type=click.IntRange(min=1), default=100,
-              show_default=True, help="Requests in the horizon (needs --interval).")
+              show_default=True,
+              help=f"Requests in the horizon (at most {MAX_REQUESTS:,}; needs --interval).")
 @click.option("--suffix-tokens", type=click.IntRange(min=0), default=0, show_default=True,
               help="Uncached suffix after the prefix, per request (tokens; needs --interval).")
 @click.option("--output-tokens", type=click.IntRange(min=0), default=0, show_default=True,
