@@ -9,13 +9,21 @@ caller already placed.
 
 Anthropic rules the plan obeys (sources: https://platform.claude.com/docs/en/build-with-claude/prompt-caching
 and https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md; see
-../shared/reference/hosted-api-rules.md 1.1-1.5):
+../shared/reference/hosted-api-rules.md 1.1-1.7):
 
 * entries are written only at breakpoints; a breakpoint reads an entry an earlier request wrote
   only if that entry lies at most ``policy.lookback_positions`` (20) positions before it
   (:attr:`Segment.position <promptcache.prefix.Segment.position>`: a run of tool_use or
   tool_result blocks is one position);
-* a prefix shorter than ``policy.min_cacheable_tokens`` is neither written nor read;
+* a prefix shorter than ``policy.min_cacheable_tokens`` is neither written nor read (1.4). The
+  counts are estimates (``promptcache.tokens.view_count_bound``, +-15 %): a prefix the estimate
+  puts under the minimum but whose upper bound reaches it still gets a marker, which costs
+  nothing if the real prefix is shorter; the predicted reads and writes keep the minimum on the
+  estimate, as ``diff`` does;
+* on older Claude models (catalog ``strips_prior_thinking``) a plain user turn strips earlier
+  thinking blocks (1.7, :func:`stripped_thinking`): prefix tokens and entry digests are those of
+  the content without them, so entries written after such a block are not read once it is
+  stripped (as ``diff`` and the local backend model it);
 * at most ``policy.max_breakpoints`` (4) markers, the top-level (automatic) one included (on
   OpenAI GPT-5.6+ the 4 limits the entries written per request, not the markers: the caller's
   markers are all kept, and the planner adds its own within the write budget);
@@ -26,7 +34,10 @@ OpenAI (https://developers.openai.com/api/docs/guides/prompt-caching; openai-pyt
 ``prompt_cache_options``): a ``prompt_cache_key`` derived from the stable prefix (sha256 of its
 canonical bytes, so every process computes the same key) for every model; explicit
 ``prompt_cache_breakpoint`` markers and ``prompt_cache_options`` only where the catalog says the
-model supports them (GPT-5.6 and later); reads there have no lookback limit.
+model supports them (GPT-5.6 and later); reads there have no lookback limit. In the default
+``implicit`` mode the API writes one implicit breakpoint on the newest input item whatever its
+type (a ``function_call_output`` too; hosted-api-rules.md 2.3): the plan counts it there, as
+the diff engine and the local backend do; only the explicit markers need a markable part.
 
 The reuse model (what "best" means)
 -----------------------------------
@@ -77,6 +88,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -110,6 +122,7 @@ __all__ = [
     "prompt_cache_key",
     "segment_digest",
     "should_warm_first",
+    "stripped_thinking",
 ]
 
 _TTL_RANK = {"5m": 0, "30m": 1, "1h": 2, "12h": 3}
@@ -170,8 +183,10 @@ class WrittenEntry:
         segment_index: the breakpoint's segment index.
         position: its lookback position.
         prefix_tokens: tokens of the cached prefix (up to and including the segment).
-        prefix_digest: chained sha256 hex of the prefix content (markers ignored), used to
-            check the entry is still a prefix of a later request.
+        prefix_digest: chained sha256 hex of the prefix content as the provider caches it
+            (markers ignored; thinking blocks a plain user turn strips left out, see
+            :func:`prefix_digests`), used to check the entry is still a prefix of a later
+            request.
     """
 
     segment_index: int
@@ -393,7 +408,8 @@ def _canonical_text_node(node: Any) -> bytes:
     return _dumps(node)
 
 
-def prefix_digests(view: PrefixView, base: PrefixView | None = None) -> list[str]:
+def prefix_digests(view: PrefixView, base: PrefixView | None = None, *,
+                   policy: CachePolicy | None = None) -> list[str]:
     """Chained sha256 hex per segment over content with markers stripped.
 
     ``out[i]`` identifies segments ``0..i`` of ``view``: equal digests mean an identical cached
@@ -407,7 +423,18 @@ def prefix_digests(view: PrefixView, base: PrefixView | None = None) -> list[str
             leading segments whose content digests equal ``base``'s (the same
             :class:`Segment` objects, which the render memo hands out for unchanged blocks,
             or re-marked copies, which carry their digest), instead of hashed from the start.
+        policy: the model's cache policy. Where it has ``strips_prior_thinking`` (older
+            Claude models) and a plain user turn strips earlier thinking blocks of ``view``
+            (:func:`stripped_thinking`), the chain is over the content the provider caches:
+            a stripped block adds nothing (its digest repeats the one before it), so every
+            digest from it on differs from a request that still held the block. These are the
+            digests of the planner's entries (:attr:`WrittenEntry.prefix_digest`). None: the
+            content as sent.
     """
+    if policy is not None:
+        stripped = stripped_thinking(view, policy)
+        if stripped:
+            return _stripped_chain(view, stripped)
     cached: list[str] | None = getattr(view, "_prefix_digests", None)
     if cached is not None:
         return list(cached)
@@ -435,6 +462,76 @@ def prefix_digests(view: PrefixView, base: PrefixView | None = None) -> list[str
     object.__setattr__(view, "_prefix_digests", out)  # views are immutable: computed once
     object.__setattr__(view, "_prefix_hashers", hashers)  # the chain's states, to resume it
     return list(out)
+
+
+_THINKING_KINDS = frozenset({"thinking", "redacted_thinking"})
+
+
+def stripped_thinking(view: PrefixView, policy: CachePolicy | None) -> frozenset[int]:
+    """Indexes of the thinking segments of ``view`` the provider strips before caching.
+
+    On older Claude models (catalog ``strips_prior_thinking``: older Opus and Sonnet models and
+    Haiku up to 4.5) a plain (non-``tool_result``) user turn drops the thinking blocks of every
+    assistant turn before it, and every message from the first stripped block falls out of
+    the cache; thinking blocks after the last plain user turn (the current tool loop) are kept.
+    The same rule as the diff engine (``promptcache.diff._engine._cached_segments``) and the
+    local backend (``promptcache.local.template``). Empty for other models and for OpenAI.
+    Source: hosted-api-rules.md 1.7 ("Thinking blocks"),
+    https://github.com/anthropics/skills/blob/main/skills/claude-api/shared/prompt-caching.md
+    """
+    if view.provider != "anthropic" or policy is None or \
+            not getattr(policy, "strips_prior_thinking", False):
+        return frozenset()
+    segs = view.segments
+    thinking = [s for s in segs if s.kind in _THINKING_KINDS and s.message_index is not None]
+    if not thinking:
+        return frozenset()
+    role_of: dict[int, str | None] = {}
+    tool_turns: set[int] = set()
+    for s in segs:
+        m = s.message_index
+        if m is None:
+            continue
+        role_of.setdefault(m, s.role)
+        if s.kind == "tool_result":
+            tool_turns.add(m)
+    plain = [m for m, role in role_of.items() if role == "user" and m not in tool_turns]
+    if not plain:
+        return frozenset()
+    last_plain = max(plain)
+    return frozenset(s.index for s in thinking if s.message_index is not None
+                     and s.message_index < last_plain)
+
+
+def _stripped_chain(view: PrefixView, stripped: frozenset[int]) -> list[str]:
+    """:func:`prefix_digests` over the content the provider caches: the stripped segments add
+    nothing (see :func:`stripped_thinking`)."""
+    base = prefix_digests(view)  # the chain as sent, up to the first stripped block
+    hashers: list[Any] | None = getattr(view, "_prefix_hashers", None)
+    first = min(stripped) if hashers is not None and len(hashers) == len(base) else 0
+    out = base[:first]
+    h = hashers[first - 1] if hashers is not None and first > 0 else hashlib.sha256(
+        f"{view.provider}\x00{view.model}".encode())
+    last = out[-1] if out else h.hexdigest()
+    for seg in view.segments[first:]:
+        if seg.index not in stripped:
+            h = h.copy()
+            h.update(segment_digest(seg))
+            last = h.hexdigest()
+        out.append(last)
+    return out
+
+
+def _cached_end_tokens(view: PrefixView, stripped: frozenset[int]) -> list[int]:
+    """Prefix tokens per segment as the provider caches the request (the stripped thinking
+    segments count 0 tokens)."""
+    out: list[int] = []
+    removed = 0
+    for seg in view.segments:
+        if seg.index in stripped:
+            removed += seg.tokens
+        out.append(seg.start_token + seg.tokens - removed)
+    return out
 
 
 def prompt_cache_key(view: PrefixView, stable_end: int | None = None, *,
@@ -600,6 +697,17 @@ def _markable(view: PrefixView, seg: Segment) -> bool:
     return not _blank(seg.text) or seg.kind != "text"
 
 
+def _implicit_index(view: PrefixView) -> int:
+    """Segment index of OpenAI's implicit breakpoint (GPT-5.6+, ``prompt_cache_options.mode``
+    ``"implicit"``): the newest input item, i.e. the last segment of the messages tier (the
+    last segment when the request has no message), whatever its type."""
+    segs = view.segments
+    for i in range(len(segs) - 1, -1, -1):
+        if segs[i].tier == "messages":
+            return i
+    return len(segs) - 1
+
+
 def _walk_back(view: PrefixView, index: int, floor: int = 0) -> int | None:
     for i in range(index, floor - 1, -1):
         if _markable(view, view.segments[i]):
@@ -608,8 +716,15 @@ def _walk_back(view: PrefixView, index: int, floor: int = 0) -> int | None:
 
 
 def _previous_entries(view: PrefixView, previous: PreviousLike, digests: list[str],
-                      min_tokens: int) -> tuple[list[WrittenEntry], list[Decision]]:
-    """Entries the previous request wrote that are still a prefix of ``view``."""
+                      min_tokens: int, end_tok: Sequence[int] | None = None,
+                      policy: CachePolicy | None = None,
+                      stripped: frozenset[int] = frozenset()
+                      ) -> tuple[list[WrittenEntry], list[Decision]]:
+    """Entries the previous request wrote that are still a prefix of ``view``.
+
+    ``digests`` / ``end_tok``: the chain and prefix tokens of ``view`` as the provider caches
+    it (``stripped``: its thinking segments a plain user turn strips, see
+    :func:`stripped_thinking`); ``end_tok`` None: the view's own token offsets."""
     notes: list[Decision] = []
     if previous is None:
         return [], notes
@@ -628,8 +743,11 @@ def _previous_entries(view: PrefixView, previous: PreviousLike, digests: list[st
             else:
                 raw.append((read_at, read.prefix_tokens, read.prefix_digest))
     elif isinstance(previous, PrefixView):
-        pdig = prefix_digests(previous)
-        raw = [(seg.index, seg.end_token, pdig[seg.index]) for seg in previous.breakpoints()]
+        pstripped = stripped_thinking(previous, policy)
+        pdig = _stripped_chain(previous, pstripped) if pstripped else prefix_digests(previous)
+        pend = _cached_end_tokens(previous, pstripped) if pstripped else None
+        raw = [(seg.index, seg.end_token if pend is None else pend[seg.index], pdig[seg.index])
+               for seg in previous.breakpoints()]
     else:
         for item in previous:
             if isinstance(item, WrittenEntry):
@@ -654,15 +772,23 @@ def _previous_entries(view: PrefixView, previous: PreviousLike, digests: list[st
                                        "previous entry lies past the end of this request"))
             continue
         if digest is not None and digests[index] != digest:
+            why = "content before it changed"
+            if stripped and min(stripped) < index and prefix_digests(view)[index] == digest:
+                first = segs[min(stripped)].path
+                why = (f"a plain user turn now strips the thinking block at {first}: "
+                       f"{policy.model_id if policy is not None else view.model} drops earlier "
+                       "thinking blocks, so every message from that block on falls out of the "
+                       "cache, hosted-api-rules.md 1.7")
             notes.append(_new_decision(index, segs[index].path, "previous", False,
-                                       "previous entry is no longer a prefix of this request "
-                                       "(content before it changed)"))
+                                       f"previous entry is no longer a prefix of this request "
+                                       f"({why})"))
             continue
         if tokens < min_tokens or index in kept:
             continue
         seg = segs[index]
-        kept[index] = _new_entry(seg.index, seg.position, seg.start_token + seg.tokens,
-                                 digests[seg.index])
+        kept[index] = _new_entry(seg.index, seg.position,
+                                 seg.start_token + seg.tokens if end_tok is None
+                                 else end_tok[index], digests[seg.index])
     # one entry per segment, in index order
     if len(kept) < 2:
         return list(kept.values()), notes
@@ -790,7 +916,7 @@ _KEEP_ROLES = frozenset({"tools-end", "system-end", "static-end", "history-end",
 _ANCHOR_ROLES = frozenset({"tools-end", "system-end", "static-end"})
 _FIXED_REASONS = {"user": "marker already in the request (kept)",
                   "automatic": "top-level cache_control lands here (takes one slot)",
-                  "implicit": "OpenAI's implicit breakpoint on the newest message"}
+                  "implicit": "OpenAI's implicit breakpoint on the newest input item"}
 #: The reason of a candidate that adds nothing, per reuse model (formatted once per model).
 _NO_GAIN_REASONS: dict[int, tuple[ReuseModel, str]] = {}
 
@@ -879,6 +1005,11 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     digests: list[str] | None = getattr(view, "_prefix_digests", None)
     if digests is None:
         digests = prefix_digests(view)
+    # older Claude models: a plain user turn strips earlier thinking blocks before caching, so
+    # entries and prefix tokens are those of the content without them (hosted-api-rules.md 1.7)
+    stripped = stripped_thinking(view, policy) if anthropic else frozenset()
+    if stripped:
+        digests = _stripped_chain(view, stripped)
     min_tokens = int(getattr(policy, "min_cacheable_tokens", 0) or 0)
     lookback = _lookback(policy, view)
     max_markers = int(getattr(policy, "max_breakpoints", 0) or 0)
@@ -919,8 +1050,15 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     # per-segment facts the search reads many times (plain lists: no property calls). The
     # renderer counts positions cumulatively, so they never decrease with the index: the
     # segments within a range of positions are a slice, found by bisection.
-    end_tok = [s.start_token + s.tokens for s in segs]
+    end_tok = ([s.start_token + s.tokens for s in segs] if not stripped
+               else _cached_end_tokens(view, stripped))
     pos_of = [s.position for s in segs]
+    # Near the minimum with an estimated count: a marker whose prefix is under the minimum by
+    # the estimate but reaches it at the upper end of the count's error bound is placed (a
+    # marker on a prefix under the minimum costs nothing: no error, nothing cached,
+    # hosted-api-rules.md 1.4). The search treats prefixes from ``place_min`` on as cacheable;
+    # the reported reads and writes keep the minimum on the estimated counts (as diff does).
+    place_min, count_rate = _placement_minimum(view, end_tok, min_tokens)
     markable_memo: list[bool | None] = [None] * n  # _markable per segment, on demand
 
     def walk_back(index: int) -> int | None:
@@ -938,13 +1076,19 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     # ---- the caller's markers (repaired) and the fixed automatic / implicit breakpoints
     fixed, edits = _fix_user_markers(view, policy, max_markers)
     mode = "implicit"
+    implicit_idx = -1  # the implicit breakpoint's segment (-1: none)
     if not anthropic:
         opts = view.params.get("prompt_cache_options")
         if isinstance(opts, Mapping) and opts.get("mode") == "explicit":
             mode = "explicit"
         if mode == "implicit":
-            last = walk_back(n - 1)
-            implicit_idx = last if last is not None else n - 1
+            # the implicit breakpoint sits on the newest input item whatever its type (a
+            # function_call_output, an assistant message): only an explicit marker needs a
+            # markable part. The last segment of the messages tier, else the last segment, as
+            # the diff engine (openai_written) and the local backend (openai_breakpoints) model
+            # it. Source: hosted-api-rules.md 2.3 ("one implicit breakpoint on the newest
+            # message").
+            implicit_idx = _implicit_index(view)
             if all(f.index != implicit_idx for f in fixed):
                 fixed.append(_Fixed(implicit_idx, None, "implicit"))
                 fixed.sort(key=lambda f: f.index)
@@ -957,7 +1101,9 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         max(0, max_markers - n_markers)
     fixed_idx = {f.index for f in fixed}
 
-    prev_entries, prev_notes = _previous_entries(view, previous, digests, min_tokens)
+    prev_entries, prev_notes = _previous_entries(view, previous, digests, place_min,
+                                                 end_tok if stripped else None, policy,
+                                                 stripped)
     if prev_notes:
         decisions.extend(prev_notes)
 
@@ -982,15 +1128,17 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         if target != idx:
             reason += f" (moved back from {segs[min(idx, n - 1)].path}: that block " \
                       "cannot carry a marker)"
-        if end_tok[target] < min_tokens:
+        if end_tok[target] < place_min:
             decisions.append(_new_decision(target, segs[target].path, role, False,
                                            f"prefix {end_tok[target]} tokens < the minimum "
                                            f"{min_tokens} for {policy.model_id}: nothing would "
                                            "be cached"))
             continue
         if target in fixed_idx:
-            decisions.append(_new_decision(target, segs[target].path, role, False,
-                                           "already carries a marker (kept)"))
+            decisions.append(_new_decision(
+                target, segs[target].path, role, False,
+                "OpenAI's implicit breakpoint on the newest input item sits here (it caches "
+                "this prefix)" if target == implicit_idx else "already carries a marker (kept)"))
             continue
         if target not in cands:
             cands[target] = (role, reason, None)
@@ -1003,7 +1151,7 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
             if i > limit:
                 i = limit
             while i >= after_index:
-                if end_tok[i] >= min_tokens:
+                if end_tok[i] >= place_min:
                     m = markable_memo[i]
                     if m is None:
                         m = markable_memo[i] = _markable(view, segs[i])
@@ -1045,7 +1193,7 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
             prv: int | None = None
             i = bisect_left(pos_of, pos_of[cur_b] - lookback)
             while i < cur_b:
-                if end_tok[i] >= min_tokens:
+                if end_tok[i] >= place_min:
                     m = markable_memo[i]
                     if m is None:
                         m = markable_memo[i] = _markable(view, segs[i])
@@ -1079,7 +1227,7 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     for k, i in enumerate(pool):
         tok = end_tok[i]
         last_tok.append(tok)
-        if tok >= min_tokens:
+        if tok >= place_min:
             written_mask |= 1 << k
     fixed_mask = 0
     for i in fixed_idx:
@@ -1217,9 +1365,23 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     now = 0
     read_at: int | None = None
     for tokens, index, hits in by_tokens:
-        if hits & plan_mask:
+        if hits & plan_mask and tokens >= min_tokens:  # a near-minimum entry reads nothing
             now, read_at = tokens, index
             break
+    next_read = best_score[0] - now
+    if place_min < min_tokens:
+        # the search counted the near-minimum prefixes as cached; the prediction does not
+        strict = 0
+        for k, i in enumerate(pool):
+            if end_tok[i] >= min_tokens:
+                strict |= 1 << k
+        written = plan_mask & strict
+        next_read = 0.0
+        for w, lim, lim_mask in active:
+            top = last_tok[(written & lim_mask).bit_length()]
+            if now > top and read_at is not None and read_at <= lim:
+                top = now
+            next_read += w * top
     fixed_by_idx = {f.index: f for f in fixed} if fixed else {}
     planner_ttl = (ttls[0] if ttls else None) if not anthropic else None
     for i in marked:
@@ -1235,6 +1397,9 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                 if i >= read_at and 0 <= pos_of[i] - pos_of[read_at] <= lookback and \
                         marked[bisect_left(marked, read_at)] == i:
                     reason += f"; its lookback reads the previous entry at {segs[read_at].path}"
+            if end_tok[i] < min_tokens:
+                reason += "; " + _near_minimum_note(end_tok[i], count_rate, min_tokens,
+                                                    policy.model_id)
             emit_ttl = ttl_of.get(i) if anthropic else planner_ttl
             rows.append(_new_breakpoint(i, seg.path, pos_of[i], end_tok[i], emit_ttl, src,
                                         role, reason, digests[i]))
@@ -1271,7 +1436,6 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         read = now
         top = max([end_tok[i] for i in marked if end_tok[i] >= min_tokens], default=0)
         write = max(0, top - read) if top > read else 0
-    next_read = best_score[0] - now
     decisions.sort(key=_decision_order)
     read_entry = None
     if read_at is not None:
@@ -1283,6 +1447,38 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                      tuple(edits), read, write, end_tok[-1], float(next_read), key, options,
                      lookback, reuse, read_entry, dropped_params,
                      None if anthropic else explicit_budget)
+
+
+def _placement_minimum(view: PrefixView, end_tok: Sequence[int],
+                       min_tokens: int) -> tuple[int, float]:
+    """(the smallest estimated prefix the planner may mark, the count's relative error bound).
+
+    Anthropic counts are estimates (``promptcache.tokens.view_count_bound``: +-15 % on text):
+    a prefix of ``t`` estimated tokens may really hold up to ``t * (1 + bound)``, so one whose
+    upper end reaches ``min_tokens`` may be cached and gets a marker (one under the minimum
+    costs nothing, hosted-api-rules.md 1.4). Exact counts (and OpenAI requests, whose counts
+    are exact but for the framing) keep ``min_tokens``. Returns ``(min_tokens, 0.0)`` when no
+    prefix lies under the minimum."""
+    if view.provider != "anthropic" or min_tokens <= 0 or not end_tok \
+            or end_tok[0] >= min_tokens:
+        return min_tokens, 0.0
+    from promptcache.tokens import view_count_bound
+
+    exact, rate = view_count_bound(view)
+    if exact or rate <= 0:
+        return min_tokens, 0.0
+    floor = math.ceil(min_tokens / (1 + rate))
+    while floor > 0 and (floor - 1) * (1 + rate) >= min_tokens:  # float rounding
+        floor -= 1
+    return min(floor, min_tokens), rate
+
+
+def _near_minimum_note(tokens: int, rate: float, min_tokens: int, model: str) -> str:
+    """The decision reason of a marker on a prefix the estimate puts under the minimum."""
+    return (f"the prefix count {tokens} is an estimate (+-{rate:.0%}, up to "
+            f"{math.floor(tokens * (1 + rate))} tokens) near the minimum {min_tokens} for "
+            f"{model}: the real prefix may reach the minimum, and if it is shorter the marker "
+            "costs nothing (no error, nothing cached)")
 
 
 def _chain_ok_at(positions: Iterable[int], plan_mask: int,
