@@ -1458,7 +1458,7 @@ def _placement_minimum(view: PrefixView, end_tok: Sequence[int],
     upper end reaches ``min_tokens`` may be cached and gets a marker (one under the minimum
     costs nothing, hosted-api-rules.md 1.4). Exact counts (and OpenAI requests, whose counts
     are exact but for the framing) keep ``min_tokens``. Returns ``(min_tokens, 0.0)`` when no
-    prefix lies under the minimum."""
+    prefix lies under the minimum within the error bound (``end_tok`` never decreases)."""
     if view.provider != "anthropic" or min_tokens <= 0 or not end_tok \
             or end_tok[0] >= min_tokens:
         return min_tokens, 0.0
@@ -1470,6 +1470,10 @@ def _placement_minimum(view: PrefixView, end_tok: Sequence[int],
     floor = math.ceil(min_tokens / (1 + rate))
     while floor > 0 and (floor - 1) * (1 + rate) >= min_tokens:  # float rounding
         floor -= 1
+    # end_tok never decreases: no prefix in [floor, min_tokens) means nothing near the minimum
+    near = bisect_left(end_tok, floor)
+    if near >= len(end_tok) or end_tok[near] >= min_tokens:
+        return min_tokens, 0.0
     return min(floor, min_tokens), rate
 
 
