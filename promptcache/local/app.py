@@ -30,8 +30,16 @@ Limits: prompt tokens + ``max_tokens`` above the local model's context (its posi
 is a 400 before anything runs (:meth:`BackendService.check_context`; the catalog records no
 per-model output limit, so the local context is the bound). A non-streamed generation whose
 client disconnects is cancelled too (:func:`generate_until_disconnect`), so a client timeout
-frees the engine; ``promptcache serve`` gives in-flight requests a short graceful-shutdown
-timeout, after which their generations are cancelled (SIGTERM / Ctrl-C stop it in seconds).
+frees the engine.
+
+Shutdown: :meth:`BackendService.begin_shutdown` (``promptcache serve`` calls it as soon as
+SIGTERM / Ctrl-C arrives) stops every in-flight generation at its next decode step and refuses
+new ones; each request then ends with the provider's overloaded error
+(:data:`SHUTDOWN_MESSAGE`): a stream with an ``error`` event (Anthropic ``event: error`` with
+``overloaded_error``, OpenAI an error chunk / Responses ``error`` event) and a clean end of the
+body, a request not yet answered with 529 (Anthropic) / 503 (OpenAI). The app's lifespan
+shutdown then calls :meth:`BackendService.close`, which waits for the generation threads, so
+the process never exits with torch still running in one.
 
 Counting: every generation that ran is counted once, when it ends, by :class:`BackendService`
 (prompt, cache read and write as the response reports them, reused / computed and generated
@@ -107,6 +115,7 @@ if TYPE_CHECKING:
     from promptcache.local.model import ModelRunner
 
 __all__ = [
+    "SHUTDOWN_MESSAGE",
     "BackendService",
     "EngineLike",
     "GenerationOutcome",
@@ -127,6 +136,15 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ProviderShape = Literal["anthropic", "openai"]
+
+SHUTDOWN_MESSAGE = "The server is shutting down; the request was stopped. Retry it."
+"""Message of the 529 ``overloaded_error`` (OpenAI: 503 ``server_error``) that a request gets
+when :meth:`BackendService.begin_shutdown` stops or refuses its generation."""
+
+
+def _shutdown_error() -> BackendAPIError:
+    """The error of a generation stopped or refused by a shutdown (both SDKs retry 529/503)."""
+    return BackendAPIError(529, "overloaded_error", SHUTDOWN_MESSAGE)
 
 
 class GenerationResultLike(Protocol):
@@ -456,15 +474,41 @@ class BackendService:
         self._inflight_cv = threading.Condition()
         self._inflight: set[threading.Event] = set()
         self._workers: dict[threading.Thread, GenerationStream] = {}
+        #: set by :meth:`begin_shutdown` (never cleared)
+        self._closing = threading.Event()
+
+    @property
+    def closing(self) -> bool:
+        """True once :meth:`begin_shutdown` (or :meth:`close`) was called."""
+        return self._closing.is_set()
+
+    def begin_shutdown(self) -> None:
+        """Stop every in-flight generation and refuse new ones, without waiting.
+
+        Each generation stops at its next decode step (a prefill runs to its end) and is
+        counted like a cancelled one; its request then fails with :func:`_shutdown_error`
+        (529 ``overloaded_error``, OpenAI 503, message :data:`SHUTDOWN_MESSAGE`): a stream gets
+        the provider's error event and ends cleanly, a non-streamed request the error status.
+        A generation that reaches the engine lock afterwards is refused before its prefill.
+        Non-blocking (safe on the event loop) and idempotent; :meth:`close` waits.
+        """
+        self._closing.set()  # before the cancels: a generation registered later sees it
+        with self._inflight_cv:
+            for cancel in self._inflight:
+                cancel.set()
+            workers = list(self._workers.values())
+        for stream in workers:
+            stream.cancel()
 
     def close(self, timeout: float = 10.0) -> bool:
-        """Cancel every in-flight generation and wait for it to end.
+        """Cancel every in-flight generation (:meth:`begin_shutdown`) and wait for it to end.
 
         A stream the client broke off (or never read) may still be prefilling or decoding in
         a worker thread; torch running there while the interpreter shuts down aborts the
         process (``terminate called without an active exception``, exit 134). This asks each
         generation to stop at its next decode step (it is counted like any cancelled one) and
         waits up to ``timeout`` seconds in all for them and for the stream worker threads.
+        Requests made after it are refused (529 / 503, :data:`SHUTDOWN_MESSAGE`).
 
         Args:
             timeout: the most seconds to wait, in total (>= 0).
@@ -475,13 +519,9 @@ class BackendService:
         """
         deadline = time.monotonic() + max(0.0, timeout)
         me = threading.current_thread()
+        self.begin_shutdown()
         with self._inflight_cv:
-            for cancel in self._inflight:
-                cancel.set()
             workers = list(self._workers.items())
-        for _, stream in workers:
-            stream.cancel()
-        with self._inflight_cv:
             while self._inflight and (left := deadline - time.monotonic()) > 0:
                 self._inflight_cv.wait(left)
             running = len(self._inflight)
@@ -606,6 +646,8 @@ class BackendService:
             tokens = list(prompt.token_ids)
             stopper = StopText(stop_sequences)
             with self.lock:
+                if self._closing.is_set():  # queued behind a generation a shutdown stopped
+                    raise _shutdown_error()
                 now = self.clock.now()
                 available = int(self.engine.available_prefix(tokens, tenant_salt=tenant_salt))
                 plan = planner(available, now)
@@ -660,6 +702,8 @@ class BackendService:
             if write:
                 amounts["promptcache_cache_write_tokens_total"] = write
             self.counters.inc_many(amounts)
+            if result.stop_reason == "cancelled" and self._closing.is_set():
+                raise _shutdown_error()  # counted above; the response is the shutdown error
             return outcome
 
     def _anchor_idle_prefixes(
@@ -1201,15 +1245,29 @@ def create_app(
         options: :class:`ServerOptions`.
 
     Returns:
-        the app; its :class:`BackendService` is ``app.state.service``.
+        the app; its :class:`BackendService` is ``app.state.service``. Its lifespan shutdown
+        (a server stopping) calls :meth:`BackendService.close`; a server that wants streams
+        to end with an error event instead of being cut should call
+        :meth:`BackendService.begin_shutdown` when it starts shutting down, before waiting
+        for its requests (``promptcache serve`` does).
     """
     from promptcache.local import api_anthropic, api_openai
 
     service = BackendService(
         engine if engine is not None else build_engine(), clock=clock, options=options
     )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        # the server is shutting down (its requests have ended or were cancelled): stop the
+        # generations still running and wait for their threads, so that the interpreter does
+        # not exit with torch running in one (an abort: "terminate called ...")
+        await anyio.to_thread.run_sync(service.close)
+
     app = FastAPI(
-        title="promptcache local backend", docs_url=None, redoc_url=None, openapi_url=None
+        title="promptcache local backend", docs_url=None, redoc_url=None, openapi_url=None,
+        lifespan=lifespan,
     )
     app.state.service = service
 

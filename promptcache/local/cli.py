@@ -10,11 +10,23 @@ The listening socket is bound before the engine is built and handed to uvicorn, 
 use or a host that does not resolve is reported at once, and the banner (printed only once the
 socket is bound) names the real port (``--port 0`` picks a free one).
 
-Shutdown: SIGTERM or Ctrl-C waits at most :data:`GRACEFUL_SHUTDOWN_S` seconds for in-flight
-requests, then cancels them and their generations.
+Shutdown: SIGTERM or Ctrl-C first stops every in-flight generation
+(:meth:`~promptcache.local.app.BackendService.begin_shutdown`): an open stream gets the
+provider's overloaded error event (Anthropic ``event: error`` with ``overloaded_error``, OpenAI
+an error chunk / Responses ``error`` event, message
+:data:`~promptcache.local.app.SHUTDOWN_MESSAGE`) and ends cleanly, a request not yet answered
+gets 529 (Anthropic) / 503 (OpenAI). uvicorn then waits at most :data:`GRACEFUL_SHUTDOWN_S`
+seconds for the requests to end (a prefill is not interrupted) and cancels those left, which
+end quietly (an error status if nothing was sent yet, else the body just ends); the app's
+lifespan shutdown waits for the generation threads
+(:meth:`~promptcache.local.app.BackendService.close`). No traceback, and never an abort
+(torch running in a thread while the interpreter exits).
 
-Exit codes: after a shutdown by SIGTERM, uvicorn re-raises the signal, so the status is the
-signal's (143 in a shell, -15 as ``subprocess`` reports it); 2 when the address cannot be bound
+Exit codes: 0 after Ctrl-C (SIGINT), as ``uvicorn`` itself exits; after a shutdown by SIGTERM,
+uvicorn re-raises the signal, so the status is the signal's (143 in a shell, -15 as
+``subprocess`` reports it), as a service manager expects; 1 if a generation was still running
+:data:`CLOSE_TIMEOUT_S` seconds after the server stopped (the process exits without waiting
+further); 2 when the address cannot be bound
 (port in use, unknown host, no permission) or the engine cannot be built (bad model path,
 device, pool size, missing ``local`` extra), printed as one line:
 ``promptcache: HOST:PORT: reason``.
@@ -22,19 +34,104 @@ device, pool size, missing ``local`` extra), printed as one line:
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import os
 import socket
+import sys
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from promptcache._cliutil import fail
 
-__all__ = ["GRACEFUL_SHUTDOWN_S", "serve_command"]
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+    from promptcache.local.app import BackendService
+
+__all__ = ["CLOSE_TIMEOUT_S", "GRACEFUL_SHUTDOWN_S", "serve_command"]
+
+log = logging.getLogger(__name__)
+
+CLOSE_TIMEOUT_S = 10.0
+"""Seconds the stopped server waits for generation threads still running (a long prefill is not
+interrupted) before the process exits without them (exit 1, :func:`os._exit`: exiting the
+interpreter normally with torch running in a thread aborts it)."""
 
 GRACEFUL_SHUTDOWN_S = 3
 """Seconds SIGTERM / Ctrl-C waits for in-flight requests before cancelling them (uvicorn's
 ``timeout_graceful_shutdown``): a cancelled request cancels its generation, which stops at the
 engine's next decode step, so ``serve`` exits within a few seconds even while a long
 generation runs (uvicorn's default waits for every request, forever)."""
+
+
+def _shutdown_quietly(app: ASGIApp, service: BackendService) -> ASGIApp:
+    """``app``, with an HTTP request that uvicorn cancels during a shutdown (it outlived
+    :data:`GRACEFUL_SHUTDOWN_S`) ending quietly instead of logging "Exception in ASGI
+    application" with chained ``CancelledError`` tracebacks: a response not yet started is
+    answered with the shutdown error (:data:`~promptcache.local.app.SHUTDOWN_MESSAGE`, 529 /
+    OpenAI 503), a started one has its body ended. uvicorn already logs the cancellation
+    ("Cancel N running task(s), timeout graceful shutdown exceeded"). A cancellation outside a
+    shutdown propagates as before."""
+
+    async def asgi(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        sent = {"start": False, "complete": False}
+
+        async def tracked(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                sent["start"] = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                sent["complete"] = True
+            await send(message)
+
+        try:
+            await app(scope, receive, tracked)
+        except asyncio.CancelledError:
+            if not service.closing:
+                raise
+            log.debug("%s cancelled by the shutdown", scope.get("path"))
+            try:
+                await _end_response(scope, receive, send, sent)
+            except (asyncio.CancelledError, Exception):  # the connection is going away
+                pass
+
+    return asgi
+
+
+async def _end_response(
+    scope: Scope, receive: Receive, send: Send, sent: dict[str, bool]
+) -> None:
+    """The shutdown error as the response (none was started), or the end of a started body."""
+    from starlette.requests import Request
+
+    from promptcache.local.app import _shutdown_error, error_response, provider_of
+
+    if not sent["start"]:
+        request = Request(scope, receive)
+        await error_response(provider_of(request), _shutdown_error(), request)(
+            scope, receive, send
+        )
+    elif not sent["complete"]:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _server(config: Any, service: BackendService) -> Any:
+    """A ``uvicorn.Server`` that stops the generations (:meth:`BackendService.begin_shutdown`)
+    as soon as it starts shutting down, before it waits for in-flight requests: their
+    responses then end with the shutdown error within the graceful timeout instead of being
+    cancelled when it runs out."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            service.begin_shutdown()
+            await super().shutdown(sockets=sockets)
+
+    return Server(config)
 
 
 def _address(host: str, port: int) -> str:
@@ -179,6 +276,7 @@ def serve_command(
             openai_in_memory_idle_s=openai_in_memory_idle,
         )
         app = create_app(engine, options=options)
+        service: BackendService = app.state.service
         bound = sock.getsockname()[1]
         click.echo(
             f"promptcache local backend on http://{_address(host, bound)} (model {model}, "
@@ -186,12 +284,26 @@ def serve_command(
             err=True,
         )
         config = uvicorn.Config(
-            app,
+            _shutdown_quietly(app, service),
             host=host,
             port=bound,
             log_level=log_level,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         )
-        uvicorn.Server(config).run(sockets=[sock])
+        try:
+            _server(config, service).run(sockets=[sock])
+        except KeyboardInterrupt:  # Ctrl-C, re-raised by uvicorn once it has shut down
+            pass  # exit 0, as uvicorn's own CLI does
+        finally:
+            # the lifespan shutdown already waited, unless a second Ctrl-C forced the exit
+            if not service.close(CLOSE_TIMEOUT_S):
+                click.echo(
+                    f"promptcache: a generation was still running {CLOSE_TIMEOUT_S:g} s after "
+                    "the server stopped; exiting without waiting for it",
+                    err=True,
+                )
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(1)
     finally:
         sock.close()
