@@ -2,10 +2,22 @@
 
 Exit codes: 0 success; 2 usage or input error (one line naming the file or option and the
 reason, no traceback).
+
+Every numeric option is checked by the Python API behind it (:class:`WorkloadConfig`,
+:class:`SimConfig`, :class:`CostModel`), whose ValueError names the argument and gives the
+range; the command swaps the argument for the option (``duration_s`` -> ``--duration``). The
+bounds on the work are named constants: :data:`~promptcache.sim.workload.MAX_CONVERSATIONS`,
+:data:`~promptcache.sim.simulator.MAX_REPLICAS`,
+:data:`~promptcache.sim.simulator.MAX_CAPACITY_TOKENS`,
+:data:`~promptcache.sim.simulator.MAX_POOL_BLOCKS` (and plausibility bounds on the duration,
+adapters, block size, ageing and MFU). ``--window`` and ``--max-running`` have no upper
+bound: a value above the queue or the request count means no limit.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from pathlib import Path
 
 import click
@@ -14,6 +26,7 @@ from promptcache._cliutil import fail
 from promptcache._errors import InputError
 from promptcache.sim.costs import (
     HARDWARE,
+    MIN_MFU,
     MODEL_SHAPES,
     CostModel,
     get_hardware,
@@ -22,9 +35,28 @@ from promptcache.sim.costs import (
     parse_tokens,
 )
 from promptcache.sim.report import SimReport, render_json, render_plot, render_text
-from promptcache.sim.schedulers import POLICIES
-from promptcache.sim.simulator import SimConfig, sweep, working_set_tokens
-from promptcache.sim.workload import Workload, WorkloadConfig, generate_workload, read_replay
+from promptcache.sim.schedulers import MAX_AGEING_TOKENS_PER_S, POLICIES
+from promptcache.sim.simulator import (
+    MAX_BLOCK_SIZE,
+    MAX_CAPACITY_TOKENS,
+    MAX_POOL_BLOCKS,
+    MAX_REPLICAS,
+    SimConfig,
+    check_pool,
+    pool_tokens,
+    sweep,
+    working_set_tokens,
+)
+from promptcache.sim.workload import (
+    MAX_ADAPTERS,
+    MAX_CONVERSATIONS,
+    MAX_DURATION_S,
+    MIN_DURATION_S,
+    Workload,
+    WorkloadConfig,
+    generate_workload,
+    read_replay,
+)
 
 __all__ = [
     "DEFAULT_CAPACITIES",
@@ -45,12 +77,13 @@ DEFAULT_CAPACITIES = ("2%", "5%", "10%", "25%", "unlimited")
 def parse_capacity(spec: str, *, working_set: int, kv_bytes_per_token: int) -> int | None:
     """Parse one capacity into tokens (``None`` = unlimited).
 
-    Forms: ``unlimited``; ``5%`` (of the working set, in tokens); a byte size with a unit
-    (``16GiB``, ``80GB``: divided by the model's KV bytes per token); a token count
-    (``200000``, ``200k``, ``1.5M``).
+    Forms: ``unlimited`` (also ``inf`` and ``none``: a pool that never evicts); ``5%`` (of the
+    working set, in tokens); a byte size with a unit (``16GiB``, ``80GB``: divided by the
+    model's KV bytes per token); a token count (``200000``, ``200k``, ``1.5M``).
 
     Raises:
-        ValueError: none of these forms, or not positive.
+        ValueError: none of these forms, a NaN or infinite percentage, below one token, or
+            over :data:`~promptcache.sim.simulator.MAX_CAPACITY_TOKENS` tokens.
     """
     text = spec.strip()
     if text.lower() in ("unlimited", "inf", "none"):
@@ -60,19 +93,32 @@ def parse_capacity(spec: str, *, working_set: int, kv_bytes_per_token: int) -> i
             pct = float(text[:-1])
         except ValueError:
             raise ValueError(f"bad capacity {spec!r}") from None
-        tokens = int(working_set * pct / 100.0)
+        if not math.isfinite(pct) or pct <= 0:
+            raise ValueError(f"capacity {spec!r}: a percentage of the working set must be a "
+                             "finite number > 0")
+        share = working_set * pct / 100.0
+        if share > MAX_CAPACITY_TOKENS:
+            raise ValueError(f"capacity {spec!r} is {share:,.0f} tokens, over "
+                             f"MAX_CAPACITY_TOKENS = {MAX_CAPACITY_TOKENS:,} (an implausible "
+                             "pool; 'unlimited' never evicts)")
+        tokens = int(share)
     elif text.lower().endswith("b"):
         tokens = parse_bytes(text) // kv_bytes_per_token  # ModelShape.tokens_for_bytes
     else:
         tokens = parse_tokens(text)
     if tokens < 1:
         raise ValueError(f"capacity {spec!r} is below one token")
+    if tokens > MAX_CAPACITY_TOKENS:
+        raise ValueError(f"capacity {spec!r} is {tokens:,} tokens, over MAX_CAPACITY_TOKENS = "
+                         f"{MAX_CAPACITY_TOKENS:,} (an implausible pool; 'unlimited' never "
+                         "evicts)")
     return tokens
 
 
 def parse_max_running(spec: str, cost: CostModel) -> int:
     """``--max-running``: a positive integer, or ``auto`` =
-    ``min(cost.memory_bound_batch(), VLLM_MAX_NUM_SEQS)``.
+    ``min(cost.memory_bound_batch(), VLLM_MAX_NUM_SEQS)``. No upper bound: a value above the
+    number of requests means no limit (the KV pool still admits what fits).
 
     Raises:
         ValueError: neither form, or below 1.
@@ -89,6 +135,24 @@ def parse_max_running(spec: str, cost: CostModel) -> int:
     return value
 
 
+#: The option of each argument the Python API names in its ValueError.
+_OPTION_OF = {
+    "conversations": "--conversations", "duration_s": "--duration", "adapters": "--adapters",
+    "window": "--window", "ageing_tokens_per_s": "--ageing", "block_size": "--block-size",
+    "replicas": "--replicas", "max_running": "--max-running", "mfu": "--mfu",
+    "seed": "--seed", "capacity_tokens": "--capacity",
+}
+
+
+def _as_option(exc: ValueError) -> Exception:
+    """A ValueError whose message starts with an API argument's name, as a click usage error
+    naming the option (exit 2); any other ValueError unchanged."""
+    name, _, rest = str(exc).partition(" ")
+    if name in _OPTION_OF:
+        return click.BadParameter(rest, param_hint=_OPTION_OF[name])
+    return exc
+
+
 def _split(values: tuple[str, ...]) -> list[str]:
     return [part.strip() for v in values for part in v.split(",") if part.strip()]
 
@@ -96,29 +160,36 @@ def _split(values: tuple[str, ...]) -> list[str]:
 @click.command("simulate")
 @click.option("--replay", "replay", type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL of requests with arrival times (instead of the synthetic workload).")
-@click.option("--seed", default=0, show_default=True, help="Seed of the synthetic workload.")
-@click.option("--conversations", default=400, show_default=True, type=click.IntRange(1),
-              help="Synthetic conversations.")
-@click.option("--duration", default=3600.0, show_default=True, type=click.FloatRange(min=0.001),
-              help="Seconds over which conversations start.")
-@click.option("--adapters", default=1, show_default=True, type=click.IntRange(1),
-              help="LoRA adapters (the adapter id is part of the cache key).")
+@click.option("--seed", default=0, show_default=True, type=int,
+              help="Seed of the synthetic workload and of random routing (an integer >= 0).")
+@click.option("--conversations", default=400, show_default=True, type=int,
+              help=f"Synthetic conversations, 1 to {MAX_CONVERSATIONS:,} (a bound on the "
+                   "work: simulate a sample).")
+@click.option("--duration", default=3600.0, show_default=True, type=float,
+              help=f"Seconds over which conversations start, {MIN_DURATION_S:g} to "
+                   f"{MAX_DURATION_S:.0f} (the year 9999).")
+@click.option("--adapters", default=1, show_default=True, type=int,
+              help=f"LoRA adapters (the adapter id is part of the cache key), 1 to "
+                   f"{MAX_ADAPTERS:,}.")
 @click.option("--cache", "caches", default="block,radix", show_default=True,
               help="Caches to compare: block, radix (comma-separated).")
 @click.option("--capacity", "capacities", multiple=True,
               help="KV pool per replica: tokens (200k), bytes (16GiB), % of the working set "
-                   "(5%), or unlimited; repeat or comma-separate. Default: "
+                   f"(5%), at most {MAX_CAPACITY_TOKENS:,} tokens; or unlimited (also inf: "
+                   "a pool that never evicts); repeat or comma-separate. Default: "
                    + ",".join(DEFAULT_CAPACITIES))
 @click.option("--policy", "policies", default=",".join(POLICIES), show_default=True,
               help="Scheduling policies: fcfs, lpm, lpm-ageing (comma-separated).")
-@click.option("--window", default=32, show_default=True, type=click.IntRange(1),
-              help="Waiting requests a policy may choose from.")
-@click.option("--ageing", default=100.0, show_default=True, type=click.FloatRange(min=0),
-              help="lpm-ageing: priority tokens gained per second waited.")
-@click.option("--block-size", default=16, show_default=True, type=click.IntRange(1),
-              help="Tokens per block (block cache).")
-@click.option("--replicas", default=1, show_default=True, type=click.IntRange(1),
-              help="Replicas, each with its own KV pool.")
+@click.option("--window", default=32, show_default=True, type=int,
+              help="Waiting requests a policy may choose from (>= 1; more than wait = all).")
+@click.option("--ageing", default=100.0, show_default=True, type=float,
+              help=f"lpm-ageing: priority tokens gained per second waited, 0 to "
+                   f"{MAX_AGEING_TOKENS_PER_S:g}.")
+@click.option("--block-size", default=16, show_default=True, type=int,
+              help=f"Tokens per block (block cache), 1 to {MAX_BLOCK_SIZE:,}.")
+@click.option("--replicas", default=1, show_default=True, type=int,
+              help=f"Replicas, each with its own KV pool, 1 to {MAX_REPLICAS:,} (the block "
+                   f"cache's pools hold at most {MAX_POOL_BLOCKS:,} blocks in all).")
 @click.option("--routing", type=click.Choice(["affinity", "random"]), default="affinity",
               show_default=True, help="How requests are spread over replicas.")
 @click.option("--max-running", default="auto", show_default=True, metavar="N|auto",
@@ -128,13 +199,14 @@ def _split(values: tuple[str, ...]) -> list[str]:
                    "119 for llama-3-70b on h100-sxm), capped at vLLM's default of "
                    f"{VLLM_MAX_NUM_SEQS}; up to it, batching costs no decode time, which is "
                    "what this model assumes. The KV pool (--capacity) may admit fewer. "
-                   "1 = a batch-1 server (every request queues behind the previous one).")
+                   "1 = a batch-1 server (every request queues behind the previous one). "
+                   "No upper bound: more than the requests = no limit.")
 @click.option("--model", default="llama-3-8b", show_default=True,
               type=click.Choice(sorted(MODEL_SHAPES)), help="Model shape (KV bytes, FLOPs).")
 @click.option("--hardware", default="h100-sxm", show_default=True,
               type=click.Choice(sorted(HARDWARE)), help="Accelerator (peak FLOP/s, HBM).")
-@click.option("--mfu", default=0.4, show_default=True, type=click.FloatRange(0, 1, min_open=True),
-              help="Model FLOP utilisation of prefill.")
+@click.option("--mfu", default=0.4, show_default=True, type=float,
+              help=f"Model FLOP utilisation of prefill, {MIN_MFU:g} to 1.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True)
 @click.option("--plot", "plot", type=click.Path(path_type=Path), metavar="FILE",
@@ -168,20 +240,26 @@ def simulate_command(replay: Path | None, seed: int, conversations: int, duratio
             if pol not in POLICIES:
                 raise click.BadParameter(f"unknown policy {pol!r}; use {', '.join(POLICIES)}",
                                          param_hint="--policy")
+        # Every numeric option first (cheap), so a bad one costs no workload generation.
+        try:
+            wcfg = WorkloadConfig(conversations=conversations, duration_s=duration,
+                                  adapters=adapters)
+            cost = CostModel(get_shape(model), get_hardware(hardware), mfu)
+            try:
+                running = parse_max_running(max_running, cost)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint="--max-running") from None
+            base = SimConfig(window=window, block_size=block_size, replicas=replicas,
+                             routing="random" if routing == "random" else "affinity",
+                             max_running=running, ageing_tokens_per_s=ageing, cost=cost,
+                             seed=seed)
+        except ValueError as exc:
+            raise _as_option(exc) from None
         workload: Workload
         if replay is not None:
             workload = read_replay(replay)
         else:
-            workload = generate_workload(
-                WorkloadConfig(conversations=conversations, duration_s=duration,
-                               adapters=adapters),
-                seed=seed,
-            )
-        cost = CostModel(get_shape(model), get_hardware(hardware), mfu)
-        try:
-            running = parse_max_running(max_running, cost)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--max-running") from None
+            workload = generate_workload(wcfg, seed=seed)
         working_set = working_set_tokens(workload)
         specs = _split(capacities) or list(DEFAULT_CAPACITIES)
         try:
@@ -205,10 +283,15 @@ def simulate_command(replay: Path | None, seed: int, conversations: int, duratio
             raise click.BadParameter(
                 f"{small[0]:,} tokens is below the largest request's KV "
                 f"({need:,} tokens incl. one block of rounding)", param_hint="--capacity")
-        base = SimConfig(window=window, block_size=block_size, replicas=replicas,
-                         routing="random" if routing == "random" else "affinity",
-                         max_running=running, ageing_tokens_per_s=ageing, cost=cost,
-                         seed=seed)
+        if "block" in kinds:
+            for cap in caps:
+                probe = dataclasses.replace(base, cache="block", capacity_tokens=cap)
+                try:
+                    check_pool(probe, pool_tokens(workload, probe, working_set))
+                except ValueError as exc:
+                    raise click.BadParameter(
+                        str(exc), param_hint="--replicas / --capacity / --block-size"
+                    ) from None
         results = sweep(workload, base, caches=kinds, capacities=caps, policies=pols)
     except (InputError, ValueError) as exc:
         fail(str(exc))

@@ -31,8 +31,11 @@ import math
 import re
 from dataclasses import dataclass
 
+from promptcache.sim._checks import check_real
+
 __all__ = [
     "HARDWARE",
+    "MIN_MFU",
     "MODEL_SHAPES",
     "CostModel",
     "Hardware",
@@ -184,6 +187,13 @@ def get_hardware(name: str) -> Hardware:
     return HARDWARE[name]
 
 
+#: The smallest MFU :class:`CostModel` takes (0.1 %): a plausibility bound, not a hardware
+#: fact. Measured prefill MFU of 7-70B models is tens of percent; at 0.1 % a prefill is 400
+#: times slower than at the default 0.4, and below it the times stop meaning anything (MFU
+#: 1e-300 made a prefill take 1e300 s).
+MIN_MFU = 0.001
+
+
 @dataclass(frozen=True, slots=True)
 class CostModel:
     """Seconds of prefill and decode for a model shape on one accelerator.
@@ -191,8 +201,13 @@ class CostModel:
     Attributes:
         shape: the model.
         hardware: the accelerator.
-        mfu: model FLOP utilisation of prefill, in ``(0, 1]`` (0.4 by default: a typical
-            measured prefill MFU for 7-70B models on H100; state yours).
+        mfu: model FLOP utilisation of prefill, in ``[MIN_MFU, 1]`` (:data:`MIN_MFU` =
+            0.001; 0.4 by default: a typical measured prefill MFU for 7-70B models on H100;
+            state yours).
+
+    Raises:
+        ValueError: ``mfu`` not a finite number in ``[MIN_MFU, 1]`` (NaN, infinite, zero,
+            negative, tiny); the message starts with ``mfu``.
     """
 
     shape: ModelShape
@@ -200,8 +215,8 @@ class CostModel:
     mfu: float = 0.4
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.mfu <= 1.0:
-            raise ValueError(f"mfu must be in (0, 1], got {self.mfu}")
+        check_real("mfu", self.mfu, MIN_MFU, 1.0,
+                   why="(MIN_MFU: measured prefill MFU is tens of percent)")
 
     @property
     def flops_per_s(self) -> float:
@@ -269,23 +284,32 @@ def parse_bytes(text: str) -> int:
     """Parse a byte size: ``"80GB"``, ``"16GiB"``, ``"512MiB"``, ``"1e9"`` is not accepted.
 
     Raises:
-        ValueError: not a number with an optional unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB).
+        ValueError: not a number with an optional unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB),
+            or a number too long for a float (hundreds of digits).
     """
     match = _SIZE.match(text)
     unit = match.group(2).lower() if match else None
     if match is None or unit not in _BYTE_UNITS:
         raise ValueError(f"bad byte size {text!r}; use e.g. 16GiB, 512MiB or 80GB")
-    return int(float(match.group(1)) * _BYTE_UNITS[unit])
+    return _scaled(text, match.group(1), _BYTE_UNITS[unit], "byte size")
 
 
 def parse_tokens(text: str) -> int:
     """Parse a token count: ``"200000"``, ``"200k"``, ``"1.5M"``.
 
     Raises:
-        ValueError: not a number with an optional ``k``/``M`` suffix.
+        ValueError: not a number with an optional ``k``/``M`` suffix, or a number too long
+            for a float (hundreds of digits).
     """
     match = _SIZE.match(text)
     unit = match.group(2).lower() if match else None
     if match is None or unit not in _TOKEN_UNITS:
         raise ValueError(f"bad token count {text!r}; use e.g. 200000, 200k or 1.5M")
-    return int(float(match.group(1)) * _TOKEN_UNITS[unit])
+    return _scaled(text, match.group(1), _TOKEN_UNITS[unit], "token count")
+
+
+def _scaled(text: str, number: str, unit: int, what: str) -> int:
+    value = float(number) * unit
+    if not math.isfinite(value):  # 400 digits: beyond a float
+        raise ValueError(f"{what} {text!r} is too large")
+    return int(value)

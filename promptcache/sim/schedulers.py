@@ -20,15 +20,18 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from promptcache.sim._checks import check_real
 from promptcache.sim.workload import Request
 
 __all__ = [
     "FCFS",
+    "MAX_AGEING_TOKENS_PER_S",
     "POLICIES",
     "LongestPrefixFirst",
     "LongestPrefixFirstAgeing",
     "SchedulePolicy",
     "Waiting",
+    "check_ageing",
     "make_policy",
 ]
 
@@ -83,6 +86,25 @@ class LongestPrefixFirst(SchedulePolicy):
         return best
 
 
+#: The largest ``ageing_tokens_per_s`` (tokens of priority per second waited): 10**9, the
+#: bound :data:`promptcache.usage.record.MAX_TOKENS` puts on a token count, so one second of
+#: waiting outranks any plausible cached prefix; a larger rate ranks the same way (and an
+#: infinite one made every score NaN or infinite). A plausibility bound, not a server fact.
+MAX_AGEING_TOKENS_PER_S = 1e9
+
+
+def check_ageing(value: object) -> float:
+    """``ageing_tokens_per_s`` as a finite number in [0, :data:`MAX_AGEING_TOKENS_PER_S`].
+
+    Raises:
+        ValueError: NaN, infinite, negative, above the bound or not a number; the message
+            starts with ``ageing_tokens_per_s``.
+    """
+    return check_real("ageing_tokens_per_s", value, 0.0, MAX_AGEING_TOKENS_PER_S,
+                      unit="tokens/s", why="(MAX_AGEING_TOKENS_PER_S: one second of waiting "
+                      "already outranks any cached prefix)")
+
+
 class LongestPrefixFirstAgeing(SchedulePolicy):
     """Longest cached prefix first, plus ``ageing_tokens_per_s`` tokens per second waited.
 
@@ -92,15 +114,15 @@ class LongestPrefixFirstAgeing(SchedulePolicy):
             tokens).
 
     Raises:
-        ValueError: a negative rate.
+        ValueError: a rate that is not a finite number in [0,
+            :data:`MAX_AGEING_TOKENS_PER_S`] (the message starts with
+            ``ageing_tokens_per_s``).
     """
 
     name = "lpm-ageing"
 
     def __init__(self, ageing_tokens_per_s: float = 100.0) -> None:
-        if ageing_tokens_per_s < 0:
-            raise ValueError("ageing_tokens_per_s must be >= 0")
-        self.ageing_tokens_per_s = ageing_tokens_per_s
+        self.ageing_tokens_per_s = check_ageing(ageing_tokens_per_s)
 
     def pick(self, window: Sequence[Waiting], now_s: float,
              cached_tokens: Callable[[Request], int]) -> int:
@@ -121,7 +143,7 @@ def make_policy(name: str, *, ageing_tokens_per_s: float = 100.0) -> SchedulePol
     """A policy by name (``fcfs``, ``lpm``, ``lpm-ageing``).
 
     Raises:
-        ValueError: an unknown name.
+        ValueError: an unknown name, or (``lpm-ageing``) a bad ``ageing_tokens_per_s``.
     """
     if name == "fcfs":
         return FCFS()

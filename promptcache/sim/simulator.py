@@ -36,15 +36,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from promptcache.sim._checks import check_count, check_seed
 from promptcache.sim.caches import BlockHashMemo, SimCache, make_cache
 from promptcache.sim.costs import CostModel, get_hardware, get_shape
 from promptcache.sim.radix import RadixCache, RadixKey
-from promptcache.sim.schedulers import SchedulePolicy, Waiting, make_policy
+from promptcache.sim.schedulers import SchedulePolicy, Waiting, check_ageing, make_policy
 from promptcache.sim.workload import Request, Workload
 
 __all__ = [
+    "MAX_BLOCK_SIZE",
+    "MAX_CAPACITY_TOKENS",
+    "MAX_POOL_BLOCKS",
+    "MAX_REPLICAS",
     "SimConfig",
     "SimResult",
+    "check_pool",
+    "pool_tokens",
     "simulate",
     "sweep",
     "unlimited_capacity",
@@ -52,6 +59,30 @@ __all__ = [
 ]
 
 Routing = Literal["random", "affinity"]
+
+#: The largest KV pool per replica (``capacity_tokens``, ``--capacity``): 10**9 tokens, the
+#: bound :data:`promptcache.usage.record.MAX_TOKENS` puts on any token count (128 TB of
+#: llama-3-8b KV, a thousand 8-GPU nodes). A plausibility bound, not a hardware fact; a pool
+#: larger than the workload needs is simulated at the size that never evicts
+#: (:func:`unlimited_capacity`), which gives the same figures.
+MAX_CAPACITY_TOKENS = 10**9
+
+#: The largest block (``block_size``, ``--block-size``, tokens): 65,536. vLLM's blocks are 8 to
+#: 128 tokens; a block longer than every prompt caches nothing. The block hash stores the size
+#: in 4 bytes (:func:`promptcache.local.hashing.root_hash`), so 2**32 would not even hash. A
+#: plausibility bound.
+MAX_BLOCK_SIZE = 65_536
+
+#: The most replicas (``replicas``, ``--replicas``): 1,024. Affinity routing looks at every
+#: replica's cache for every arrival and each replica has its own pool, so time and memory
+#: grow with the count. A bound on the work, not a fact about clusters.
+MAX_REPLICAS = 1_024
+
+#: The most KV blocks the block cache's pools hold in one run, all replicas together
+#: (``replicas x pool tokens / block_size``): 10**7. The backend's block pool makes every block
+#: up front (about 150 bytes each, so about 1.5 GB at the limit). The pool of a capacity above
+#: what the workload can use is sized at :func:`unlimited_capacity`. A bound on the work.
+MAX_POOL_BLOCKS = 10**7
 
 
 def _default_cost() -> CostModel:
@@ -75,6 +106,16 @@ class SimConfig:
         ageing_tokens_per_s: priority gained per second waited (``lpm-ageing``).
         cost: model shape, hardware and MFU.
         seed: seed of random routing.
+
+    Raises:
+        ValueError: a field out of range; the message starts with its name and gives the
+            range: ``capacity_tokens`` None or an integer in [1, :data:`MAX_CAPACITY_TOKENS`];
+            ``window`` and ``max_running`` integers >= 1 (larger than the queue means no
+            limit); ``block_size`` in [1, :data:`MAX_BLOCK_SIZE`]; ``replicas`` in [1,
+            :data:`MAX_REPLICAS`]; ``balance_requests`` and ``seed`` integers >= 0;
+            ``ageing_tokens_per_s`` a finite number in [0,
+            :data:`~promptcache.sim.schedulers.MAX_AGEING_TOKENS_PER_S`]; an unknown cache,
+            routing or policy.
     """
 
     cache: Literal["block", "radix"] = "block"
@@ -91,20 +132,22 @@ class SimConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        checks = [
-            (self.cache in ("block", "radix"), f"unknown cache {self.cache!r}"),
-            (self.capacity_tokens is None or self.capacity_tokens >= 1,
-             "capacity_tokens must be >= 1"),
-            (self.window >= 1, "window must be >= 1"),
-            (self.block_size >= 1, "block_size must be >= 1"),
-            (self.replicas >= 1, "replicas must be >= 1"),
-            (self.routing in ("random", "affinity"), f"unknown routing {self.routing!r}"),
-            (self.balance_requests >= 0, "balance_requests must be >= 0"),
-            (self.max_running >= 1, "max_running must be >= 1"),
-        ]
-        for ok, reason in checks:
-            if not ok:
-                raise ValueError(reason)
+        if self.cache not in ("block", "radix"):
+            raise ValueError(f"unknown cache {self.cache!r}")
+        if self.capacity_tokens is not None:
+            check_count("capacity_tokens", self.capacity_tokens, 1, MAX_CAPACITY_TOKENS,
+                        "tokens (MAX_CAPACITY_TOKENS: an implausible pool)")
+        check_count("window", self.window, 1)
+        check_count("block_size", self.block_size, 1, MAX_BLOCK_SIZE,
+                    "tokens (MAX_BLOCK_SIZE: a block longer than any prompt caches nothing)")
+        check_count("replicas", self.replicas, 1, MAX_REPLICAS,
+                    "(MAX_REPLICAS: time and memory grow with the count)")
+        if self.routing not in ("random", "affinity"):
+            raise ValueError(f"unknown routing {self.routing!r}")
+        check_count("balance_requests", self.balance_requests, 0)
+        check_count("max_running", self.max_running, 1)
+        check_ageing(self.ageing_tokens_per_s)
+        check_seed("seed", self.seed)
         make_policy(self.policy)  # validates the name
 
 
@@ -166,20 +209,28 @@ def unlimited_capacity(workload: Workload, config: SimConfig,
     """A pool size at which nothing is ever evicted (an upper bound, in tokens).
 
     ``W + B * S + running * (largest request + B) + B`` with ``W`` the working set
-    (:func:`working_set_tokens`), ``B`` the block size and ``S`` the number of distinct token
-    streams: cached full blocks hold at most ``W`` distinct token prefixes plus, per stream,
-    one block that straddles the point where the stream branches off the others; running
-    requests add their reservations and a partial last block each.
+    (:func:`working_set_tokens`), ``B`` the block size, ``S`` the number of distinct token
+    streams and ``running`` the smaller of ``max_running`` and the number of requests:
+    cached full blocks hold at most ``W`` distinct token prefixes plus, per stream, one block
+    that straddles the point where the stream branches off the others; running requests add
+    their reservations and a partial last block each.
 
     Args:
-        working_set: ``working_set_tokens(workload)`` if already known.
+        working_set: ``working_set_tokens(workload)`` if already known; ``None`` computes it,
+            ``-1`` takes the cheaper bound ``sum over streams of their longest insert``.
     """
+    streams: dict[int, int] = {}
+    for req in workload.requests:
+        key = id(req.stream)
+        streams[key] = max(streams.get(key, 0), req.insert_len)
     if working_set is None:
         working_set = working_set_tokens(workload)
-    streams = len({id(req.stream) for req in workload.requests})
+    elif working_set < 0:
+        working_set = sum(streams.values())
     bs = config.block_size
     per_request = workload.max_request_tokens + bs
-    return working_set + bs * streams + config.max_running * per_request + bs
+    running = min(config.max_running, len(workload.requests))
+    return working_set + bs * len(streams) + running * per_request + bs
 
 
 @dataclass(slots=True)
@@ -313,13 +364,18 @@ def simulate(workload: Workload, config: SimConfig | None = None, *,
         working_set: ``working_set_tokens(workload)`` if already known (sizes the pool of an
             unlimited run).
 
+    A ``capacity_tokens`` above what the workload can fill is simulated at a pool that never
+    evicts (:func:`unlimited_capacity` with the cheap working-set bound): the figures are the
+    same, and the block cache, which makes every block of its pool up front, stays small.
+
     Raises:
-        ValueError: a request can never fit the pool (capacity below one request's KV).
+        ValueError: a request can never fit the pool (capacity below one request's KV), or
+            the block cache's pools would hold more than :data:`MAX_POOL_BLOCKS` blocks
+            (``replicas x pool tokens / block_size``).
     """
     cfg = config or SimConfig()
-    capacity = cfg.capacity_tokens
-    if capacity is None:
-        capacity = unlimited_capacity(workload, cfg, working_set)
+    capacity = pool_tokens(workload, cfg, working_set)
+    check_pool(cfg, capacity)
     run = _Run(workload, cfg, capacity, memo)
     run.run()
     count = len(run.prefills)
@@ -350,19 +406,62 @@ def simulate(workload: Workload, config: SimConfig | None = None, *,
     )
 
 
+def pool_tokens(workload: Workload, config: SimConfig, working_set: int | None = None) -> int:
+    """The KV pool of one replica as simulated (tokens): ``config.capacity_tokens``, capped at
+    :func:`unlimited_capacity` with the cheap working-set bound (a larger pool never evicts
+    either, so the figures are the same); for ``None``, :func:`unlimited_capacity`.
+
+    Args:
+        working_set: ``working_set_tokens(workload)`` if already known (``None`` capacity).
+    """
+    if config.capacity_tokens is None:
+        return unlimited_capacity(workload, config, working_set)
+    return min(config.capacity_tokens, unlimited_capacity(workload, config, -1))
+
+
+def check_pool(config: SimConfig, tokens: int) -> None:
+    """Refuse a block-cache run whose pools would hold over :data:`MAX_POOL_BLOCKS` blocks.
+
+    Args:
+        config: the run (only the block cache makes its blocks up front).
+        tokens: the pool of one replica as simulated (:func:`pool_tokens`).
+
+    Raises:
+        ValueError: ``replicas x pool_tokens / block_size`` over :data:`MAX_POOL_BLOCKS`.
+    """
+    if config.cache != "block":
+        return
+    blocks = config.replicas * (tokens // config.block_size)
+    if blocks > MAX_POOL_BLOCKS:
+        raise ValueError(
+            f"replicas x capacity: {config.replicas:,} block pools of {tokens:,} tokens "
+            f"in blocks of {config.block_size} hold {blocks:,} blocks, over "
+            f"MAX_POOL_BLOCKS = {MAX_POOL_BLOCKS:,} (every block is made up front): fewer "
+            "replicas, a smaller capacity or a larger block size")
+
+
 def sweep(workload: Workload, base: SimConfig, *, caches: Iterable[str],
           capacities: Iterable[int | None], policies: Iterable[str]) -> list[SimResult]:
     """Run every (cache, capacity, policy) combination; block hashes are computed once.
 
     Returns:
         Results in cache, capacity, policy order.
+
+    Raises:
+        ValueError: as :func:`simulate`; a run over :data:`MAX_POOL_BLOCKS` is refused before
+            any run starts.
     """
     memo = BlockHashMemo(base.block_size)
     caps = list(capacities)
     working_set = working_set_tokens(workload) if None in caps else None
     pols = list(policies)
+    kinds = list(caches)
+    if "block" in kinds:
+        for cap in caps:
+            block = _replace(base, cache="block", capacity_tokens=cap)
+            check_pool(block, pool_tokens(workload, block, working_set))
     out: list[SimResult] = []
-    for kind in caches:
+    for kind in kinds:
         for cap in caps:
             for pol in pols:
                 cfg = _replace(base, cache=kind, capacity_tokens=cap, policy=pol)

@@ -47,14 +47,48 @@ from pathlib import Path
 from typing import Any
 
 from promptcache._errors import InputError
+from promptcache._times import _MAX_SECONDS
+from promptcache.sim._checks import check_count, check_real, check_seed
 
 __all__ = [
+    "MAX_ADAPTERS",
+    "MAX_CONVERSATIONS",
+    "MAX_DURATION_S",
+    "MIN_DURATION_S",
     "Request",
     "Workload",
     "WorkloadConfig",
     "generate_workload",
     "read_replay",
 ]
+
+
+#: The most conversations :func:`generate_workload` makes (``--conversations``): 25 times the
+#: default 400, about 40,000 requests. A bound on the work, not a fact about servers: memory
+#: grows by about 0.15 MB per conversation (token lists, block hashes, the radix tree; about
+#: 0.8 GB at 5,000) and one run over 5,000 conversations takes about 10 s on one core, so a
+#: default sweep (30 runs) at the limit takes minutes. Simulate a sample and scale the rates.
+MAX_CONVERSATIONS = 10_000
+
+#: The longest ``duration_s`` (seconds over which conversations start): the range of send
+#: times a usage record holds (the epoch to the end of the year 9999), the same bound as
+#: :data:`promptcache.usage.breakeven.MAX_SPAN_SECONDS`. Beyond it a 30 s think time is lost
+#: in the rounding of the arrival times, so waits and TTFTs would be meaningless.
+MAX_DURATION_S = _MAX_SECONDS
+
+#: The shortest ``duration_s``: one millisecond (conversations that start closer together are
+#: a burst either way).
+MIN_DURATION_S = 0.001
+
+#: The most LoRA adapters (``--adapters``): a plausibility bound (S-LoRA serves thousands of
+#: adapters from one server; https://arxiv.org/abs/2311.03285). With more adapters than
+#: conversations each conversation almost surely has its own.
+MAX_ADAPTERS = 1_000_000
+
+_CONVERSATIONS_WHY = ("(MAX_CONVERSATIONS: memory and time grow with the workload; simulate "
+                      "a sample)")
+_DURATION_WHY = "(MAX_DURATION_S: the epoch to the year 9999)"
+_ADAPTERS_WHY = "(MAX_ADAPTERS: an implausible number of adapters)"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -139,7 +173,14 @@ class Workload:
 
 @dataclass(frozen=True, slots=True)
 class WorkloadConfig:
-    """Parameters of the synthetic chat workload (issue 9 defaults). Units: tokens, seconds."""
+    """Parameters of the synthetic chat workload (issue 9 defaults). Units: tokens, seconds.
+
+    Raises:
+        ValueError: a parameter out of range; the message starts with its name and gives the
+            range. ``conversations`` is an integer in [1, :data:`MAX_CONVERSATIONS`],
+            ``duration_s`` a finite number in [:data:`MIN_DURATION_S`,
+            :data:`MAX_DURATION_S`], ``adapters`` an integer in [1, :data:`MAX_ADAPTERS`].
+    """
 
     conversations: int = 400
     duration_s: float = 3600.0
@@ -156,9 +197,12 @@ class WorkloadConfig:
     vocab: int = 100_000
 
     def __post_init__(self) -> None:
+        check_count("conversations", self.conversations, 1, MAX_CONVERSATIONS,
+                    _CONVERSATIONS_WHY)
+        check_real("duration_s", self.duration_s, MIN_DURATION_S, MAX_DURATION_S, unit="s",
+                   why=_DURATION_WHY)
+        check_count("adapters", self.adapters, 1, MAX_ADAPTERS, _ADAPTERS_WHY)
         checks = [
-            (self.conversations >= 1, "conversations must be >= 1"),
-            (self.duration_s > 0, "duration_s must be > 0"),
             (self.system_prompts >= 1, "system_prompts must be >= 1"),
             (1 <= self.system_tokens_min <= self.system_tokens_max,
              "need 1 <= system_tokens_min <= system_tokens_max"),
@@ -168,7 +212,6 @@ class WorkloadConfig:
              "token medians must be >= 1"),
             (self.lognormal_sigma >= 0, "lognormal_sigma must be >= 0"),
             (self.think_s_mean >= 0, "think_s_mean must be >= 0"),
-            (self.adapters >= 1, "adapters must be >= 1"),
             (self.vocab >= 2, "vocab must be >= 2"),
         ]
         for ok, reason in checks:
@@ -226,7 +269,12 @@ def generate_workload(config: WorkloadConfig | None = None, *, seed: int = 0) ->
     Returns:
         A :class:`Workload` whose first turns have arrival times and whose follow-up turns
         arrive ``think_s`` after the previous turn finishes.
+
+    Raises:
+        ValueError: ``seed`` not an integer >= 0 (a negative seed would repeat its absolute
+            value).
     """
+    seed = check_seed("seed", seed)
     cfg = config or WorkloadConfig()
     draw = _Draws(seed)
     systems = [
