@@ -43,3 +43,19 @@ def test_a_json_file_with_a_coding_like_line_stays_utf8(tmp_path: Path) -> None:
     path.write_bytes(b'{"system": "caf\xe9"}')
     [err] = lint_paths([str(path)]).errors
     assert err.reason.startswith("not valid UTF-8")
+
+
+def test_a_non_text_or_unreadable_declared_codec_is_an_input_error(tmp_path: Path) -> None:
+    # Python refuses these ("encoding problem"); rot13 raised an internal LookupError (review 17)
+    for codec in ("rot13", "hex", "utf-16"):
+        path = tmp_path / f"{codec}.py"
+        path.write_bytes(f"# -*- coding: {codec} -*-\nx = 1\n".encode("ascii"))
+        [err] = lint_paths([str(path)]).errors
+        assert err.reason.startswith("bad source encoding") and codec in err.reason
+
+
+def test_declared_utf8_and_cp1252_are_read(tmp_path: Path) -> None:
+    for codec in ("utf-8", "cp1252"):
+        path = tmp_path / f"{codec.replace('-', '')}.py"
+        path.write_bytes(f"# -*- coding: {codec} -*-\nx = 1\n".encode("ascii"))
+        assert lint_paths([str(path)]).errors == []

@@ -288,6 +288,23 @@ def _read(path: str, config: LintConfig) -> str:
     return decode(path, data, config)
 
 
+def _source_encoding(name: str) -> bool:
+    """Whether ``name`` is an encoding a ``# coding:`` line may declare: a text encoding
+    that is ASCII-compatible (not UTF-16 / UTF-32, whose declaration cannot be read)."""
+    import codecs
+
+    try:
+        info = codecs.lookup(name)
+    except LookupError:
+        return False
+    if not getattr(info, "_is_text_encoding", True):
+        return False
+    try:
+        return "# coding".encode(info.name) == b"# coding"
+    except (UnicodeError, LookupError):
+        return False
+
+
 def decode(file: str, data: bytes, config: LintConfig | None = None) -> str:
     """Bytes -> text, refusing binary, oversized and undecodable input with an
     :class:`InputError`.
@@ -310,6 +327,11 @@ def decode(file: str, data: bytes, config: LintConfig | None = None) -> str:
         except SyntaxError as exc:  # an unknown or conflicting coding declaration
             raise InputError(file, f"bad source encoding: {exc.msg}") from None
         encoding = "utf-8-sig" if declared in ("utf-8", "utf-8-sig") else declared
+        if encoding != "utf-8-sig" and not _source_encoding(encoding):
+            # Python refuses these too ("encoding problem"): rot13 / hex are not text
+            # encodings, and a UTF-16 / UTF-32 cookie cannot be read in its own encoding
+            raise InputError(file, f"bad source encoding: {declared!r} is not an encoding "
+                                   "Python source can declare")
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
