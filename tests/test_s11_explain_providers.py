@@ -75,3 +75,47 @@ def test_another_application_is_no_miss(tmp_path: Path) -> None:
         _anthropic(other, "Vertrag", 1_760_000_060, 1300, 0)])
     assert [r.status for r in report.requests] == ["cold_start", "cold_start"]
     assert report.misses == 0
+
+
+# ------------------------------------------------------------------------ review 17
+TOOLS = [{"name": f"tool_{k}", "description": "Look up one record of the ledger. " * 30,
+          "input_schema": {"type": "object"}} for k in range(12)]
+
+
+def test_an_expired_entry_of_another_conversation_is_no_baseline(tmp_path: Path) -> None:
+    # two hours later the 5m entry is gone: a cold start whatever the system prompt says
+    report: Any = _explain(tmp_path, [
+        _anthropic(NURSERY, "hi", 1_760_000_000, 1200, 0),
+        _anthropic("Date: 2026-01-01. " + NURSERY, "and cacti", 1_760_007_200, 1210, 0)])
+    assert [r.status for r in report.requests] == ["cold_start", "cold_start"]
+    assert report.misses == 0
+
+
+def test_another_application_sharing_a_tool_list_is_no_miss(tmp_path: Path) -> None:
+    other = "You translate legal contracts from German into English, clause by clause. " * 20
+    a = _anthropic("You are the plant nursery's assistant. " * 30, "hi", 1_760_000_000, 2500, 0)
+    b = _anthropic(other, "Vertrag", 1_760_000_060, 1300, 1200)
+    for line in (a, b):
+        line["request"]["tools"] = TOOLS  # type: ignore[index]
+    report: Any = _explain(tmp_path, [a, b])
+    assert report.misses == 0
+    assert report.requests[1].status in ("hit", "cold_start")
+
+
+def test_a_short_read_across_conversations_is_a_cold_start_not_a_hit(tmp_path: Path) -> None:
+    # the log does not show when the other conversation's entry became readable: no
+    # "hit" with 0 tokens read, and no miss either
+    report: Any = _explain(tmp_path, [
+        _anthropic(NURSERY, "hi", 1_760_000_000, 1200, 0),
+        _anthropic(NURSERY, "what about ferns", 1_760_000_060, 1200, 0)])
+    assert [r.status for r in report.requests] == ["cold_start", "cold_start"]
+
+
+def test_the_live_writer_is_chosen_over_an_expired_one(tmp_path: Path) -> None:
+    report: Any = _explain(tmp_path, [
+        _anthropic(NURSERY, "hi", 1_760_000_000, 1200, 0),                 # expires
+        _anthropic(NURSERY, "ferns?", 1_760_003_540, 1200, 0),             # writes again
+        _anthropic("Date: 2026-01-01. " + NURSERY, "cacti?", 1_760_003_600, 1210, 0)])
+    rows = report.requests
+    assert [r.status for r in rows] == ["cold_start", "cold_start", "miss_explained"]
+    assert rows[2].compared_with_line == 2 and rows[2].cause == "system_changed"

@@ -49,13 +49,15 @@ breakpoints, :func:`~promptcache.diff._engine.openai_written`), looked up longes
 ``_WINDOW`` requests of a session are indexed. A logged read that the chosen prediction says is
 impossible lists the causes it contradicts under ``detail.causes_not_confirmed_by_usage``.
 
-The first request of a session is compared with another session's request: the provider's
-cache is shared by every conversation (a new conversation reads the system prompt an earlier
-one wrote). Its baseline is the writer, in any session, of the longest prefix it shares, else
-the newest request of the same provider family and model whose stable prompt (tools + system
-text) is related (half of it in common); a miss counts only where that stable prompt changed
-(a date added to the system prompt), never for another conversation's messages or another
-application's prompt (:func:`_cross_baseline`). With no such request it is a ``cold_start``,
+The first request of a session is compared with another session's request cut to its tools
+and system prompt: the provider's cache is shared by every conversation (a new conversation
+reads the system prompt an earlier one wrote). Candidates are the writers, in any session, of
+the prefixes it shares and the newest requests of the same provider family and model whose
+system prompt is related (half of it in common), whose entries may still live; the largest
+predicted read wins. A miss counts only where the related system prompt (or the tools)
+changed (a date added), never for another conversation's messages or another application's
+prompt, and a read short of the prediction is no miss there (the log does not show when the
+other entry became readable): :func:`_cross_baseline`. With no such request it is a ``cold_start``,
 unless its prefix is below the model's minimum (it writes nothing): ``uncached`` with cause
 ``below_minimum`` (case BR-14).
 
@@ -105,6 +107,7 @@ kept as given, to be read twice.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import os
@@ -1210,18 +1213,18 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
     return best_entry, best_res
 
 
-def _stable_text(p: Prepared) -> str:
-    """The text of ``p``'s tools and system tiers (what every conversation of one prompt
-    family repeats), markers left out."""
-    return "\n".join(s.text or "" for s in p.segs if s.tier in ("tools", "system"))
+def _system_text(p: Prepared) -> str:
+    """The text of ``p``'s system tier (what every conversation of one prompt family repeats;
+    a tool list is shared by unrelated applications too, so it is left out)."""
+    return "\n".join(s.text or "" for s in p.segs if s.tier == "system")
 
 
 def _related(a: Prepared, b: Prepared) -> bool:
-    """Whether two requests are of one prompt family: their stable prompts (tools + system
-    text) have at least :data:`_RELATED_SHARE` of the longer one in common, counted as a
-    common start plus a common end (a value inserted, changed or appended anywhere leaves the
-    rest shared); two different applications' prompts are not."""
-    sa, sb = _stable_text(a), _stable_text(b)
+    """Whether two requests are of one prompt family: their system prompts have at least
+    :data:`_RELATED_SHARE` of the longer one in common, counted as a common start plus a
+    common end (a value inserted, changed or appended anywhere leaves the rest shared); two
+    different applications' prompts are not, even with one tool list (review 17)."""
+    sa, sb = _system_text(a), _system_text(b)
     longer = max(len(sa), len(sb))
     if not longer:
         return False
@@ -1243,61 +1246,115 @@ def _common_start(a: str, b: str) -> int:
     return lo
 
 
+def _stable_part(p: Prepared) -> Prepared | None:
+    """``p`` cut to its tools and system tiers (what another conversation can share): its
+    segments, content keys and breakpoints there, so that an entry it wrote in its own
+    messages (which no other conversation holds) is no entry; None when it has no such
+    tier."""
+    n = p.tier_first("messages")
+    if n == 0:
+        return None
+    bps = [i for i in p.bps if i < n]
+    return dataclasses.replace(p, segs=p.segs[:n], keys=p.keys[:n], bps=bps,
+                               bp_ttl={i: t for i, t in p.bp_ttl.items() if i < n},
+                               _messages=None, _tier_first=None, _chain=None)
+
+
 def _cross_baseline(e: _Entry, shared: _Shared, prices_for: Any
                     ) -> tuple[_Entry | None, DiffResult | None]:
     """The earlier request of another session to compare the first request of a session
     with, and the comparison; ``(None, None)`` (a cold start) when there is none.
 
     The provider's cache is shared by every conversation: a new conversation reads an entry
-    another one wrote (its system prompt), and one whose system prompt changed misses it
-    (new-user trial 18). Candidates: the writers of ``e``'s own prefix digests in any session
-    (longest prefix first, as :func:`_baseline`), then the newest request of the same family
-    and model whose stable prompt is related (:func:`_related`). The comparison is reported
-    as :func:`_across_sessions` says: a changed stable prompt of one prompt family is a miss
-    with its cause; another conversation's messages or settings, or another application's
-    prompt sharing a tool list, never are."""
+    another one wrote in its tools or system prompt, and one whose system prompt changed
+    misses it (new-user trial 18). Each candidate is cut to its tools and system tiers
+    (:func:`_stable_part`: another conversation's messages are not ``e``'s to read) and
+    compared with ``e`` (TTL from the timestamps; token counts calibrated to the candidate's
+    reported usage). Candidates: the writers of ``e``'s own prefix digests in any session,
+    longest prefix first, and the newest requests of the same family and model whose system
+    prompt is related (:func:`_related`); a candidate whose entries expired before ``e`` was
+    sent (its start plus its write TTL, the longest an entry it wrote or refreshed lives) is
+    none: ``e`` would have been a cold start whatever it changed (review 17). At most
+    :data:`_MAX_COMPARES` are compared, and the largest predicted read wins (ties: the
+    first). A miss counts only between related prompts (:func:`_across_sessions`); a
+    candidate from which nothing can be read is no baseline (a cold start)."""
     p = e.prepared
     if p is None or p.policy is None or e.chained is not None:
         return None, None
     digests = e.digests if e.digests is not None else _digests(p)
     e.digests = digests
-    tried: set[int] = set()
+    cands: list[_Entry] = []
+    seen: set[int] = set()
+
+    def offer(c: _Entry) -> None:
+        if id(c) not in seen and c.prepared is not None and not _after_e(e, c):
+            seen.add(id(c))
+            gap = _gap(e, c)
+            if gap is None or gap <= _write_ttl_seconds(c):  # its entries may still live
+                cands.append(c)
+
     for i in range(len(digests) - 1, -1, -1):
         for c in shared.written.get(digests[i], ()):
-            if id(c) in tried or len(tried) >= _MAX_COMPARES or c.prepared is None \
-                    or _after_e(e, c):
-                continue
-            tried.add(id(c))
-            res = _compare(e, c, prices_for)
-            if res is None or res.predicted is None or res.predicted.cache_read is None:
-                continue
-            return c, _across_sessions(res, _related(c.prepared, p))
-        if len(tried) >= _MAX_COMPARES:
-            break
+            offer(c)
     for c in shared.recent.get((p.family, p.model), ()):
-        if c.prepared is None or id(c) in tried or _after_e(e, c):
+        if c.prepared is not None and _related(c.prepared, p):
+            offer(c)
+    best: tuple[int, _Entry, DiffResult] | None = None
+    for c in cands[:_MAX_COMPARES]:
+        assert c.prepared is not None
+        stable = _stable_part(c.prepared)
+        if stable is None or stable.family != p.family:
             continue
-        if _related(c.prepared, p):
-            res = _compare(e, c, prices_for)
-            return (c, _across_sessions(res, True)) if res is not None else (None, None)
-    return None, None
+        res = _compare_stable(e, c, stable, prices_for)
+        if res is None or res.predicted is None or res.predicted.cache_read is None:
+            continue
+        kept = _across_sessions(res, _related(c.prepared, p))
+        if kept is None:
+            continue
+        res = kept
+        read = res.predicted.cache_read if res.predicted is not None else 0
+        if best is None or (read or 0) > best[0]:
+            best = (read or 0, c, res)
+    if best is None:
+        return None, None
+    read, c, res = best
+    if read <= 0 and res.verdict == "no_miss":
+        return None, None  # nothing another conversation wrote is readable: a cold start
+    return c, res
 
 
-def _across_sessions(res: DiffResult, related: bool) -> DiffResult:
-    """``res`` (a session's first request against another session's request) as the row
-    reports it: a miss only where the stable prompt changed within one prompt family (the
-    first divergence in the tools or system tier of related prompts: a changed system prompt
-    loses the entry every conversation reads), or where a related request reads less than
-    predicted (``unexplained_miss``); anything else differs because it is another
-    conversation (its messages, its settings), so the row is the read predicted, no miss."""
-    if res.verdict == "unexplained_miss" and related:
+def _compare_stable(e: _Entry, c: _Entry, stable: Prepared, prices_for: Any
+                    ) -> DiffResult | None:
+    """:func:`_compare` of ``e`` with ``c`` cut to its tools and system tiers (``stable``),
+    token counts calibrated to ``c``'s reported usage (the scale of the whole request, given
+    as the stable part's total)."""
+    assert e.prepared is not None and c.prepared is not None
+    usage_a = None
+    if c.usage is not None and stable.total:
+        scale = calibration(c.prepared, c.usage)
+        usage_a = Usage(None, None, None, round(stable.total * scale))
+    return compare(stable, e.prepared, gap=_gap(e, c), usage_a=usage_a, usage_b=e.usage,
+                   diagnostics_b=e.diagnostics,
+                   prices=prices_for(e.prepared.model, e.timestamp), with_checks=False)
+
+
+def _across_sessions(res: DiffResult, related: bool) -> DiffResult | None:
+    """``res`` (a session's first request against another session's stable prompt) as the
+    row reports it, or None when it is no baseline (a cold start):
+
+    * between related prompts, a miss the request explains (a changed system prompt loses the
+      entry every conversation of the family reads) is reported as it is;
+    * a read short of the prediction that nothing in the request explains is none: the log
+      does not show when the other conversation's entry became readable (its response's
+      start, hosted-api-rules.md 1.9), so concurrent first requests would all look like
+      misses; the request is a cold start, as it looks;
+    * between unrelated prompts (another application sharing a tool list or a model) nothing
+      is a miss: the read predicted, no more."""
+    if res.verdict == "unexplained_miss":
+        return None
+    if related or res.verdict != "miss_explained":
         return res
-    if res.verdict == "miss_explained" and related and res.divergence is not None \
-            and res.divergence.tier in ("tools", "system"):
-        return res
-    if res.verdict in ("miss_explained", "unexplained_miss"):
-        return res.model_copy(update={"verdict": "no_miss"})
-    return res
+    return res.model_copy(update={"verdict": "no_miss"})
 
 
 def _after_e(e: _Entry, c: _Entry) -> bool:
