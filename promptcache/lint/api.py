@@ -497,15 +497,30 @@ def _unsuppressed(findings: Iterable[Finding], doc: Document, config: LintConfig
     return out
 
 
-def _problem(f: Finding) -> tuple[Any, ...]:
-    """What makes two findings the same problem at the same place: rule, file, line, column,
-    payload path, and the message up to numbers (token counts) and the template that led to
-    it (PC104's ``in child.j2``)."""
+def _problem(f: Finding, real: Callable[[str], str]) -> tuple[Any, ...]:
+    """What makes two findings the same problem at the same place: rule, file (``real``: its
+    identity whatever its spelling, see :func:`_real_path`), line, column, payload path, and
+    the message up to numbers (token counts) and the template that led to it (PC104's
+    ``in child.j2``)."""
     message = f.message
     template = f.details.get("template")
     if isinstance(template, str) and template:
         message = message.replace(f" in {template}", " in \x00")
-    return (f.code, f.file, f.line, f.col, f.path, _DIGITS.sub("#", message))
+    return (f.code, real(f.file), f.line, f.col, f.path, _DIGITS.sub("#", message))
+
+
+def _real_path(cache: dict[str, str]) -> Callable[[str], str]:
+    """``file -> its resolved real path`` (symlinks followed, relative to the working
+    folder), so that ``t/base.j2``, ``./t/base.j2`` and its absolute path are one file; a
+    name that cannot be resolved (empty, a NUL byte) is itself. Memoised in ``cache``."""
+    def real(file: str) -> str:
+        if file not in cache:
+            try:
+                cache[file] = os.path.realpath(file) if file else file
+            except (OSError, ValueError):
+                cache[file] = file
+        return cache[file]
+    return real
 
 
 def _deduplicated(linted: Sequence[_Linted]) -> None:
@@ -514,14 +529,18 @@ def _deduplicated(linted: Sequence[_Linted]) -> None:
     line. A finding placed in another file than the one linted is dropped when the run holds
     the same problem (:func:`_problem`) found by linting that file itself, or found earlier
     from another file; findings in their own linted file are always kept, so a child's own
-    text at the same line of another file is a different place."""
-    own = {_problem(f) for item in linted for f in item.findings if f.file == item.file}
+    text at the same line of another file is a different place. Files are compared by their
+    real path, not their spelling: the one kept (the layout's own when the run lints it, else
+    the first found) keeps its spelling."""
+    real = _real_path({})
+    own = {_problem(f, real) for item in linted for f in item.findings
+           if f.file == item.file}
     seen: set[tuple[Any, ...]] = set()
     for item in linted:
         kept: list[Finding] = []
         for f in item.findings:
             if f.file != item.file:
-                key = _problem(f)
+                key = _problem(f, real)
                 if key in own or key in seen:
                     continue
                 seen.add(key)

@@ -588,6 +588,10 @@ _Item = Piece | _Mark
 #: Most pieces a layout with its blocks substituted may have (``{{ super() }}`` repeated at
 #: each level of a deep chain multiplies them).
 _MAX_LAYOUT_PIECES = 10_000
+#: Most items (pieces and block / ``{{ super() }}`` marks) substituting a layout's blocks may
+#: visit: ``{{ super() }}`` repeated at each level of a chain multiplies the visits (K**depth)
+#: even when the blocks hold no text, so no piece counts them.
+_MAX_LAYOUT_STEPS = 100_000
 
 
 def _extends_name(tree: nodes.Template, loader: TemplateLoader) -> tuple[str, int] | None:
@@ -666,6 +670,7 @@ def _render(root: list[_Item], chain: list[dict[str, tuple[list[_Item], int]]],
     derived definition in ``chain`` (most derived template first)."""
     out: list[Piece] = []
     full = [False]
+    steps = [0]  # items visited, against _MAX_LAYOUT_STEPS
     shown: set[int] = set()  # holes already output: a block rendered again (super()) has
     # its text again, but its holes' values are reported once, where first rendered
 
@@ -673,10 +678,14 @@ def _render(root: list[_Item], chain: list[dict[str, tuple[list[_Item], int]]],
              active: tuple[str, ...]) -> None:
         i = lo
         while i < hi:
-            if len(out) >= _MAX_LAYOUT_PIECES:
+            steps[0] += 1
+            if full[0] or len(out) >= _MAX_LAYOUT_PIECES or steps[0] > _MAX_LAYOUT_STEPS:
                 if not full[0] and loader is not None:
-                    loader._note(None, "{% extends %}", f"more than {_MAX_LAYOUT_PIECES} "
-                                                        "pieces with its blocks substituted")
+                    loader._note(None, "{% extends %}", (
+                        f"more than {_MAX_LAYOUT_PIECES} pieces with its blocks substituted"
+                        if len(out) >= _MAX_LAYOUT_PIECES else
+                        f"more than {_MAX_LAYOUT_STEPS} steps substituting its blocks "
+                        "({{ super() }} repeated down the chain)"))
                 full[0] = True
                 return
             item = items[i]
