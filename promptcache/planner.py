@@ -117,6 +117,7 @@ __all__ = [
     "auto_cache",
     "fanout_cost",
     "infer_boundaries",
+    "may_reach_minimum",
     "plan_breakpoints",
     "prefix_digests",
     "prompt_cache_key",
@@ -1468,13 +1469,24 @@ def _placement_minimum(view: PrefixView, end_tok: Sequence[int],
     if exact or rate <= 0:
         return min_tokens, 0.0
     floor = math.ceil(min_tokens / (1 + rate))
-    while floor > 0 and (floor - 1) * (1 + rate) >= min_tokens:  # float rounding
+    # the smallest count may_reach_minimum() accepts (float rounding either way)
+    while floor > 0 and (floor - 1) * (1 + rate) >= min_tokens:
         floor -= 1
+    while floor * (1 + rate) < min_tokens:
+        floor += 1
     # end_tok never decreases: no prefix in [floor, min_tokens) means nothing near the minimum
     near = bisect_left(end_tok, floor)
     if near >= len(end_tok) or end_tok[near] >= min_tokens:
         return min_tokens, 0.0
     return min(floor, min_tokens), rate
+
+
+def may_reach_minimum(tokens: int, rate: float, minimum: int) -> bool:
+    """Whether an estimated prefix of ``tokens`` under ``minimum`` may reach it within the
+    count's relative error ``rate`` (``tokens * (1 + rate) >= minimum``): the planner marks
+    such a prefix and lint PC303 says so (one rule for both; a marker under the minimum costs
+    nothing, hosted-api-rules.md 1.4). False at or above the minimum."""
+    return tokens < minimum and tokens * (1 + rate) >= minimum
 
 
 def _near_minimum_note(tokens: int, rate: float, min_tokens: int, model: str) -> str:

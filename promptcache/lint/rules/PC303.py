@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from promptcache.lint.engine import RequestContext, Rule
 from promptcache.lint.finding import Finding, Severity
+from promptcache.planner import may_reach_minimum
 from promptcache.tokens import view_count_bound
 
 __all__ = ["Rule_PC303"]
@@ -25,7 +26,8 @@ class Rule_PC303(Rule):
     Two findings:
 
     * **below the minimum** (warning): the prefix is under the minimum even at the top of the
-      count's error bound (``tokens + ceil(tokens * bound) < minimum``; any shortfall when the
+      count's error bound (``tokens * (1 + bound) < minimum``, the planner's rule,
+      :func:`promptcache.planner.may_reach_minimum`; any shortfall when the
       count is exact). Nothing is cached.
     * **within the estimate's error of the minimum** (info): the count is an estimate and its
       error bound reaches the minimum (a 4,050-token estimate on Haiku 4.5, minimum 4,096,
@@ -84,7 +86,7 @@ class Rule_PC303(Rule):
                 continue
             error = math.ceil(tokens * rate) if estimate else 0
             model = ctx.view.model
-            if estimate and tokens + error >= minimum:
+            if estimate and may_reach_minimum(tokens, rate, minimum):
                 msg = (f"the prefix up to the breakpoint at {bp.path} is an estimated {tokens} "
                        f"tokens (+-{error}), within the estimate's error of {model}'s minimum "
                        f"of {minimum}: if the real prefix is shorter the marker caches nothing "
