@@ -734,8 +734,11 @@ def test_sarif_relative_uris_have_a_base(files: dict[str, Path], tmp_path: Path,
     spaced = tmp_path / "my prompts" / "a b.json"
     spaced.parent.mkdir()
     spaced.write_bytes(files["bad"].read_bytes())
+    other = tmp_path / "other" / "bad.json"  # an absolute path (not bad.json again: one file
+    other.parent.mkdir()                    # named twice is linted once, session 11)
+    other.write_bytes(files["bad"].read_bytes())
     monkeypatch.chdir(tmp_path)
-    code, out, _ = run(["bad.json", "my prompts/a b.json", str(files["bad"]), "--format", "sarif"])
+    code, out, _ = run(["bad.json", "my prompts/a b.json", str(other), "--format", "sarif"])
     assert code == 1
     log = json.loads(out)
     schema = json.loads((FIXTURES / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
@@ -747,7 +750,7 @@ def test_sarif_relative_uris_have_a_base(files: dict[str, Path], tmp_path: Path,
                  for r in run0["results"]]
     assert {"uri": "bad.json", "uriBaseId": "%SRCROOT%"} in locations
     assert {"uri": "my%20prompts/a%20b.json", "uriBaseId": "%SRCROOT%"} in locations
-    assert {"uri": files["bad"].as_uri()} in locations
+    assert {"uri": other.as_uri()} in locations
     code, out, _ = run(["-", "--format", "sarif"], stdin=json.dumps(BAD_REQUEST).encode())
     [res] = json.loads(out)["runs"][0]["results"]
     assert res["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": "stdin"}

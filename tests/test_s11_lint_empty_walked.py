@@ -42,3 +42,19 @@ def test_an_empty_file_named_is_still_an_error(tmp_path: Path) -> None:
     res = lint_paths([str(tmp_path / "prompts" / "empty.yaml")])
     assert [(e.file, e.reason) for e in res.errors] == [
         (str(tmp_path / "prompts" / "empty.yaml"), "empty file")]
+
+
+def test_one_file_under_several_spellings_is_linted_once(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "a.yaml").write_text(
+        "system: |\n  Today is {{ current_date }}.\n  " + STABLE + "\n", encoding="utf-8")
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        res = lint_paths(["t/a.yaml", "./t/a.yaml", str(tmp_path / "t" / "a.yaml"), "t"])
+    finally:
+        os.chdir(here)
+    assert res.files == ["t/a.yaml"]
+    assert [f.code for f in res.findings] == ["PC104"]

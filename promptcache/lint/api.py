@@ -228,7 +228,8 @@ def _expand(paths: Iterable[str], config_for: Callable[[str], LintConfig],
             errors: list[InputError], empty: list[str],
             walked: set[str] | None = None) -> Iterator[str]:
     """The files ``paths`` name (folders walked for known suffixes, globs expanded), each
-    once; ``walked`` collects those found by a folder walk (not named by the user)."""
+    once (by real path: ``t/a.j2`` and ``./t/a.j2`` are one file, linted under the first
+    spelling); ``walked`` collects those found by a folder walk (not named by the user)."""
     known = suffixes()
     seen: set[str] = set()
     for raw in paths:
@@ -257,16 +258,18 @@ def _expand(paths: Iterable[str], config_for: Callable[[str], LintConfig],
                         if os.path.splitext(name)[1].lower() in known and \
                                 not config_for(full).excluded(full):
                             found = True
-                            if full not in seen:
-                                seen.add(full)
+                            real = os.path.realpath(full)
+                            if real not in seen:
+                                seen.add(real)
                                 if walked is not None:
                                     walked.add(full)
                                 yield full
                 if not found:
                     empty.append(path)
             elif os.path.exists(path):
-                if path not in seen:
-                    seen.add(path)
+                real = os.path.realpath(path)
+                if real not in seen:
+                    seen.add(real)
                     yield path
             elif not any(ch in raw for ch in "*?["):
                 errors.append(InputError(path, "no such file or directory"))
