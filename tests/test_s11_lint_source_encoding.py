@@ -59,3 +59,15 @@ def test_declared_utf8_and_cp1252_are_read(tmp_path: Path) -> None:
         path = tmp_path / f"{codec.replace('-', '')}.py"
         path.write_bytes(f"# -*- coding: {codec} -*-\nx = 1\n".encode("ascii"))
         assert lint_paths([str(path)]).errors == []
+
+
+def test_str_stdin_ignores_the_coding_line() -> None:
+    # text already decoded: its coding line no longer applies (review 18: "Café" was linted
+    # as "CafÃ©" and the column moved)
+    text = SOURCE.replace("# Caf\u00e9 r\u00e9servations\n", "")
+    text = text.replace("system=f'Now: ", "system=f'Caf\u00e9 now: ")
+    from_str = lint_paths(["-"], stdin=text, stdin_name="x.py")
+    from_bytes = lint_paths(["-"], stdin=text.encode("latin-1"), stdin_name="x.py")
+    assert [(f.code, f.line, f.col) for f in from_str.findings] == \
+        [(f.code, f.line, f.col) for f in from_bytes.findings]
+    assert from_str.findings and from_str.errors == []

@@ -308,20 +308,23 @@ def _source_encoding(name: str) -> bool:
         return False
 
 
-def decode(file: str, data: bytes, config: LintConfig | None = None) -> str:
+def decode(file: str, data: bytes, config: LintConfig | None = None, *,
+           declared: bool = True) -> str:
     """Bytes -> text, refusing binary, oversized and undecodable input with an
     :class:`InputError`.
 
     UTF-8 (a BOM is dropped), except Python source (``.py`` / ``.pyi``), which is read in the
     encoding its ``# coding:`` line declares (PEP 263, as Python reads it:
-    :func:`tokenize.detect_encoding`; UTF-8 without one)."""
+    :func:`tokenize.detect_encoding`; UTF-8 without one). ``declared=False``: ``data`` is text
+    the caller encoded as UTF-8 (a ``str`` given as stdin), whose coding line no longer
+    applies, as ``compile()`` ignores it for a ``str``."""
     limit = (config or LintConfig()).max_file_size
     if len(data) > limit:
         raise InputError(file, f"input too large ({len(data):,} bytes; the limit is {limit:,})")
     if b"\x00" in data[:8192]:
         raise InputError(file, "binary file (contains NUL bytes)")
     encoding = "utf-8-sig"
-    if file.lower().endswith((".py", ".pyi")):
+    if declared and file.lower().endswith((".py", ".pyi")):
         import io
         import tokenize
 
@@ -710,7 +713,7 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
             if is_stdin:
                 raw = stdin if stdin is not None else ""
                 data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
-                text = decode(file, data, config)
+                text = decode(file, data, config, declared=not isinstance(raw, str))
                 try:
                     doc = _load(file, text, config)
                 except InputError as exc:
