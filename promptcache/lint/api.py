@@ -329,14 +329,14 @@ def decode(file: str, data: bytes, config: LintConfig | None = None, *,
         import tokenize
 
         try:
-            declared, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+            cookie, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         except SyntaxError as exc:  # an unknown or conflicting coding declaration
             raise InputError(file, f"bad source encoding: {exc.msg}") from None
-        encoding = "utf-8-sig" if declared in ("utf-8", "utf-8-sig") else declared
+        encoding = "utf-8-sig" if cookie in ("utf-8", "utf-8-sig") else cookie
         if encoding != "utf-8-sig" and not _source_encoding(encoding):
             # Python refuses these too ("encoding problem"): rot13 / hex are not text
             # encodings, and a UTF-16 / UTF-32 cookie cannot be read in its own encoding
-            raise InputError(file, f"bad source encoding: {declared!r} is not an encoding "
+            raise InputError(file, f"bad source encoding: {cookie!r} is not an encoding "
                                    "Python source can declare")
     try:
         text = data.decode(encoding)
