@@ -56,3 +56,17 @@ def test_different_templates_are_not_grouped(tmp_path: Path) -> None:
 def test_a_stable_key_beside_a_uuid_is_not_reported(tmp_path: Path) -> None:
     reqs = [_request("tenant-42", str(uuid.UUID(int=100 + i))) for i in range(4)]
     assert "PC403" not in [f.code for f in _lint(tmp_path, reqs)]
+
+
+def test_different_tools_with_a_dated_description_are_not_one_group(tmp_path: Path) -> None:
+    # review 18: masking hashed only a tool's description, so three applications with their
+    # own tool (name, schema) and their own key were grouped and reported
+    def req(n: str) -> dict[str, Any]:
+        r = _request(f"app-{n}", None)
+        r["tools"] = [{"type": "function", "function": {
+            "name": f"search_{n}",
+            "description": "Search the index (rebuilt 2025-05-04T10:00:00Z).",
+            "parameters": {"type": "object", "properties": {f"q_{n}": {"type": "string"}}}}}]
+        return r
+
+    assert "PC403" not in [f.code for f in _lint(tmp_path, [req(n) for n in "abc"])]

@@ -38,7 +38,9 @@ def template_group(ctx: RequestContext) -> tuple[str, bool]:
     h = hashlib.sha256(f"{ctx.view.provider}\x00{ctx.view.model}".encode())
     masked = False
     for seg in stable:
-        matches = scan_text(seg.text) if seg.text else []
+        # the whole block as sent (a tool's name and schema too, not only its description)
+        raw = seg.data.decode("utf-8", "surrogatepass")
+        matches = scan_text(raw)
         if not matches:
             h.update(b"F\x00" + seg.fingerprint.encode())
             continue
@@ -46,10 +48,10 @@ def template_group(ctx: RequestContext) -> tuple[str, bool]:
         parts: list[str] = []
         last = 0
         for m in matches:
-            parts.append(seg.text[last:m.start])  # type: ignore[index]
+            parts.append(raw[last:m.start])
             parts.append(f"\x00{m.kind}\x00")
             last = m.end
-        parts.append(seg.text[last:])  # type: ignore[index]
+        parts.append(raw[last:])
         h.update("\x00".join((seg.tier, seg.role or "", seg.kind, "".join(parts))).encode(
             "utf-8", "surrogatepass"))
     return h.hexdigest(), masked
