@@ -1045,11 +1045,15 @@ class PromptBuilder:
     def _plan(self, fmt: OutputFormat, previous: PreviousLike,
               params: Mapping[str, Any] | None = None, *, options: Any = None,
               record: bool = True
-              ) -> tuple[dict[str, Any], PrefixView, BreakpointPlan, list[str]]:
-        """Build, render and plan; with ``params`` (an output call) the request is checked
-        first, so a refused request leaves ``last_plan`` as it was. ``options``: canonical
-        ``prompt_cache_options`` to plan with (``params``' own win). ``record=False`` plans
-        without touching ``last_plan`` (:meth:`explain`)."""
+              ) -> tuple[dict[str, Any], PrefixView, BreakpointPlan, list[str], Any]:
+        """Build, render and plan; returns ``(payload, view, plan, section of each segment,
+        canonical prompt_cache_options planned with or None)``. With ``params`` (an output
+        call) the request is checked first. ``options``: canonical ``prompt_cache_options``
+        to plan with (``params``' own win). ``record=True`` (:meth:`plan`) makes the plan
+        :attr:`last_plan` once it is complete; ``record=False`` plans without touching any
+        state (:meth:`explain`, and :meth:`_output`, which records only once the whole
+        request is built). On any error nothing changes: ``last_plan`` and the request
+        :meth:`explain` describes stay as they were."""
         provider = str(getattr(self.policy, "provider", "anthropic"))
         if (fmt == "anthropic") != (provider == "anthropic"):
             raise PlanError(f"{self.model} is {_PROVIDER_NAMES.get(provider, provider)} model; "
@@ -1079,9 +1083,7 @@ class PromptBuilder:
                                 stable_key_end=bounds.static_end)
         if record:
             self.last_plan = plan
-            if params is not None:
-                self._built = _Built(fmt, previous, copy.deepcopy(options))
-        return payload, view, plan, sec_of
+        return payload, view, plan, sec_of, options
 
     def _check_request(self, fmt: OutputFormat, payload: Mapping[str, Any],
                        params: Mapping[str, Any]) -> None:
@@ -1165,11 +1167,15 @@ class PromptBuilder:
 
     def _output(self, fmt: OutputFormat, previous: PreviousLike, params: Mapping[str, Any]
                 ) -> dict[str, Any]:
+        """Build the request for ``fmt``. ``last_plan`` and the request :meth:`explain`
+        describes are replaced only once the whole request is built: a request refused at
+        any step (a parameter that is not JSON, a set, a lone surrogate, a NaN, a key the
+        builder sets, ...) leaves both as they were."""
         self._check_params(fmt, params)
         if previous is not _UNSET:
             _check_previous(previous)
-        payload, _view, plan, _ = self._plan(fmt, self.previous if previous is _UNSET
-                                             else previous, params=params)
+        prev = self.previous if previous is _UNSET else previous
+        payload, _view, plan, _, options = self._plan(fmt, prev, params=params, record=False)
         out = apply_plan(payload, plan)
         if params:
             canon = _Canon(self.options)
@@ -1181,6 +1187,9 @@ class PromptBuilder:
                     raise InvalidRequestError(k, "is set by the builder (markers and sections "
                                                  "come from the plan)")
                 out[k] = canon.json(v, k)
+        # the request is complete: only now is it the one sent (next request's previous)
+        self.last_plan = plan
+        self._built = _Built(fmt, prev, copy.deepcopy(options))
         return out
 
     def to_anthropic(self, *, max_tokens: int = 1024, previous: Any = None,
@@ -1213,6 +1222,12 @@ class PromptBuilder:
                 ``.turn()`` / ``.history()``) or one the builder sets, or
                 ``prompt_cache_options`` is given (an OpenAI parameter), or a text holds a lone
                 surrogate (the path names it).
+            TypeError: a parameter is not JSON (a set, an object, a non-str key; named).
+            ValueError: a parameter holds a NaN or infinity (named).
+
+        On success the request's plan becomes :attr:`last_plan` and the request
+        :meth:`explain` describes. On any error nothing changes: ``last_plan`` and what
+        :meth:`explain` describes stay as they were (the refused request was never sent).
         """
         return self._output("anthropic", previous if previous is not None else _UNSET,
                             {"max_tokens": max_tokens, **params})
@@ -1240,6 +1255,10 @@ class PromptBuilder:
                 (the path names it), or a tool call has no result at the start of the next
                 message or a result no call just before it (as :meth:`to_anthropic`; Chat
                 Completions answers both with a 400).
+            TypeError, ValueError: a parameter is not JSON (as :meth:`to_anthropic`).
+
+        On success the request's plan becomes :attr:`last_plan` and the request
+        :meth:`explain` describes; on any error nothing changes (as :meth:`to_anthropic`).
         """
         return self._output("openai-chat", previous if previous is not None else _UNSET,
                             params)
@@ -1262,6 +1281,10 @@ class PromptBuilder:
                 ``conversation`` is given: the calls are then on the server). The 16 is UNCONFIRMED: no
                 official source, only the API's
                 error text quoted in https://github.com/vectorize-io/hindsight/issues/58.
+            TypeError, ValueError: a parameter is not JSON (as :meth:`to_anthropic`).
+
+        On success the request's plan becomes :attr:`last_plan` and the request
+        :meth:`explain` describes; on any error nothing changes (as :meth:`to_anthropic`).
         """
         return self._output("openai-responses", previous if previous is not None else _UNSET,
                             params)
@@ -1269,7 +1292,7 @@ class PromptBuilder:
     def plan(self, fmt: OutputFormat | None = None, *, previous: Any = None) -> BreakpointPlan:
         """The breakpoint plan for ``fmt`` (default: the model's provider's main format),
         planned against ``previous`` (default: the builder's) with no ``prompt_cache_options``.
-        It becomes :attr:`last_plan`.
+        It becomes :attr:`last_plan`; on an error ``last_plan`` stays as it was.
 
         Raises:
             InvalidRequestError: ``fmt`` is not ``"anthropic"``, ``"openai-chat"`` or
@@ -1289,8 +1312,9 @@ class PromptBuilder:
         """A table of segments, tokens, positions and breakpoints, with why each breakpoint
         was placed or a candidate skipped.
 
-        What it explains: the request the last :meth:`to_anthropic` / :meth:`to_openai_chat` /
-        :meth:`to_openai_responses` call built, planned the same way: its format (so
+        What it explains: the request the last successful :meth:`to_anthropic` /
+        :meth:`to_openai_chat` / :meth:`to_openai_responses` call built (a refused call, one
+        that raised, changes nothing), planned the same way: its format (so
         ``input[...]`` paths after :meth:`to_openai_responses`), the ``previous`` it planned
         against and the ``prompt_cache_options`` it sent (so an explicit-mode request shows
         explicit markers, not the implicit one). The plan is made again from the builder's
@@ -1302,7 +1326,8 @@ class PromptBuilder:
         last request's ``prompt_cache_options`` are kept only for its own format.
 
         It never changes :attr:`last_plan` (the plan of the request sent, which the next
-        request takes as ``previous``).
+        request takes as ``previous``) nor what a later call explains, whether it returns or
+        raises.
 
         Args:
             fmt: ``"anthropic"``, ``"openai-chat"`` or ``"openai-responses"`` (default: as
@@ -1324,7 +1349,7 @@ class PromptBuilder:
         same = built is not None and built.fmt == fmt
         if previous is None:
             previous = built.previous if built is not None and same else self.previous
-        _payload, view, plan, sec_of = self._plan(
+        _payload, view, plan, sec_of, _ = self._plan(
             fmt, previous, options=built.options if built is not None and same else None,
             record=False)
         placed = {b.segment_index: b for b in plan.breakpoints}
