@@ -115,6 +115,7 @@ __all__ = [
     "WrittenEntry",
     "apply_plan",
     "auto_cache",
+    "cached_prefix_tokens",
     "fanout_cost",
     "infer_boundaries",
     "may_reach_minimum",
@@ -521,6 +522,19 @@ def _stripped_chain(view: PrefixView, stripped: frozenset[int]) -> list[str]:
             last = h.hexdigest()
         out.append(last)
     return out
+
+
+def cached_prefix_tokens(view: PrefixView, policy: CachePolicy | None
+                         ) -> tuple[list[int], frozenset[int]]:
+    """(prefix tokens up to each segment as the provider caches the request, the indexes of
+    the thinking segments it strips): on models that strip earlier thinking blocks on a plain
+    user turn (:func:`stripped_thinking`) those segments count 0 tokens; otherwise each
+    segment's own ``end_token``. Shared by the planner and lint (PC303), so both measure a
+    breakpoint's prefix alike (tokens; estimates where the view's counts are)."""
+    stripped = stripped_thinking(view, policy)
+    if not stripped:
+        return [s.end_token for s in view.segments], stripped
+    return _cached_end_tokens(view, stripped), stripped
 
 
 def _cached_end_tokens(view: PrefixView, stripped: frozenset[int]) -> list[int]:

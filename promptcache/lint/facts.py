@@ -50,6 +50,8 @@ class CacheFacts:
             unknown).
         read_breakpoint_window: reads consider only the latest N breakpoints (OpenAI GPT-5.6+:
             80); None: no such window, or unknown.
+        strips_prior_thinking: whether a plain user turn strips earlier thinking blocks
+            before caching (older Claude models, hosted-api-rules.md 1.7; None: unknown).
         default_ttl: the TTL of a marker that names none (Anthropic ``"5m"``); None: no TTL
             parameter, or unknown.
     """
@@ -67,6 +69,7 @@ class CacheFacts:
     ttls: tuple[str, ...] | None = None
     read_breakpoint_window: int | None = None
     default_ttl: str | None = None
+    strips_prior_thinking: bool | None = None
 
 
 #: The catalog policy fields copied into :class:`CacheFacts` (known per model; provider-wide
@@ -81,6 +84,7 @@ _FACT_FIELDS = (
     "ttls",
     "read_breakpoint_window",
     "default_ttl",
+    "strips_prior_thinking",
 )
 
 
@@ -198,6 +202,7 @@ def _facts(family: str, model: str | None) -> CacheFacts:
         ttls=tuple(src["ttls"]) if src.get("ttls") is not None else None,
         read_breakpoint_window=src.get("read_breakpoint_window"),
         default_ttl=src.get("default_ttl"),
+        strips_prior_thinking=_opt_bool(src.get("strips_prior_thinking")),
     )
 
 

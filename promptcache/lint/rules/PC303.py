@@ -80,15 +80,29 @@ class Rule_PC303(Rule):
             return
         exact, rate = view_count_bound(ctx.view)
         estimate = not ctx.view.counter_exact or not exact
+        ends: list[int] | None = None
+        stripped: frozenset[int] = frozenset()
+        if ctx.facts.strips_prior_thinking:
+            # older Claude models: a plain user turn strips earlier thinking blocks before
+            # caching, so a prefix holding one is shorter than sent (hosted-api-rules.md 1.7)
+            from promptcache.catalog import find_policy
+            from promptcache.planner import cached_prefix_tokens
+
+            ends, stripped = cached_prefix_tokens(ctx.view, find_policy(ctx.view.model))
         for bp in ctx.view.breakpoints():
-            tokens = bp.end_token
+            tokens = bp.end_token if ends is None else ends[bp.index]
             if tokens >= minimum:
                 continue
+            cut = [i for i in stripped if i < bp.index]
+            strip_note = (f" once the plain user turn strips the thinking block at "
+                          f"{ctx.view.segments[min(cut)].path} ({bp.end_token} as sent)"
+                          if cut else "")
             error = math.ceil(tokens * rate) if estimate else 0
             model = ctx.view.model
             if estimate and may_reach_minimum(tokens, rate, minimum):
                 msg = (f"the prefix up to the breakpoint at {bp.path} is an estimated {tokens} "
-                       f"tokens (+-{error}), within the estimate's error of {model}'s minimum "
+                       f"tokens{strip_note} (+-{error}), within the estimate's error of "
+                       f"{model}'s minimum "
                        f"of {minimum}: if the real prefix is shorter the marker caches nothing "
                        "and costs nothing (no error, no charge); if it is longer it caches the "
                        "prefix")
@@ -100,8 +114,9 @@ class Rule_PC303(Rule):
                                   estimate=True, error_tokens=error, within_error=True)
                 continue
             approx = "about " if estimate else ""
-            msg = (f"the prefix up to the breakpoint at {bp.path} is {approx}{tokens} tokens, "
-                   f"below {model}'s minimum of {minimum}: nothing is cached, silently")
+            msg = (f"the prefix up to the breakpoint at {bp.path} is {approx}{tokens} tokens"
+                   f"{strip_note}, below {model}'s minimum of {minimum}: nothing is cached, "
+                   "silently")
             yield ctx.finding(self, msg, path=bp.path, prefix_tokens_at_breakpoint=tokens,
                               model_minimum=minimum, estimate=estimate, error_tokens=error,
                               within_error=False)
