@@ -12,6 +12,13 @@ bounds on the work are named constants: :data:`~promptcache.sim.workload.MAX_CON
 :data:`~promptcache.sim.simulator.MAX_POOL_BLOCKS` (and plausibility bounds on the duration,
 adapters, block size, ageing and MFU). ``--window`` and ``--max-running`` have no upper
 bound: a value above the queue or the request count means no limit.
+
+A ``--replay`` file's values get the same bounds (:func:`~promptcache.sim.workload.read_replay`:
+``arrival_s`` as ``--duration``, token counts by
+:data:`~promptcache.sim.workload.MAX_REQUEST_TOKENS`); a bad value is reported as
+``FILE:LINE: 'field' ...``. A block pool the replay itself sizes (``--capacity unlimited``, or
+a capacity above what it can fill) that is over ``MAX_POOL_BLOCKS`` is reported against the
+file and its largest request's line, not the options.
 """
 
 from __future__ import annotations
@@ -157,6 +164,23 @@ def _split(values: tuple[str, ...]) -> list[str]:
     return [part.strip() for v in values for part in v.split(",") if part.strip()]
 
 
+def _replay_pool_reason(workload: Workload, config: SimConfig, pool: int) -> str:
+    """Why a replay's block pools are over :data:`MAX_POOL_BLOCKS` when the replay, not the
+    options, sized the pool (``--capacity unlimited``, or a capacity above what the replay
+    can fill): names the largest request's line and its KV tokens."""
+    big = max(workload.requests,
+              key=lambda r: (max(r.prompt_len + r.output_tokens, r.insert_len), -r.index))
+    kv = max(big.prompt_len + big.output_tokens, big.insert_len)
+    blocks = config.replicas * (pool // config.block_size)
+    return (f"the replay needs a KV pool of {pool:,} tokens per replica to never evict "
+            f"(largest request: line {big.conversation}, {kv:,} tokens of prompt + output); "
+            f"{config.replicas:,} such pool{'s' if config.replicas > 1 else ''} in blocks of "
+            f"{config.block_size:,} hold {blocks:,} blocks, over MAX_POOL_BLOCKS = "
+            f"{MAX_POOL_BLOCKS:,} (every block is made up front): use --cache radix, a larger "
+            "--block-size, a smaller --capacity (at least the largest request's KV), or a "
+            "replay with smaller requests")
+
+
 @click.command("simulate")
 @click.option("--replay", "replay", type=click.Path(dir_okay=False, path_type=Path),
               help="JSONL of requests with arrival times (instead of the synthetic workload).")
@@ -286,9 +310,14 @@ def simulate_command(replay: Path | None, seed: int, conversations: int, duratio
         if "block" in kinds:
             for cap in caps:
                 probe = dataclasses.replace(base, cache="block", capacity_tokens=cap)
+                pool = pool_tokens(workload, probe, working_set)
                 try:
-                    check_pool(probe, pool_tokens(workload, probe, working_set))
+                    check_pool(probe, pool)
                 except ValueError as exc:
+                    if replay is not None and (cap is None or pool < cap):
+                        # the pool is the size this replay needs, not one the options set
+                        raise InputError(str(replay), _replay_pool_reason(
+                            workload, probe, pool)) from None
                     raise click.BadParameter(
                         str(exc), param_hint="--replicas / --capacity / --block-size"
                     ) from None

@@ -33,7 +33,10 @@ Replay (:func:`read_replay`): one JSON object per line::
 ``tokens`` (ids) or ``text`` (tokenised with :func:`promptcache.tokens.encode`, o200k_base) is
 the prompt; ``reply_tokens``/``reply`` optionally give the reply that is inserted into the cache
 with the prompt; ``output_tokens`` is the number of tokens decoded (default: the reply's length,
-else 0). Replayed requests are open-loop: each arrives at its ``arrival_s``.
+else 0). Replayed requests are open-loop: each arrives at its ``arrival_s``. Every value is
+bounded as the matching option is (``arrival_s`` by :data:`MAX_DURATION_S`, token counts by
+:data:`MAX_REQUEST_TOKENS`, ``adapter`` by :data:`MAX_ADAPTER_CHARS`); a value out of bounds is
+an :class:`~promptcache._errors.InputError` naming ``file:line`` and the field.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,8 +56,10 @@ from promptcache.sim._checks import check_count, check_real, check_seed
 
 __all__ = [
     "MAX_ADAPTERS",
+    "MAX_ADAPTER_CHARS",
     "MAX_CONVERSATIONS",
     "MAX_DURATION_S",
+    "MAX_REQUEST_TOKENS",
     "MIN_DURATION_S",
     "Request",
     "Workload",
@@ -85,10 +91,25 @@ MIN_DURATION_S = 0.001
 #: conversations each conversation almost surely has its own.
 MAX_ADAPTERS = 1_000_000
 
+#: The most tokens one request may hold (replay: ``tokens``/``text`` + ``reply_tokens``/``reply``,
+#: and ``tokens``/``text`` + ``output_tokens``): 10**9, the bound
+#: :data:`promptcache.usage.record.MAX_TOKENS` puts on any token count and the largest KV pool
+#: (:data:`promptcache.sim.simulator.MAX_CAPACITY_TOKENS`), so a larger request could never
+#: run at any capacity the simulator accepts. A plausibility bound.
+MAX_REQUEST_TOKENS = 10**9
+
+#: The longest ``adapter`` id in a replay line (characters): 1,024. An adapter id is a name
+#: (a LoRA's path or label); a longer string is a mistake in the log, not a name. A
+#: plausibility bound.
+MAX_ADAPTER_CHARS = 1_024
+
 _CONVERSATIONS_WHY = ("(MAX_CONVERSATIONS: memory and time grow with the workload; simulate "
                       "a sample)")
 _DURATION_WHY = "(MAX_DURATION_S: the epoch to the year 9999)"
 _ADAPTERS_WHY = "(MAX_ADAPTERS: an implausible number of adapters)"
+_ARRIVAL_WHY = "(MAX_DURATION_S: the epoch to the year 9999, as --duration)"
+_REQUEST_WHY = ("(MAX_REQUEST_TOKENS: a usage record's token bound and the largest KV pool; no "
+                "capacity could run a larger request)")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -316,25 +337,48 @@ def _token_list(value: Any, where: str) -> list[int]:
         isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**32 for t in value
     ):
         raise ValueError(f"{where} must be a list of token ids (integers in [0, 2**32))")
+    if len(value) > MAX_REQUEST_TOKENS:
+        raise ValueError(f"{where} holds {len(value):,} tokens, over MAX_REQUEST_TOKENS = "
+                         f"{MAX_REQUEST_TOKENS:,} {_REQUEST_WHY}")
     return value
 
 
+def _text(value: Any, where: str) -> list[int]:
+    if not isinstance(value, str):
+        raise ValueError(f"{where} must be a string")
+    if _SURROGATE.search(value):
+        raise ValueError(f"{where} holds a lone surrogate: the text is not valid Unicode")
+    return _encode(value)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _parse_line(obj: Any) -> tuple[float, list[int], list[int], int, str]:
+    """One replay line -> ``(arrival_s, prompt ids, reply ids, output_tokens, adapter)``.
+
+    Raises:
+        ValueError: the message starts with the field (``'arrival_s'``, ``'tokens'``, ...):
+            ``arrival_s`` not a finite number in [0, :data:`MAX_DURATION_S`]; not exactly
+            one of ``tokens`` / ``text``, or both ``reply_tokens`` and ``reply``; a token
+            list not of integers in [0, 2**32); a text with a lone surrogate; an empty
+            prompt; ``output_tokens`` not an integer in [0, :data:`MAX_REQUEST_TOKENS`];
+            prompt + reply or prompt + output over :data:`MAX_REQUEST_TOKENS`; ``adapter``
+            not a string of at most :data:`MAX_ADAPTER_CHARS` characters (or one with a lone
+            surrogate).
+    """
     if not isinstance(obj, dict):
         raise ValueError("each line must be a JSON object")
-    arrival = obj.get("arrival_s")
-    if isinstance(arrival, bool) or not isinstance(arrival, int | float) or not (
-        math.isfinite(arrival) and arrival >= 0
-    ):
-        raise ValueError("'arrival_s' must be a number of seconds >= 0")
+    if "arrival_s" not in obj:
+        raise ValueError("'arrival_s' is missing: give the arrival time in seconds")
+    arrival = check_real("'arrival_s'", obj["arrival_s"], 0.0, MAX_DURATION_S, unit="s",
+                         why=_ARRIVAL_WHY)
     if ("tokens" in obj) == ("text" in obj):
         raise ValueError("give exactly one of 'tokens' (ids) or 'text'")
     if "tokens" in obj:
         prompt = _token_list(obj["tokens"], "'tokens'")
     else:
-        if not isinstance(obj["text"], str):
-            raise ValueError("'text' must be a string")
-        prompt = _encode(obj["text"])
+        prompt = _text(obj["text"], "'text'")
     if not prompt:
         raise ValueError("the prompt is empty")
     if "reply_tokens" in obj and "reply" in obj:
@@ -343,16 +387,23 @@ def _parse_line(obj: Any) -> tuple[float, list[int], list[int], int, str]:
     if "reply_tokens" in obj:
         reply = _token_list(obj["reply_tokens"], "'reply_tokens'")
     elif "reply" in obj:
-        if not isinstance(obj["reply"], str):
-            raise ValueError("'reply' must be a string")
-        reply = _encode(obj["reply"])
-    output = obj.get("output_tokens", len(reply))
-    if isinstance(output, bool) or not isinstance(output, int) or output < 0:
-        raise ValueError("'output_tokens' must be an integer >= 0")
+        reply = _text(obj["reply"], "'reply'")
+    output = check_count("'output_tokens'", obj.get("output_tokens", len(reply)), 0,
+                         MAX_REQUEST_TOKENS, _REQUEST_WHY)
+    for what, n in (("reply", len(reply)), ("output_tokens", output)):
+        if len(prompt) + n > MAX_REQUEST_TOKENS:
+            raise ValueError(f"'{what}': the prompt ({len(prompt):,} tokens) plus {what} "
+                             f"({n:,} tokens) is over MAX_REQUEST_TOKENS = "
+                             f"{MAX_REQUEST_TOKENS:,} (no capacity could run a larger "
+                             "request)")
     adapter = obj.get("adapter", "")
     if not isinstance(adapter, str):
-        raise ValueError("'adapter' must be a string")
-    return float(arrival), prompt, reply, output, adapter
+        raise ValueError(f"'adapter' must be a string, not {type(adapter).__name__}")
+    if len(adapter) > MAX_ADAPTER_CHARS or _SURROGATE.search(adapter):
+        raise ValueError(f"'adapter' must be a name of at most {MAX_ADAPTER_CHARS:,} "
+                         "characters of valid Unicode (MAX_ADAPTER_CHARS: a longer id is a "
+                         f"mistake in the log), got {len(adapter):,} characters")
+    return arrival, prompt, reply, output, adapter
 
 
 def _encode(text: str) -> list[int]:
@@ -372,7 +423,13 @@ def read_replay(path: str | Path, lines: Sequence[str] | None = None) -> Workloa
         An open-loop :class:`Workload`, requests sorted by arrival time (stable).
 
     Raises:
-        InputError: the file cannot be read, is empty, or a line is bad (``file:line``).
+        InputError: the file cannot be read, is empty, or a line is bad: not JSON, or a field
+            of the wrong type or out of its bound (``file:line``; the reason names the field
+            and its range). Bounds: ``arrival_s`` a finite number in [0,
+            :data:`MAX_DURATION_S`] (as ``--duration``); ``output_tokens`` an integer in [0,
+            :data:`MAX_REQUEST_TOKENS`]; prompt + reply and prompt + output tokens at most
+            :data:`MAX_REQUEST_TOKENS`; token ids integers in [0, 2**32); ``adapter`` a string
+            of at most :data:`MAX_ADAPTER_CHARS` characters; no lone surrogate in a text.
     """
     name = str(path)
     if lines is None:
@@ -388,6 +445,9 @@ def read_replay(path: str | Path, lines: Sequence[str] | None = None) -> Workloa
             arrival, prompt, reply, output, adapter = _parse_line(json.loads(line))
         except json.JSONDecodeError as exc:
             raise InputError(f"{name}:{lineno}", f"invalid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise InputError(f"{name}:{lineno}", "invalid JSON: nested too deeply for a "
+                                                 "replay line") from None
         except ValueError as exc:
             raise InputError(f"{name}:{lineno}", str(exc)) from None
         parsed.append((arrival, lineno, prompt, reply, output, adapter))
