@@ -119,3 +119,32 @@ def test_the_live_writer_is_chosen_over_an_expired_one(tmp_path: Path) -> None:
     rows = report.requests
     assert [r.status for r in rows] == ["cold_start", "cold_start", "miss_explained"]
     assert rows[2].compared_with_line == 2 and rows[2].cause == "system_changed"
+
+
+# ------------------------------------------------------------------------ trial 19
+def _chat(msgs: list[dict[str, str]], ts: int, cached: int) -> dict[str, object]:
+    return {"timestamp": ts, "request": {"model": "gpt-5", "messages": msgs},
+            "response": {"usage": {"prompt_tokens": 2300, "completion_tokens": 5,
+                                   "prompt_tokens_details": {"cached_tokens": cached}}}}
+
+
+def test_an_openai_system_message_is_no_shared_history(tmp_path: Path) -> None:
+    # conversations A and B share the system prompt, sent as a system message: B's first turn
+    # was put into A's session as its second turn (trial 19, finding 4)
+    system = {"role": "system", "content": NURSERY}
+    a1 = [system, {"role": "user", "content": "A: my fern has brown tips"}]
+    b1 = [system, {"role": "user", "content": "B: when do I repot a cactus"}]
+    a2 = [*a1, {"role": "assistant", "content": "A: check the humidity"},
+          {"role": "user", "content": "A: it is 30 %"}]
+    b2 = [*b1, {"role": "assistant", "content": "B: in spring"},
+          {"role": "user", "content": "B: which soil"}]
+    report: Any = _explain(tmp_path, [_chat(a1, 1_760_000_000, 0),
+                                      _chat(b1, 1_760_000_010, 1152),
+                                      _chat(a2, 1_760_000_020, 1152),
+                                      _chat(b2, 1_760_000_030, 1152)])
+    rows = report.requests
+    assert report.sessions == 2
+    assert [r.session for r in rows][:2] != [rows[0].session] * 2
+    assert rows[2].session == rows[0].session and rows[3].session == rows[1].session
+    assert [r.turn for r in rows] == [0, 0, 1, 1]
+    assert rows[2].compared_with_line == 1 and rows[3].compared_with_line == 2

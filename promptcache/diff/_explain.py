@@ -998,6 +998,14 @@ def _raise_unreadable_first(lines: Iterator[tuple[int, Any]], label: str) -> Non
         _entry(n, obj, label)
 
 
+def _turns(p: Prepared) -> list[Any]:
+    """``p``'s conversation messages: its messages less the system / developer messages of
+    the system tier (OpenAI sends the system prompt as a message; every conversation of an
+    application repeats it, so it is no shared history: new-user trial 19)."""
+    segs = p.segs
+    return [m for m in p.messages() if segs[m.segs[0]].tier != "system"]
+
+
 class _SessionIndex:
     """Finds the inferred session a request continues, in O(segments + messages).
 
@@ -1005,7 +1013,8 @@ class _SessionIndex:
     the longest session prefix of a request is found by walking its own chain backwards.
     ``by_message`` maps message keys to the sessions whose last request holds them, for the
     fallback (history edits): the session sharing the most messages, if at least a third of
-    its last request's messages reappear and the request has no fewer messages. Only a
+    its last request's messages reappear and the request has no fewer messages (conversation
+    messages only: an OpenAI system message is the system prompt, :func:`_turns`). Only a
     session whose last request went to the same provider family is continued: two providers
     share no cache, so an OpenAI request repeating an Anthropic request's question starts its
     own session (new-user trial 18: it was compared with the Anthropic one, a false miss).
@@ -1028,7 +1037,7 @@ class _SessionIndex:
             sess = self.tips.get(h)
             if sess is not None and self.family_of.get(sess.id) == p.family:
                 return sess
-        msgs = p.messages()
+        msgs = _turns(p)
         votes: dict[str, int] = {}
         for key in {m.key for m in msgs}:
             for sid in self.by_message.get(key, ()):
@@ -1060,7 +1069,7 @@ class _SessionIndex:
         if chain:
             self.tips[chain[-1]] = sess
             self.tip_of[sid] = chain[-1]
-        msgs = p.messages()
+        msgs = _turns(p)
         keys = frozenset(m.key for m in msgs)
         for key in keys:
             self.by_message.setdefault(key, set()).add(sid)
