@@ -148,3 +148,47 @@ def test_an_openai_system_message_is_no_shared_history(tmp_path: Path) -> None:
     assert rows[2].session == rows[0].session and rows[3].session == rows[1].session
     assert [r.turn for r in rows] == [0, 0, 1, 1]
     assert rows[2].compared_with_line == 1 and rows[3].compared_with_line == 2
+
+
+def test_a_stripped_thinking_block_is_a_miss_against_the_last_request(tmp_path: Path) -> None:
+    # trial 19, finding 3: on a model that strips earlier thinking blocks, a plain user turn
+    # cannot read what the tool-loop turn before it wrote; explain compared it with an older
+    # request and said "hit, lost 0"
+
+    model = "claude-sonnet-4-5"
+    system = [{"type": "text", "text": NURSERY, "cache_control": {"type": "ephemeral"}}]
+    thinking = {"type": "thinking", "thinking": "Let me look at the care sheet. " * 30,
+                "signature": "sig"}
+
+    def body(msgs: list[dict[str, Any]]) -> dict[str, Any]:
+        marked = [dict(m) for m in msgs]
+        last = marked[-1]
+        content = last["content"] if isinstance(last["content"], list) else [
+            {"type": "text", "text": last["content"]}]
+        last["content"] = [*content[:-1], {**content[-1], "cache_control": {"type": "ephemeral"}}]
+        return {"model": model, "max_tokens": 64, "system": system, "messages": marked}
+
+    m1 = [{"role": "user", "content": "Which fern needs the least light? " * 5}]
+    m2 = [*m1, {"role": "assistant", "content": [
+        thinking, {"type": "tool_use", "id": "t1", "name": "sheet", "input": {"q": "fern"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": "Bird's nest fern: low light. " * 10}]}]
+    m3 = [*m2, {"role": "assistant", "content": [thinking, {"type": "text",
+                                                            "text": "The bird's nest fern."}]},
+          {"role": "user", "content": "And for a cactus?"}]
+    bodies = [body(m) for m in (m1, m2, m3)]
+    from promptcache.prefix import render
+
+    def marked_prefix(b: dict[str, Any]) -> int:  # estimated tokens up to the last marker
+        return max(seg.end_token for seg in render(b).breakpoints())
+
+    w1 = marked_prefix(bodies[0])
+    usage = [(0, w1), (w1, marked_prefix(bodies[1]) - w1), (w1, 200)]  # (read, write)
+    lines = [{"timestamp": 1_760_000_000 + 10 * k, "session_id": "s", "request": b,
+              "response": {"usage": {"input_tokens": 10, "cache_read_input_tokens": r,
+                                     "cache_creation_input_tokens": w, "output_tokens": 5}}}
+             for k, (b, (r, w)) in enumerate(zip(bodies, usage, strict=True))]
+    report: Any = _explain(tmp_path, lines)
+    row = report.requests[2]
+    assert row.status == "miss_explained" and row.cause == "thinking_stripped"
+    assert row.compared_with_line == 2

@@ -1191,6 +1191,8 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
     slack = 0.0
     best_entry: _Entry | None = None
     best_res: DiffResult | None = None
+    last_key: tuple[float, bool] | None = None
+    last_res: DiffResult | None = None
     tried: set[_Entry] = set()
     for i in range(len(digests) - 1, -1, -1):
         writers = sess.written.get(digests[i])
@@ -1211,10 +1213,28 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
             # in estimated tokens (what p.end counts), not the candidate's reported scale
             scale = calibration(c.prepared, c.usage) or 1.0
             key = (res.predicted.cache_read / scale, c is last)
+            if c is last:
+                last_key, last_res = key, res
             if best is None or key > best:
                 best, best_entry, best_res, slack = key, c, res, step / scale
         if len(tried) >= _MAX_COMPARES:
             break
+    if last is not None and last not in tried and best is not None:
+        # the last request wrote no entry at e's prefixes (on a model that strips earlier
+        # thinking blocks, e's prefix no longer holds them), yet its read may still be as long:
+        # what it wrote past the stripped block is then lost, a miss (trial 19)
+        res = _compare(e, last, prices_for)
+        if res is not None and res.predicted is not None and res.predicted.cache_read is not None \
+                and last.prepared is not None:
+            scale = calibration(last.prepared, last.usage) or 1.0
+            last_key, last_res = (res.predicted.cache_read / scale, True), res
+    if last_key is not None and best is not None and best_entry is not last and (
+            last_key[0] >= best[0] - read_tolerance(int(best[0]))
+            or _stripped_loss(e, last, last_res)):
+        # a read as long as the best within the estimates' tolerance (each candidate's counts
+        # are calibrated to its own usage): a tie, which goes to the last request; or the
+        # last request's own entries lost because the API strips its thinking blocks now
+        best, best_entry, best_res = last_key, last, last_res
     if best_entry is None or best is None or best[0] <= 0 or best_entry is last:
         if last is not None and best_entry is last:
             return last, best_res
@@ -1364,6 +1384,22 @@ def _across_sessions(res: DiffResult, related: bool) -> DiffResult | None:
     if related or res.verdict != "miss_explained":
         return res
     return res.model_copy(update={"verdict": "no_miss"})
+
+
+def _stripped_loss(e: _Entry, last: _Entry, res: DiffResult | None) -> bool:
+    """Whether ``e`` read less than its session's last request left cached (the append-only
+    identity: read >= the last read + the last write, beyond the tolerance) because the API
+    stripped earlier thinking blocks (the comparison with the last request finds
+    ``thinking_stripped``): a plain user turn after a tool loop on an older Claude model
+    cannot read what the loop's last turn wrote, a loss another baseline would hide (trial 19).
+    """
+    if res is None or res.verdict != "miss_explained" or res.cause != "thinking_stripped":
+        return False
+    if e.usage is None or last.usage is None or e.usage.cache_read is None \
+            or last.usage.cache_read is None:
+        return False
+    left = last.usage.cache_read + (last.usage.cache_write or 0)
+    return e.usage.cache_read < left - read_tolerance(left)
 
 
 def _after_e(e: _Entry, c: _Entry) -> bool:
