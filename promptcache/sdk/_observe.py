@@ -657,7 +657,12 @@ class Observer:
             return
         from promptcache.planner import prefix_digests
 
-        digests = prefix_digests(view)
+        # as the provider caches the request: on a model that strips earlier thinking blocks on
+        # a plain user turn, the chain leaves them out, so the previous request's entries past
+        # one are lost and the live diff says why (trial 19)
+        policy = _stripping_policy(call.model) if call.shape == "anthropic" else None
+        digests = prefix_digests(view, policy=policy) if policy is not None \
+            else prefix_digests(view)
         last_bp = last_breakpoint(view)
         if last_bp is not None:
             call.prefix_hash = digests[last_bp]
@@ -864,6 +869,18 @@ class Observer:
             if ev.kind == "usage_anomaly" and set(ev.record.flags) <= _OWN_FLAGS:
                 continue  # already reported when the record was made
             logger.warning("promptcache: %s: %s", ev.kind, ev.message)
+
+
+@functools.lru_cache(maxsize=64)
+def _stripping_policy(model: str | None) -> Any:
+    """The catalog policy of ``model`` when it strips earlier thinking blocks on a plain user
+    turn (``strips_prior_thinking``, hosted-api-rules.md 1.7), else None."""
+    if model is None:
+        return None
+    from promptcache.catalog import find_policy
+
+    policy = find_policy(model)
+    return policy if getattr(policy, "strips_prior_thinking", False) else None
 
 
 @functools.lru_cache(maxsize=4)
