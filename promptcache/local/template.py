@@ -28,6 +28,13 @@ Invariants (tested in tests/test_local_template.py):
   breakpoint covers, so every prefix-cache boundary lies strictly inside the prompt.
 * ``cache_control`` / ``prompt_cache_breakpoint`` markers do not change tokens (they are
   stripped before encoding), so adding a breakpoint never invalidates a prefix.
+* A string content and a one-text-part list with the same text give the same ids, for every
+  role and shape (OpenAI Chat system/developer/user/assistant/tool messages, Responses message
+  items and a ``function_call_output`` whose ``output`` is ``[{"type": "input_text", ...}]``,
+  Anthropic system and message content), as the planner's digests and the diff count them as
+  the same cached content: the wrapper's ``auto_cache`` turns a string into a one-part list to
+  carry a breakpoint and the next request sends the string again (new-user trial 19;
+  tests/test_s11_backend_text_forms.py).
 * Anthropic request settings are encoded once, at the start of the tier their change
   invalidates (the catalog's invalidation table, ``invalidation_rules("anthropic")``, from
   hosted-api-rules.md 1.7), inside the span of that tier's first segment:
@@ -244,12 +251,59 @@ def _strip_markers(node: Any) -> Any:
     return node
 
 
+#: Part types that are plain text: one such part (``{"type", "text"}`` and nothing else once
+#: markers are stripped) is the same content as its text as a string.
+_TEXT_PART_TYPES = frozenset({"text", "input_text"})
+
+
+def _text_part(node: Any) -> str | None:
+    """The text of a one-text part (``{"type": "text" | "input_text", "text": str}``, no other
+    key once markers are stripped); None for anything else."""
+    if (
+        isinstance(node, dict)
+        and len(node) == 2
+        and node.get("type") in _TEXT_PART_TYPES
+        and isinstance(node.get("text"), str)
+    ):
+        return str(node["text"])
+    return None
+
+
+def _string_form(node: Any) -> Any:
+    """``node`` (markers stripped) with a one-text-part list written as the string it equals.
+
+    The rest of promptcache (renderer, planner digests, diff) treats a string content and a
+    one-text-block list with the same text as the same cached content; the wrapper's
+    ``auto_cache`` relies on it (it turns a string content into a one-part list to carry a
+    ``prompt_cache_breakpoint``, and the next request sends the string again). So here:
+
+    * an OpenAI Chat ``tool`` message's content part ``{"type": "text", "text": T}`` (its
+      segment is the part itself) renders as the string content ``T`` does;
+    * a Responses ``function_call_output`` whose ``output`` is ``[{"type": "input_text",
+      "text": T}]`` renders as ``output: T`` does.
+
+    Text segments (every role's ``text`` parts, Anthropic text blocks) are encoded from their
+    text already, whichever form they came in.
+    """
+    text = _text_part(node)
+    if text is not None:
+        return text
+    if isinstance(node, dict) and node.get("type") == "function_call_output":
+        output = node.get("output")
+        if isinstance(output, list) and len(output) == 1:
+            text = _text_part(output[0])
+            if text is not None:
+                return {**node, "output": text}
+    return node
+
+
 def _canonical(segment: Segment) -> str:
     try:
         node = json.loads(segment.data)
     except (ValueError, UnicodeDecodeError):
         return segment.data.decode("utf-8", errors="replace")
-    return json.dumps(_strip_markers(node), ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(_string_form(_strip_markers(node)), ensure_ascii=False,
+                      separators=(",", ":"))
 
 
 def _image_ids(segment: Segment) -> list[int]:
