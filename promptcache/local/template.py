@@ -290,7 +290,8 @@ def _string_form(node: Any) -> Any:
         return text
     if isinstance(node, dict) and node.get("type") == "function_call_output":
         output = node.get("output")
-        if isinstance(output, list) and len(output) == 1:
+        if isinstance(output, list) and len(output) == 1 and isinstance(output[0], dict) \
+                and output[0].get("type") == "input_text":
             text = _text_part(output[0])
             if text is not None:
                 return {**node, "output": text}
