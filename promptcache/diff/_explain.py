@@ -1228,7 +1228,7 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
                 and last.prepared is not None:
             scale = calibration(last.prepared, last.usage) or 1.0
             last_key, last_res = (res.predicted.cache_read / scale, True), res
-    if last_key is not None and best is not None and best_entry is not last and (
+    if last is not None and last_key is not None and best is not None and best_entry is not last and (
             last_key[0] >= best[0] - read_tolerance(int(best[0]))
             or _stripped_loss(e, last, last_res)):
         # a read as long as the best within the estimates' tolerance (each candidate's counts
