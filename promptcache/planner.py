@@ -38,6 +38,12 @@ model supports them (GPT-5.6 and later); reads there have no lookback limit. In 
 ``implicit`` mode the API writes one implicit breakpoint on the newest input item whatever its
 type (a ``function_call_output`` too; hosted-api-rules.md 2.3): the plan counts it there, as
 the diff engine and the local backend do; only the explicit markers need a markable part.
+A Responses ``function_call_output`` is one (explicit mode's tool loops are cached, new-user
+trial 19): its breakpoint sits on an output part (``input_text`` / ``input_image`` /
+``input_file``, hosted-api-rules.md 2.3), so a string output is sent as one ``input_text``
+part carrying it (openai-python ``FunctionCallOutput.output`` takes either; the renderer, the
+digests and the local backend read the two forms as the same content) and a list output gets
+it on its last part that can carry one.
 
 The reuse model (what "best" means)
 -----------------------------------
@@ -407,7 +413,24 @@ def _canonical_text_node(node: Any) -> bytes:
     if (isinstance(node, dict) and set(node) == {"type", "text"}
             and node.get("type") in ("text", "input_text") and isinstance(node.get("text"), str)):
         return b"T\x00" + str(node["text"]).encode("utf-8", "surrogatepass")
+    if isinstance(node, dict) and node.get("type") == "function_call_output" and \
+            isinstance(node.get("output"), list):
+        node = {k: (_function_output_content(v) if k == "output" else v)
+                for k, v in node.items()}
     return _dumps(node)
+
+
+def _function_output_content(parts: list[Any]) -> Any:
+    """A Responses ``function_call_output``'s ``output`` list as cached content: its parts'
+    ``prompt_cache_breakpoint`` s ignored, and one ``input_text`` part equal to the string of
+    its text (the planner writes a string output so to carry a breakpoint; the renderer and the
+    local backend's template read the two forms as the same content)."""
+    clean = [{k: v for k, v in p.items() if k not in _MARKER_KEYS} if isinstance(p, dict)
+             else p for p in parts]
+    if len(clean) == 1 and isinstance(clean[0], dict) and set(clean[0]) == {"type", "text"} \
+            and clean[0].get("type") == "input_text" and isinstance(clean[0].get("text"), str):
+        return clean[0]["text"]
+    return clean
 
 
 def prefix_digests(view: PrefixView, base: PrefixView | None = None, *,
@@ -702,7 +725,9 @@ def _markable(view: PrefixView, seg: Segment) -> bool:
             return True
         text = seg.text  # _blank, inline
         return not (not text or text.isspace())
-    # OpenAI: content parts (or string contents we can turn into parts) of non-assistant turns.
+    # OpenAI: content parts (or string contents we can turn into parts) of non-assistant turns,
+    # and Responses function_call_output items with an output part that can carry one (the
+    # renderer's ``cacheable``; _set_marker puts the marker on that part).
     if seg.tier == "tools" or seg.role == "assistant" or seg.kind == "tool_call":
         return False
     if seg.path in ("instructions", "text.format", "response_format", "input"):
@@ -1634,7 +1659,52 @@ def _set_marker(payload: dict[str, Any] | _CopyOnWrite, provider: str, path: str
         parent[last] = [node]
     if not isinstance(node, dict):
         raise InvalidRequestError(path, "cannot carry a cache marker")
+    if provider == "openai-responses" and node.get("type") == "function_call_output":
+        _mark_function_output(payload, node, path, key, value)
+        return
     node[key] = value
+
+
+def _markable_output_part(part: Any) -> bool:
+    """Whether a ``function_call_output`` part can carry a ``prompt_cache_breakpoint``: a
+    non-blank ``input_text``, an ``input_image`` or an ``input_file`` (hosted-api-rules.md
+    2.3), as the renderer's ``cacheable`` reads it."""
+    if not isinstance(part, Mapping):
+        return False
+    ptype = part.get("type")
+    if ptype == "input_text":
+        text = part.get("text")
+        return isinstance(text, str) and not _blank(text)
+    return ptype in ("input_image", "input_file")
+
+
+def _mark_function_output(payload: dict[str, Any] | _CopyOnWrite, item: dict[str, Any],
+                          path: str, key: str, value: dict[str, Any]) -> None:
+    """Put the explicit breakpoint of the Responses ``function_call_output`` ``item`` (already
+    the payload's own copy) on its output: a string output becomes one ``input_text`` part
+    carrying it (the same content: openai-python ``FunctionCallOutput.output`` takes a string or
+    a list of ``input_text`` / ``input_image`` / ``input_file`` parts, and a breakpoint sits on
+    a part, hosted-api-rules.md 2.3); in a list, the last part that can carry one gets it,
+    unless a part already has one (the caller's, kept as it is)."""
+    out = item.get("output")
+    if isinstance(out, str):
+        item["output"] = [{"type": "input_text", "text": out, key: dict(value)}]
+        return
+    if not isinstance(out, list):
+        raise InvalidRequestError(f"{path}.output", "cannot carry a cache marker")
+    if any(isinstance(p, Mapping) and key in p for p in out):
+        return
+    for j in range(len(out) - 1, -1, -1):
+        if _markable_output_part(out[j]):
+            break
+    else:
+        raise InvalidRequestError(f"{path}.output", "no part can carry a cache marker")
+    if isinstance(payload, _CopyOnWrite):
+        out = payload.own(item, "output")
+        part = payload.own(out, j)
+    else:
+        part = out[j]
+    part[key] = dict(value)
 
 
 def _clear_marker(payload: dict[str, Any] | _CopyOnWrite, provider: str, path: str) -> None:
@@ -1644,16 +1714,28 @@ def _clear_marker(payload: dict[str, Any] | _CopyOnWrite, provider: str, path: s
     else:
         parent, last = _node_parent(payload, path)
         node = parent[last]
-    if isinstance(node, dict):
-        node.pop("cache_control" if provider == "anthropic" else "prompt_cache_breakpoint", None)
+    if not isinstance(node, dict):
+        return
+    key = "cache_control" if provider == "anthropic" else "prompt_cache_breakpoint"
+    node.pop(key, None)
+    out = node.get("output")
+    if provider == "openai-responses" and node.get("type") == "function_call_output" and \
+            isinstance(out, list):  # its breakpoints sit on its output parts
+        for j, part in enumerate(out):
+            if isinstance(part, Mapping) and key in part:
+                if isinstance(payload, _CopyOnWrite):
+                    out = payload.own(node, "output")
+                    part = payload.own(out, j)
+                part.pop(key, None)
 
 
 def apply_plan(payload: Mapping[str, Any], plan: BreakpointPlan, *,
                share_unchanged: bool = False) -> dict[str, Any]:
     """A copy of ``payload`` with ``plan``'s markers, marker repairs and OpenAI options.
 
-    Planner markers are added (a string ``system`` / message ``content`` becomes a one-block
-    list to carry one); the caller's markers are dropped, moved, re-timed or their empty block
+    Planner markers are added (a string ``system`` / message ``content``, or a Responses
+    ``function_call_output``'s string ``output``, becomes a one-block list to carry one; a list
+    ``output`` carries it on its last part that can); the caller's markers are dropped, moved, re-timed or their empty block
     removed as ``plan.marker_edits`` says; for OpenAI, ``prompt_cache_key`` and
     ``prompt_cache_options`` are set when the plan has them and the payload does not, and the
     parameters in ``plan.dropped_params`` are removed. The input is never mutated.

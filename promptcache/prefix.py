@@ -1127,6 +1127,58 @@ class _Renderer:
                          count_data=True, extra_tokens=extra,
                          breakpoint=bp)
 
+    def _function_output_parts(self, item: Mapping[str, Any], parts: list[Any], ipath: str,
+                               tier: Tier, role: str | None, m: int, ttl: str | None) -> None:
+        """A Responses ``function_call_output`` whose ``output`` is a list of parts
+        (``input_text``, ``input_image``, ``input_file``; openai-python
+        ``ResponseFunctionCallOutputItemListParam``): one segment for the whole item, as for a
+        string output, at ``input[m]``.
+
+        * Its breakpoint is the ``prompt_cache_breakpoint`` of its parts (the last one that
+          has one; hosted-api-rules.md 2.3: a breakpoint sits on an ``input_text`` /
+          ``input_image`` / ``input_file`` part). The entry it writes is modelled as ending at
+          the item's end (the planner marks the last part that can carry one).
+        * It may carry a marker (``cacheable``) when a part can: a non-blank ``input_text``, an
+          ``input_image`` or an ``input_file``.
+        * One ``input_text`` part and nothing else is the same content as a string output of
+          that text (text and token count alike; the planner's digests and the local backend's
+          template read them as equal): the planner turns a string output into that form to
+          carry a breakpoint, and the caller's next request sends the string again.
+        """
+        bp: Breakpoint | None = None
+        markable = False
+        marked = False
+        for j, part in enumerate(parts):
+            if type(part) is not dict and not isinstance(part, Mapping):
+                continue
+            ptype = part.get("type")
+            if "prompt_cache_breakpoint" in part:
+                marked = True
+                bp = _openai_breakpoint(part, f"{ipath}.output[{j}]", ttl) or bp
+            if ptype == "input_text":
+                value = part.get("text")
+                markable = markable or (isinstance(value, str) and _has_text(value))
+            elif ptype in ("input_image", "input_file"):
+                markable = True
+        text: str | None = None
+        if len(parts) == 1 and isinstance(parts[0], Mapping):
+            only = parts[0]
+            if only.get("type") == "input_text" and isinstance(only.get("text"), str) and \
+                    not (set(only) - {"type", "text", "prompt_cache_breakpoint"}):
+                text = str(only["text"])
+        if text is not None:
+            self.add(ipath, tier, "tool_result", item, role=role, message_index=m, text=text,
+                     token_text=text, breakpoint=bp, cacheable=markable)
+        elif marked:  # counted without the markers (a marker is not prompt text)
+            unmarked = {k: (v if k != "output" else [_unmarked(p) for p in parts])
+                        for k, v in item.items()}
+            self.add(ipath, tier, "tool_result", item, role=role, message_index=m,
+                     token_text=_dumps(unmarked).decode("utf-8", "replace"), breakpoint=bp,
+                     cacheable=markable)
+        else:
+            self.add(ipath, tier, "tool_result", item, role=role, message_index=m,
+                     count_data=True, cacheable=markable)
+
     # ---------------------------------------------------------------- openai responses
     def openai_responses(self, payload: Mapping[str, Any]) -> None:
         for i, tool in enumerate(self._list(payload, "tools", "tools")):
@@ -1179,7 +1231,18 @@ class _Renderer:
                 kind = {"function_call": "tool_call", "function_call_output": "tool_result",
                         "reasoning": "thinking"}.get(str(itype), str(itype))
                 out = item.get("output")
+                if itype == "function_call_output" and isinstance(out, list):
+                    self._function_output_parts(item, out, ipath, tier, role, m, ttl)
+                    continue
                 text = out if isinstance(out, str) else None
+                if itype == "function_call_output" and text is not None:
+                    # a string output can carry an explicit breakpoint once the planner writes
+                    # it as one input_text part (hosted-api-rules.md 2.3; openai-python
+                    # FunctionCallOutput.output: str | list of input_text / input_image /
+                    # input_file parts)
+                    self.add(ipath, tier, kind, item, role=role, message_index=m, text=text,
+                             token_text=text, cacheable=_has_text(text))
+                    continue
                 self.add(ipath, tier, kind, item, role=role, message_index=m, text=text,
                          token_text=text, count_data=text is None, cacheable=False)
                 continue
