@@ -136,6 +136,7 @@ from promptcache.diff._causes import NO_CHANGE_CAUSES
 from promptcache.diff._engine import (
     ROUTING_CAUSES,
     Prepared,
+    _common_len,
     cache_reported,
     calibration,
     cannot_tell,
@@ -1257,22 +1258,9 @@ def _related(a: Prepared, b: Prepared) -> bool:
     longer = max(len(sa), len(sb))
     if not longer:
         return False
-    start = _common_start(sa, sb)
-    end = _common_start(sa[start:][::-1], sb[start:][::-1])
+    start = _common_len(sa, sb)
+    end = _common_len(sa[start:][::-1], sb[start:][::-1])
     return start + end >= _RELATED_SHARE * longer
-
-
-def _common_start(a: str, b: str) -> int:
-    """Length of the longest common start of two strings (bisection over C-level slice
-    comparisons)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _stable_part(p: Prepared) -> Prepared | None:
