@@ -192,3 +192,60 @@ def test_a_stripped_thinking_block_is_a_miss_against_the_last_request(tmp_path: 
     row = report.requests[2]
     assert row.status == "miss_explained" and row.cause == "thinking_stripped"
     assert row.compared_with_line == 2
+
+
+# ------------------------------------------------------------------------ review 19
+def test_gpt56_implicit_entry_on_the_newest_message_is_not_another_conversations(
+        tmp_path: Path) -> None:
+    # the request wrote only at its newest message (the implicit breakpoint): a new
+    # conversation cannot read its system prompt, so a changed one is no miss (the cut used
+    # to put the implicit breakpoint on the system prompt)
+    from promptcache.prefix import render
+
+    def req(system: str, q: str) -> dict[str, Any]:
+        return {"model": "gpt-5.6-sol", "messages": [{"role": "system", "content": system},
+                                                     {"role": "user", "content": q}]}
+
+    def line(r: dict[str, Any], ts: int, read: int, write: int) -> dict[str, Any]:
+        total = render(r).segments[-1].end_token
+        return {"timestamp": ts, "request": r, "response": {"usage": {
+            "prompt_tokens": total, "completion_tokens": 5,
+            "prompt_tokens_details": {"cached_tokens": read, "cache_write_tokens": write}}}}
+
+    a, b = req(NURSERY, "hi"), req("Date: 2026-01-01. " + NURSERY, "and cacti")
+    report: Any = _explain(tmp_path, [line(a, 1_760_000_000, 0, 1200),
+                                      line(b, 1_760_000_030, 0, 1210)])
+    assert [r.status for r in report.requests] == ["cold_start", "cold_start"]
+    assert report.misses == 0
+
+
+def test_an_application_sharing_the_tools_does_not_hide_a_changed_system_prompt(
+        tmp_path: Path) -> None:
+    from promptcache.prefix import render
+
+    tools: list[dict[str, Any]] = [dict(t) for t in TOOLS]
+    tools[-1]["cache_control"] = {"type": "ephemeral"}
+    other = "You translate legal contracts from German into English, clause by clause. " * 90
+
+    def req(system: str, q: str) -> dict[str, Any]:
+        return {"model": "claude-sonnet-4-6", "max_tokens": 5, "tools": tools,
+                "system": [{"type": "text", "text": system,
+                            "cache_control": {"type": "ephemeral"}}],
+                "messages": [{"role": "user", "content": q}]}
+
+    def line(r: dict[str, Any], ts: int, own_tools: bool) -> dict[str, Any]:
+        v = render(r)
+        tools_end = max(s.end_token for s in v.segments if s.tier == "tools")
+        sys_end = max(s.end_token for s in v.segments if s.tier == "system")
+        read, write = (0, sys_end) if own_tools else (tools_end, sys_end - tools_end)
+        return {"timestamp": ts, "request": r, "response": {"usage": {
+            "input_tokens": 5, "cache_creation_input_tokens": write,
+            "cache_read_input_tokens": read, "output_tokens": 5}}}
+
+    report: Any = _explain(tmp_path, [
+        line(req(NURSERY, "hi"), 1_760_000_000, True),
+        line(req(other, "Vertrag"), 1_760_000_030, False),
+        line(req("Date: 2026-01-01. " + NURSERY, "cacti?"), 1_760_000_060, False)])
+    row = report.requests[2]
+    assert (row.status, row.cause, row.compared_with_line) == (
+        "miss_explained", "system_changed", 1)

@@ -68,3 +68,33 @@ def test_a_model_that_keeps_thinking_is_silent(caplog: pytest.LogCaptureFixture)
     records, log = _calls("claude-sonnet-4-6", caplog)
     assert "thinking_stripped" not in log and "diverges" not in log
     assert records[1].kept_prefix is True
+
+
+def test_breakpoint_tokens_are_the_cached_prefix_sizes() -> None:
+    # review 19: the hashes were of the stripped chain, the token counts of the request as sent
+    from promptcache.catalog import find_policy
+    from promptcache.planner import cached_prefix_tokens
+    from promptcache.prefix import render
+
+    model = "claude-sonnet-4-5"
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json=_message(model))
+
+    tracker = UsageTracker()
+    client = wrap(anthropic_client(handler), tracker=tracker, lint="off", session="s")
+    system = [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}]
+    msgs = [{"role": "user", "content": "Which fern needs the least light?"},
+            {"role": "assistant", "content": [
+                {**THINKING, "thinking": "Let me look at the care sheet. " * 300},
+                {"type": "text", "text": "Bird's nest."}]},
+            {"role": "user", "content": [{"type": "text", "text": "And a cactus?",
+                                          "cache_control": {"type": "ephemeral"}}]}]
+    client.messages.create(model=model, max_tokens=10, system=system,  # type: ignore[arg-type]
+                           messages=msgs)
+    view = render({"model": model, "max_tokens": 10, "system": system, "messages": msgs})
+    ends, stripped = cached_prefix_tokens(view, find_policy(model))
+    assert stripped
+    expected = tuple(ends[s.index] for s in view.breakpoints())
+    assert tracker.records[0].breakpoint_tokens == expected
+    assert expected[-1] < view.segments[-1].end_token - 1000  # the thinking is left out

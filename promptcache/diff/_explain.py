@@ -1264,16 +1264,22 @@ def _related(a: Prepared, b: Prepared) -> bool:
 
 
 def _stable_part(p: Prepared) -> Prepared | None:
-    """``p`` cut to its tools and system tiers (what another conversation can share): its
-    segments, content keys and breakpoints there, so that an entry it wrote in its own
-    messages (which no other conversation holds) is no entry; None when it has no such
-    tier."""
+    """``p`` cut to what another conversation can read of it: its tools and system tiers, up
+    to the last entry it really wrote there (:func:`_written_at` on the whole request: an
+    Anthropic or explicit OpenAI breakpoint, the implicit one on GPT-5.6+, an automatic prefix
+    before GPT-5.6), with only the breakpoints it wrote; an entry in its own messages (which
+    no other conversation holds) is none. None when it wrote nothing there (review 19: a cut
+    without messages put GPT-5.6's implicit breakpoint on the system prompt, which the request
+    never wrote)."""
     n = p.tier_first("messages")
-    if n == 0:
+    written = [i for i in _written_at(p) if i < n] if n else []
+    if not written:
         return None
-    bps = [i for i in p.bps if i < n]
-    return dataclasses.replace(p, segs=p.segs[:n], keys=p.keys[:n], bps=bps,
-                               bp_ttl={i: t for i, t in p.bp_ttl.items() if i < n},
+    k = max(written)
+    kept = set(written)
+    bps = [i for i in p.bps if i in kept]
+    return dataclasses.replace(p, segs=p.segs[:k + 1], keys=p.keys[:k + 1], bps=bps,
+                               bp_ttl={i: t for i, t in p.bp_ttl.items() if i in kept},
                                _messages=None, _tier_first=None, _chain=None)
 
 
@@ -1292,8 +1298,9 @@ def _cross_baseline(e: _Entry, shared: _Shared, prices_for: Any
     prompt is related (:func:`_related`); a candidate whose entries expired before ``e`` was
     sent (its start plus its write TTL, the longest an entry it wrote or refreshed lives) is
     none: ``e`` would have been a cold start whatever it changed (review 17). At most
-    :data:`_MAX_COMPARES` are compared, and the largest predicted read wins (ties: the
-    first). A miss counts only between related prompts (:func:`_across_sessions`); a
+    :data:`_MAX_COMPARES` are compared; a related candidate wins over an unrelated one (an
+    application sharing the tool list must not hide a change of ``e``'s own system prompt,
+    review 19), then the largest predicted read (ties: the first). A miss counts only between related prompts (:func:`_across_sessions`); a
     candidate from which nothing can be read is no baseline (a cold start)."""
     p = e.prepared
     if p is None or p.policy is None or e.chained is not None:
@@ -1316,7 +1323,7 @@ def _cross_baseline(e: _Entry, shared: _Shared, prices_for: Any
     for c in shared.recent.get((p.family, p.model), ()):
         if c.prepared is not None and _related(c.prepared, p):
             offer(c)
-    best: tuple[int, _Entry, DiffResult] | None = None
+    best: tuple[tuple[bool, int], _Entry, DiffResult] | None = None
     for c in cands[:_MAX_COMPARES]:
         assert c.prepared is not None
         stable = _stable_part(c.prepared)
@@ -1325,16 +1332,18 @@ def _cross_baseline(e: _Entry, shared: _Shared, prices_for: Any
         res = _compare_stable(e, c, stable, prices_for)
         if res is None or res.predicted is None or res.predicted.cache_read is None:
             continue
-        kept = _across_sessions(res, _related(c.prepared, p))
+        related = _related(c.prepared, p)
+        kept = _across_sessions(res, related)
         if kept is None:
             continue
         res = kept
-        read = res.predicted.cache_read if res.predicted is not None else 0
-        if best is None or (read or 0) > best[0]:
-            best = (read or 0, c, res)
+        read = (res.predicted.cache_read if res.predicted is not None else 0) or 0
+        key = (related, read)  # one prompt family first (review 19), then the longest read
+        if best is None or key > best[0]:
+            best = (key, c, res)
     if best is None:
         return None, None
-    read, c, res = best
+    (_related_best, read), c, res = best
     if read <= 0 and res.verdict == "no_miss":
         return None, None  # nothing another conversation wrote is readable: a cold start
     return c, res

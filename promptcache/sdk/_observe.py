@@ -675,7 +675,13 @@ class Observer:
                 end_set.add(read.segment_index)
             ends = sorted(end_set)
             call.breakpoint_hashes = tuple(digests[i] for i in ends)
-            call.breakpoint_tokens = tuple(view.segments[i].end_token for i in ends)
+            if policy is not None:  # the prefix sizes the hashes stand for (thinking stripped)
+                from promptcache.planner import cached_prefix_tokens
+
+                cached_ends, _ = cached_prefix_tokens(view, policy)
+                call.breakpoint_tokens = tuple(cached_ends[i] for i in ends)
+            else:
+                call.breakpoint_tokens = tuple(view.segments[i].end_token for i in ends)
         if prev is not None and call.session is not None:
             # whether the previous request's cached prefix is still this one's (the tracker
             # tells a changed prefix from an expiry or eviction by it)
