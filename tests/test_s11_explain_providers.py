@@ -123,8 +123,12 @@ def test_the_live_writer_is_chosen_over_an_expired_one(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------ trial 19
 def _chat(msgs: list[dict[str, str]], ts: int, cached: int) -> dict[str, object]:
-    return {"timestamp": ts, "request": {"model": "gpt-5", "messages": msgs},
-            "response": {"usage": {"prompt_tokens": 2300, "completion_tokens": 5,
+    from promptcache.prefix import render
+
+    request = {"model": "gpt-5", "messages": msgs}
+    total = render(request).segments[-1].end_token  # the prompt as the renderer counts it
+    return {"timestamp": ts, "request": request,
+            "response": {"usage": {"prompt_tokens": total, "completion_tokens": 5,
                                    "prompt_tokens_details": {"cached_tokens": cached}}}}
 
 
@@ -249,3 +253,62 @@ def test_an_application_sharing_the_tools_does_not_hide_a_changed_system_prompt(
     row = report.requests[2]
     assert (row.status, row.cause, row.compared_with_line) == (
         "miss_explained", "system_changed", 1)
+
+
+# ------------------------------------------------------------------------ review 20
+def test_conversations_opening_alike_stay_apart(tmp_path: Path) -> None:
+    # interleaved conversations open with the same canned message: one shared message was
+    # enough to join another conversation's session, whose later turns were then compared
+    # with each other (false message_rewritten misses; review 20)
+    def req(msgs: list[dict[str, str]]) -> dict[str, Any]:
+        marked: list[dict[str, Any]] = [dict(m) for m in msgs]
+        marked[-1]["content"] = [{"type": "text", "text": msgs[-1]["content"],
+                                  "cache_control": {"type": "ephemeral"}}]
+        return {"model": "claude-sonnet-4-6", "max_tokens": 5,
+                "system": [{"type": "text", "text": NURSERY,
+                            "cache_control": {"type": "ephemeral"}}], "messages": marked}
+
+    convs: dict[str, list[dict[str, str]]] = {}
+    lines: list[dict[str, Any]] = []
+    for i, c in enumerate("ABABCACB"):
+        msgs = convs.setdefault(c, [])
+        msgs.append({"role": "user", "content": "Hi! I need help with my order." if not msgs
+                     else f"[{c}] order {i}: where is my parcel? " * 8})
+        lines.append({"timestamp": 1_760_000_000 + 5 * i, "request": req(msgs)})
+        msgs.append({"role": "assistant", "content": f"Sure {c}{i}, which order? " * 6})
+    report: Any = _explain(tmp_path, lines)
+    assert report.misses == 0
+    assert {r.status for r in report.requests} <= {"cold_start", "hit", "no_usage"}
+
+
+def test_a_busy_application_does_not_push_out_a_prompt_family(tmp_path: Path) -> None:
+    other = "You translate legal contracts from German into English, clause by clause. " * 90
+    lines = [_anthropic(NURSERY, "hi", 1_760_000_000, 1200, 0)]
+    lines += [_anthropic(other, f"Vertrag {k}", 1_760_000_005 + k, 0, 1300) for k in range(9)]
+    lines.append(_anthropic("Date: 2026-01-01. " + NURSERY, "cacti?", 1_760_000_060, 1210, 0))
+    report: Any = _explain(tmp_path, lines)
+    row = report.requests[-1]
+    assert (row.status, row.cause, row.compared_with_line) == (
+        "miss_explained", "system_changed", 1)
+
+
+def test_a_side_request_to_another_model_is_no_miss(tmp_path: Path) -> None:
+    main = _anthropic(NURSERY, "hi", 1_760_000_000, 1200, 0)
+    side = _anthropic(NURSERY, "Title this chat in five words.", 1_760_000_010, 1200, 0)
+    side["request"]["model"] = "claude-haiku-4-5"  # type: ignore[index]
+    for line in (main, side):
+        line["session_id"] = "chat-1"
+    report: Any = _explain(tmp_path, [main, side])
+    assert [r.status for r in report.requests][1] in ("cold_start", "uncached")
+    assert report.misses == 0
+
+
+def test_an_openai_entry_may_live_past_its_usual_clearing(tmp_path: Path) -> None:
+    # gpt-5 entries are usually cleared after 5 min idle but may live up to 24 h: a new
+    # conversation three hours later that reads the system prompt is a hit, not a cold start
+    # reading 1,152 tokens
+    system = {"role": "system", "content": NURSERY}
+    report: Any = _explain(tmp_path, [
+        _chat([system, {"role": "user", "content": "A: hi"}], 1_760_000_000, 0),
+        _chat([system, {"role": "user", "content": "B: hello"}], 1_760_010_800, 1152)])
+    assert [r.status for r in report.requests] == ["cold_start", "hit"]

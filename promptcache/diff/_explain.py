@@ -148,6 +148,7 @@ from promptcache.diff._engine import (
     is_warning,
     miss_costs,
     openai_cacheable_tokens,
+    openai_idle,
     openai_written,
     prepare,
     read_tolerance,
@@ -240,6 +241,9 @@ class _Session:
     window: deque[_Entry] = field(default_factory=deque)
     # (provider, model) -> the latest line of the session with usage (usage-only checks)
     usage_last: dict[tuple[str | None, str | None], _Entry] = field(default_factory=dict)
+    # (family, model) -> the latest request of the session to that model: caches are per
+    # model, so a side request to another model (a cheap title model) is no baseline
+    last_by_model: dict[tuple[str, str | None], _Entry] = field(default_factory=dict)
 
 
 @dataclass
@@ -248,11 +252,15 @@ class _Shared:
     cache is shared by every conversation of an organisation (a new conversation reads the
     system prompt an earlier one wrote), so a request that starts a session is compared with
     an earlier request of another session (:func:`_cross_baseline`). Bounded: the newest
-    :data:`_SHARED_DIGESTS` prefix digests, :data:`_SHARED_RECENT` requests per family and
-    model."""
+    :data:`_SHARED_DIGESTS` prefix digests, :data:`_SHARED_RECENT` requests per family, model
+    and system-prompt key (at most :data:`_SHARED_DIGESTS` keys)."""
 
     written: dict[int, list[_Entry]] = field(default_factory=dict)
-    recent: dict[tuple[str, str | None], deque[_Entry]] = field(default_factory=dict)
+    #: (family, model, system-prompt key) -> the newest requests: per key, so that a busy
+    #: application on the same model does not push another's prompt family out (review 20);
+    #: the keys are the system prompt's start and its end (:func:`_system_keys`), so a value
+    #: inserted at either end still finds the family through the other
+    recent: dict[tuple[str, str | None, str], deque[_Entry]] = field(default_factory=dict)
 
     def add(self, e: _Entry, digests: Sequence[int]) -> None:
         p = e.prepared
@@ -265,11 +273,26 @@ class _Shared:
             self.written[digests[i]] = writers
         while len(self.written) > _SHARED_DIGESTS:
             del self.written[next(iter(self.written))]
-        key = (p.family, p.model)
-        recent = self.recent.get(key)
-        if recent is None:
-            recent = self.recent[key] = deque(maxlen=_SHARED_RECENT)
-        recent.appendleft(e)
+        for skey in _system_keys(p):
+            key = (p.family, p.model, skey)
+            recent = self.recent.get(key)
+            if recent is None:
+                if len(self.recent) >= _SHARED_DIGESTS:  # bounded: the oldest key goes
+                    del self.recent[next(iter(self.recent))]
+                recent = self.recent[key] = deque(maxlen=_SHARED_RECENT)
+            recent.appendleft(e)
+
+    def related_recent(self, p: Prepared) -> list[_Entry]:
+        """The newest requests of ``p``'s family and model whose system prompt starts or ends
+        as ``p``'s (candidates of :func:`_related`), newest first, each once."""
+        out: list[_Entry] = []
+        seen: set[int] = set()
+        for skey in _system_keys(p):
+            for c in self.recent.get((p.family, p.model, skey), ()):
+                if id(c) not in seen:
+                    seen.add(id(c))
+                    out.append(c)
+        return out
 
 
 def iter_log(log: str | Path | Iterable[Any], *, name: str | None = None
@@ -621,6 +644,8 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
             shared.add(e, e.digests)
         _remember(sess, e)
         sess.last = e
+        if e.prepared is not None:
+            sess.last_by_model[(e.prepared.family, e.prepared.model)] = e
         if e.usage is not None:
             sess.usage_last[usage_key] = e
         sess.turns += 1
@@ -808,9 +833,12 @@ def _usage_baseline(sess: _Session, key: tuple[str | None, str | None]) -> _Entr
     return best
 
 
-def _write_ttl_seconds(e: _Entry) -> float:
+def _write_ttl_seconds(e: _Entry, *, certain: bool = False) -> float:
     """How long the entries ``e`` wrote live: 1 h when it wrote 1 h entries, the TTL its
-    record names, else the family's default (:func:`entry_ttl_seconds`)."""
+    record names, else the family's default (:func:`entry_ttl_seconds`: OpenAI's usual idle
+    clearing). ``certain``: the longest they may live instead (OpenAI before GPT-5.6: the
+    certain bound of the idle lifetime, up to 24 h; review 20: a new conversation three hours
+    later read an entry the likely lifetime called gone)."""
     raw = e.usage_raw
 
     def get(name: str) -> Any:
@@ -826,7 +854,12 @@ def _write_ttl_seconds(e: _Entry) -> float:
     elif isinstance(get("cache_write_ttl"), str):
         ttl = get("cache_write_ttl")
     retention = (e.request or {}).get("prompt_cache_retention")
-    return entry_ttl_seconds(ttl, e.family or "anthropic", find_policy(e.model), retention)
+    family = e.family or "anthropic"
+    if certain and ttl is None and family == "openai":
+        policy = find_policy(e.model)
+        if not getattr(policy, "explicit_breakpoints", False):
+            return openai_idle(policy, retention).max_s
+    return entry_ttl_seconds(ttl, family, find_policy(e.model), retention)
 
 
 def _usage_family(e: _Entry, provider: str | None) -> str:
@@ -1014,8 +1047,10 @@ class _SessionIndex:
     the longest session prefix of a request is found by walking its own chain backwards.
     ``by_message`` maps message keys to the sessions whose last request holds them, for the
     fallback (history edits): the session sharing the most messages, if at least a third of
-    its last request's messages reappear and the request has no fewer messages (conversation
-    messages only: an OpenAI system message is the system prompt, :func:`_turns`). Only a
+    its last request's messages reappear (and at least two once it has two or more: a common
+    opener is no shared history, review 20) and the request has no fewer messages
+    (conversation messages only: an OpenAI system message is the system prompt,
+    :func:`_turns`). Only a
     session whose last request went to the same provider family is continued: two providers
     share no cache, so an OpenAI request repeating an Anthropic request's question starts its
     own session (new-user trial 18: it was compared with the Anthropic one, a false miss).
@@ -1034,11 +1069,11 @@ class _SessionIndex:
 
     def find(self, p: Prepared) -> _Session | None:
         chain = p.chain()
+        msgs = _turns(p)
         for h in reversed(chain):
             sess = self.tips.get(h)
             if sess is not None and self.family_of.get(sess.id) == p.family:
                 return sess
-        msgs = _turns(p)
         votes: dict[str, int] = {}
         for key in {m.key for m in msgs}:
             for sid in self.by_message.get(key, ()):
@@ -1048,8 +1083,8 @@ class _SessionIndex:
         best_id: str | None = None
         for sid, shared in votes.items():
             have = len(self.messages_of[sid])
-            if 3 * shared < have or len(msgs) < self.count_of[sid]:
-                continue
+            if shared < min(2, have) or 3 * shared < have or len(msgs) < self.count_of[sid]:
+                continue  # one shared message (a common opener) is no shared history
             score = (shared, self.order[sid])
             if best is None or score > best:
                 best, best_id = score, sid
@@ -1171,40 +1206,43 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
     Candidates are the writers of ``e``'s own prefix digests, longest prefix first and newest
     writer first; :func:`compare` predicts each one's read (TTL from the timestamps, parameter
     changes such as tool_choice included). The longest predicted read wins, ties going to the
-    session's last request; the last request is also the baseline when nothing matches or
-    nothing predicts a read. The walk stops once no shorter prefix can beat the best read.
+    session's last request to ``e``'s model (caches are per model: a side request to another
+    model is no baseline; review 20); that request is also the baseline when nothing matches
+    or nothing predicts a read, and when it left more cached than ``e`` read because the API
+    stripped thinking blocks (:func:`_stripped_loss`). The walk stops once no shorter prefix
+    can beat the best read.
 
     An earlier line logged with a later start time (a log written at response end is out of
     start order; new-user trial 14) is no baseline: ``e`` was sent before it and could not
     read what it wrote. When the session's last line is such a line and nothing else
     matches, ``e`` has no baseline (``(None, None)``: a cold start)."""
-    last = sess.last
+    p = e.prepared
+    last = sess.last if p is None else sess.last_by_model.get((p.family, p.model))
     if last is not None and _after_e(e, last):
         last = None
-    p = e.prepared
     if p is None or p.policy is None or not sess.written:
         return last, (_compare(e, last, prices_for) if last is not None else None)
     e.digests = digests = _digests(p)
     # OpenAI reads whole 128-token steps: a read one step short of a prefix's end is full
     step = 0 if p.family == "anthropic" or explicit_breakpoints(p) else \
         int(getattr(p.policy, "cache_step_tokens", 128) or 1)
-    best: tuple[float, bool] | None = None
+    best: tuple[float, float, bool] | None = None
     slack = 0.0
     best_entry: _Entry | None = None
     best_res: DiffResult | None = None
-    last_key: tuple[float, bool] | None = None
+    last_key: tuple[float, float, bool] | None = None
     last_res: DiffResult | None = None
     tried: set[_Entry] = set()
     for i in range(len(digests) - 1, -1, -1):
         writers = sess.written.get(digests[i])
         if not writers:
             continue
-        if best is not None and p.end(i) <= best[0] + slack:
+        if best is not None and p.end(i) + 1 < best[0] + slack:
             break  # no entry at a shorter prefix reads more
         for c in writers:  # newest first, so the last request (preferred at a tie) leads
             if c in tried or len(tried) >= _MAX_COMPARES or _after_e(e, c):
                 continue
-            if best is not None and p.end(i) <= best[0] + slack:
+            if best is not None and p.end(i) + 1 < best[0] + slack:
                 break  # every writer here wrote the same prefix: none reads more
             tried.add(c)
             res = _compare(e, c, prices_for)
@@ -1213,7 +1251,9 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
             assert c.prepared is not None
             # in estimated tokens (what p.end counts), not the candidate's reported scale
             scale = calibration(c.prepared, c.usage) or 1.0
-            key = (res.predicted.cache_read / scale, c is last)
+            # equal reads: the candidate whose cache e continues with the least loss (a side
+            # request's own write is no loss of the turn after it: review 20), then the last
+            key = (res.predicted.cache_read / scale, -(res.lost_tokens or 0) / scale, c is last)
             if c is last:
                 last_key, last_res = key, res
             if best is None or key > best:
@@ -1228,13 +1268,12 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
         if res is not None and res.predicted is not None and res.predicted.cache_read is not None \
                 and last.prepared is not None:
             scale = calibration(last.prepared, last.usage) or 1.0
-            last_key, last_res = (res.predicted.cache_read / scale, True), res
-    if last is not None and last_key is not None and best is not None and best_entry is not last and (
-            last_key[0] >= best[0] - read_tolerance(int(best[0]))
-            or _stripped_loss(e, last, last_res)):
-        # a read as long as the best within the estimates' tolerance (each candidate's counts
-        # are calibrated to its own usage): a tie, which goes to the last request; or the
-        # last request's own entries lost because the API strips its thinking blocks now
+            last_key = (res.predicted.cache_read / scale, -(res.lost_tokens or 0) / scale, True)
+            last_res = res
+    if last is not None and last_key is not None and best is not None and \
+            best_entry is not last and _stripped_loss(e, last, last_res):
+        # the last request's own entries lost because the API strips its thinking blocks now
+        # (a near-tie rule here handed the baseline to side requests: review 20)
         best, best_entry, best_res = last_key, last, last_res
     if best_entry is None or best is None or best[0] <= 0 or best_entry is last:
         if last is not None and best_entry is last:
@@ -1247,6 +1286,19 @@ def _system_text(p: Prepared) -> str:
     """The text of ``p``'s system tier (what every conversation of one prompt family repeats;
     a tool list is shared by unrelated applications too, so it is left out)."""
     return "\n".join(s.text or "" for s in p.segs if s.tier == "system")
+
+
+#: Characters of the system prompt's start and end that key :attr:`_Shared.recent`.
+_SYSTEM_KEY_CHARS = 200
+
+
+def _system_keys(p: Prepared) -> tuple[str, ...]:
+    """Keys of ``p``'s system prompt for :attr:`_Shared.recent`: its first and its last
+    :data:`_SYSTEM_KEY_CHARS` characters (none without a system prompt)."""
+    text = _system_text(p)
+    if not text:
+        return ()
+    return ("<" + text[:_SYSTEM_KEY_CHARS], ">" + text[-_SYSTEM_KEY_CHARS:])
 
 
 def _related(a: Prepared, b: Prepared) -> bool:
@@ -1314,13 +1366,13 @@ def _cross_baseline(e: _Entry, shared: _Shared, prices_for: Any
         if id(c) not in seen and c.prepared is not None and not _after_e(e, c):
             seen.add(id(c))
             gap = _gap(e, c)
-            if gap is None or gap <= _write_ttl_seconds(c):  # its entries may still live
+            if gap is None or gap <= _write_ttl_seconds(c, certain=True):  # may still live
                 cands.append(c)
 
     for i in range(len(digests) - 1, -1, -1):
         for c in shared.written.get(digests[i], ()):
             offer(c)
-    for c in shared.recent.get((p.family, p.model), ()):
+    for c in shared.related_recent(p):
         if c.prepared is not None and _related(c.prepared, p):
             offer(c)
     best: tuple[tuple[bool, int], _Entry, DiffResult] | None = None
