@@ -312,3 +312,18 @@ def test_an_openai_entry_may_live_past_its_usual_clearing(tmp_path: Path) -> Non
         _chat([system, {"role": "user", "content": "A: hi"}], 1_760_000_000, 0),
         _chat([system, {"role": "user", "content": "B: hello"}], 1_760_010_800, 1152)])
     assert [r.status for r in report.requests] == ["cold_start", "hit"]
+
+
+def test_an_openai_read_one_step_short_of_the_estimate_is_no_miss(tmp_path: Path) -> None:
+    # automatic caching reads 128-token steps; the estimate can put a step boundary one step
+    # off (review 20: a false 128-token unexplained miss)
+    system = {"role": "system", "content": NURSERY}
+    a = [system, {"role": "user", "content": "A: my fern has brown tips " * 10}]
+    b = [*a, {"role": "assistant", "content": "Check the humidity. " * 30},
+         {"role": "user", "content": "It is 30 %. " * 10}]
+    first: Any = _explain(tmp_path, [_chat(a, 1_760_000_000, 0), _chat(b, 1_760_000_030, 0)])
+    predicted = first.requests[1].predicted_cache_read
+    assert predicted and predicted >= 1152
+    report: Any = _explain(tmp_path, [_chat(a, 1_760_000_000, 0),
+                                      _chat(b, 1_760_000_030, predicted - 128)])
+    assert report.requests[1].status == "hit" and report.misses == 0
