@@ -71,3 +71,15 @@ def test_str_stdin_ignores_the_coding_line() -> None:
     assert [(f.code, f.line, f.col) for f in from_str.findings] == \
         [(f.code, f.line, f.col) for f in from_bytes.findings]
     assert from_str.findings and from_str.errors == []
+
+
+def test_a_date_or_epoch_ending_a_sentence_is_found() -> None:
+    # trial 20: "Today is 2025-05-04." and "... epoch 1764540000." were missed (the full stop)
+    from promptcache.lint.volatile import scan_text
+
+    assert [m.match for m in scan_text("Today is 2025-05-04.")] == ["2025-05-04"]
+    assert [m.match for m in scan_text("On 05/04/2025. Then")] == ["05/04/2025"]
+    assert [m.match for m in scan_text("Session started at epoch 1764540000.")] == [
+        "1764540000"]
+    assert scan_text("version 2025-05-04.1") == []  # a version, not a date
+    assert scan_text("build v1764540000.1.2") == []
