@@ -58,3 +58,25 @@ def test_one_file_under_several_spellings_is_linted_once(tmp_path: Path) -> None
         os.chdir(here)
     assert res.files == ["t/a.yaml"]
     assert [f.code for f in res.findings] == ["PC104"]
+
+
+def test_globs_reach_dot_folders_and_an_all_skipped_glob_is_an_error(tmp_path: Path) -> None:
+    # trial 20: 'dots/**/*.hbs' linted 0 files and passed; the folder walk finds them
+    import os
+
+    text = "Today is {{ current_date }}.\n" + STABLE + "\n"
+    (tmp_path / "d" / ".github" / "prompts").mkdir(parents=True)
+    (tmp_path / "d" / ".github" / "prompts" / "a.j2").write_text(text, encoding="utf-8")
+    (tmp_path / "d" / ".venv").mkdir()
+    (tmp_path / "d" / ".venv" / "b.j2").write_text(text, encoding="utf-8")
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        found = lint_paths(["d/**/*.j2"])
+        skipped = lint_paths(["d/**/b.j2"])
+    finally:
+        os.chdir(here)
+    assert found.files == [os.path.join("d", ".github", "prompts", "a.j2")]
+    assert [f.code for f in found.findings] == ["PC104"]
+    assert [e.reason for e in skipped.errors] == [
+        "every file this pattern matches (1) is in a skipped or excluded folder"]

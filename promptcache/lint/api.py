@@ -237,10 +237,16 @@ def _expand(paths: Iterable[str], config_for: Callable[[str], LintConfig],
             yield raw
             continue
         if any(ch in raw for ch in "*?[") and not os.path.exists(raw):
-            matched = sorted(glob.glob(raw, recursive=True))
+            # dot-folders too (.github/prompts), as a folder walk (trial 20)
+            matched = sorted(glob.glob(raw, recursive=True, include_hidden=True))
             if not matched:
                 errors.append(InputError(raw, "no file matches this pattern"))
             candidates: Iterable[str] = [m for m in matched if _glob_kept(raw, m, config_for)]
+            if matched and not candidates:
+                # every match lies in a skipped (tool, VCS, cache, build) or excluded folder:
+                # a pattern that lints nothing is not a pass
+                errors.append(InputError(raw, f"every file this pattern matches ({len(matched)}) "
+                                              "is in a skipped or excluded folder"))
         else:
             candidates = [raw]
         for path in candidates:
