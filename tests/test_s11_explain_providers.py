@@ -292,15 +292,39 @@ def test_a_busy_application_does_not_push_out_a_prompt_family(tmp_path: Path) ->
         "miss_explained", "system_changed", 1)
 
 
-def test_a_side_request_to_another_model_is_no_miss(tmp_path: Path) -> None:
+def test_the_turn_after_a_side_request_to_another_model_compares_with_the_chat(
+        tmp_path: Path) -> None:
+    # review 20: a title request to a cheap model inside a chat was the chat's baseline;
+    # review 21: a switch to another model mid-conversation is still a miss (model_changed)
     main = _anthropic(NURSERY, "hi", 1_760_000_000, 1200, 0)
-    side = _anthropic(NURSERY, "Title this chat in five words.", 1_760_000_010, 1200, 0)
+    side = _anthropic(NURSERY, "hi", 1_760_000_010, 1200, 0)
     side["request"]["model"] = "claude-haiku-4-5"  # type: ignore[index]
-    for line in (main, side):
+    side["request"]["messages"].append(  # type: ignore[index]
+        {"role": "assistant", "content": "Hello!"})
+    side["request"]["messages"].append(  # type: ignore[index]
+        {"role": "user", "content": "Title this chat in five words."})
+    nxt = _anthropic(NURSERY, "hi", 1_760_000_020, 0, 1200)
+    nxt["request"]["messages"] += [  # type: ignore[index]
+        {"role": "assistant", "content": "Hello!"},
+        {"role": "user", "content": "Which fern needs the least light?"}]
+    for line in (main, side, nxt):
         line["session_id"] = "chat-1"
-    report: Any = _explain(tmp_path, [main, side])
-    assert [r.status for r in report.requests][1] in ("cold_start", "uncached")
-    assert report.misses == 0
+    report: Any = _explain(tmp_path, [main, side, nxt])
+    rows = report.requests
+    assert rows[1].cause == "model_changed"  # the side request reads nothing of the chat's
+    assert (rows[2].status, rows[2].compared_with_line) == ("hit", 1)
+
+
+def test_a_switch_to_another_model_mid_conversation_is_a_miss(tmp_path: Path) -> None:
+    first = _anthropic(NURSERY, "hi", 1_760_000_000, 1200, 0)
+    second = _anthropic(NURSERY, "hi", 1_760_000_030, 1200, 0)
+    second["request"]["model"] = "claude-opus-4-6"  # type: ignore[index]
+    second["request"]["messages"] += [  # type: ignore[index]
+        {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "More."}]
+    report: Any = _explain(tmp_path, [first, second])
+    row = report.requests[1]
+    assert (row.status, row.cause, row.compared_with_line) == (
+        "miss_explained", "model_changed", 1)
 
 
 def test_an_openai_entry_may_live_past_its_usual_clearing(tmp_path: Path) -> None:
@@ -327,3 +351,26 @@ def test_an_openai_read_one_step_short_of_the_estimate_is_no_miss(tmp_path: Path
     report: Any = _explain(tmp_path, [_chat(a, 1_760_000_000, 0),
                                       _chat(b, 1_760_000_030, predicted - 128)])
     assert report.requests[1].status == "hit" and report.misses == 0
+
+
+
+def test_a_new_openai_conversation_hours_later_reading_nothing_is_a_cold_start(
+        tmp_path: Path) -> None:
+    # review 21: past the usual in-memory clearing a read is possible, never expected: a new
+    # conversation three hours later that reads nothing is a cold start, not a miss, whatever
+    # its system prompt, and a request sending "in_memory" is never given 24 h
+    system = {"role": "system", "content": NURSERY}
+    dated = {"role": "system", "content": "Date: 2026-01-01. " + NURSERY}
+    for second in ([system, {"role": "user", "content": "B: hello"}],
+                   [dated, {"role": "user", "content": "B: hello"}]):
+        report: Any = _explain(tmp_path, [
+            _chat([system, {"role": "user", "content": "A: hi"}], 1_760_000_000, 0),
+            _chat(second, 1_760_010_800, 0)])
+        assert [r.status for r in report.requests] == ["cold_start", "cold_start"]
+        assert report.misses == 0
+    lines = [_chat([system, {"role": "user", "content": "A: hi"}], 1_760_000_000, 0),
+             _chat([system, {"role": "user", "content": "B: hello"}], 1_760_010_800, 1152)]
+    for line in lines:
+        line["request"]["prompt_cache_retention"] = "in_memory"  # type: ignore[index]
+    report = _explain(tmp_path, lines)
+    assert report.requests[1].status == "cold_start"  # in memory: gone within 1 h

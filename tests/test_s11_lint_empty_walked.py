@@ -80,3 +80,21 @@ def test_globs_reach_dot_folders_and_an_all_skipped_glob_is_an_error(tmp_path: P
     assert [f.code for f in found.findings] == ["PC104"]
     assert [e.reason for e in skipped.errors] == [
         "every file this pattern matches (1) is in a skipped or excluded folder"]
+
+
+def test_a_glob_takes_dot_files_only_with_a_known_suffix(tmp_path: Path) -> None:
+    # review 21: 'prompts/*' picked up .env, .DS_Store, .gitkeep, which a folder walk skips
+    import os
+
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "a.txt").write_text("You are a helpful assistant.\n",
+                                                encoding="utf-8")
+    (tmp_path / "prompts" / ".env").write_text("API_KEY=secret\n", encoding="utf-8")
+    (tmp_path / "prompts" / ".DS_Store").write_bytes(b"\x00\x01binary")
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        res = lint_paths(["prompts/*"])
+    finally:
+        os.chdir(here)
+    assert res.errors == [] and res.files == [os.path.join("prompts", "a.txt")]

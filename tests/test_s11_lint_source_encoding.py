@@ -83,3 +83,11 @@ def test_a_date_or_epoch_ending_a_sentence_is_found() -> None:
         "1764540000"]
     assert scan_text("version 2025-05-04.1") == []  # a version, not a date
     assert scan_text("build v1764540000.1.2") == []
+
+
+def test_a_date_or_epoch_in_a_file_name_is_not_a_value() -> None:
+    # review 21: the sentence-end change let ".csv" / ".json" through
+    from promptcache.lint.volatile import scan_text
+
+    assert scan_text("updated in report_2025-05-04.csv") == []
+    assert scan_text("generated at snapshot_1714000000.json") == []

@@ -218,6 +218,7 @@ class _Entry:
     continues: str | None = None  # previous_response_id resolved from the log
     via: str = "previous_response_id"  # the field ``chained`` comes from
     head: _Head | None = None  # the logged line ``chained`` names (its conversation is not)
+    retention: str | None = None  # the request's prompt_cache_retention (the body is let go)
 
 
 @dataclass(slots=True, eq=False)
@@ -568,6 +569,8 @@ def _explain(log: str | Path | Iterable[Any], label: str, provider: str | None,
         try:
             if e.request is not None:
                 with_request += 1
+                sent = e.request.get("prompt_cache_retention")
+                e.retention = sent if isinstance(sent, str) else None
                 body = _resolve_chain(e, prov, stored, heads, chains)
                 try:
                     e.prepared = prepare(body, prov, model=model or e.model,
@@ -853,7 +856,10 @@ def _write_ttl_seconds(e: _Entry, *, certain: bool = False) -> float:
         ttl = "1h"
     elif isinstance(get("cache_write_ttl"), str):
         ttl = get("cache_write_ttl")
-    retention = (e.request or {}).get("prompt_cache_retention")
+    retention = e.retention
+    if retention is None and e.request is not None:
+        sent = e.request.get("prompt_cache_retention")
+        retention = sent if isinstance(sent, str) else None
     family = e.family or "anthropic"
     if certain and ttl is None and family == "openai":
         policy = find_policy(e.model)
@@ -1217,7 +1223,11 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
     read what it wrote. When the session's last line is such a line and nothing else
     matches, ``e`` has no baseline (``(None, None)``: a cold start)."""
     p = e.prepared
-    last = sess.last if p is None else sess.last_by_model.get((p.family, p.model))
+    # the session's last request to e's model (a side request to another model is no
+    # baseline of the chat's next turn); with none, the session's last request (a switch to
+    # another model mid-conversation is a miss, model_changed: review 21)
+    last = sess.last if p is None else (
+        sess.last_by_model.get((p.family, p.model)) or sess.last)
     if last is not None and _after_e(e, last):
         last = None
     if p is None or p.policy is None or not sess.written:
@@ -1366,7 +1376,13 @@ def _cross_baseline(e: _Entry, shared: _Shared, prices_for: Any
         if id(c) not in seen and c.prepared is not None and not _after_e(e, c):
             seen.add(id(c))
             gap = _gap(e, c)
-            if gap is None or gap <= _write_ttl_seconds(c, certain=True):  # may still live
+            if gap is None or gap <= _write_ttl_seconds(c):
+                cands.append(c)
+            elif gap <= _write_ttl_seconds(c, certain=True) and e.usage is not None \
+                    and (e.usage.cache_read or 0) > 0:
+                # past the usual clearing (OpenAI: 5-10 min idle) but within the certain bound
+                # (up to 24 h): a baseline only for a read that happened, never for a miss
+                # (review 21: new conversations hours later were called misses)
                 cands.append(c)
 
     for i in range(len(digests) - 1, -1, -1):

@@ -241,7 +241,11 @@ def _expand(paths: Iterable[str], config_for: Callable[[str], LintConfig],
             matched = sorted(glob.glob(raw, recursive=True, include_hidden=True))
             if not matched:
                 errors.append(InputError(raw, "no file matches this pattern"))
-            candidates: Iterable[str] = [m for m in matched if _glob_kept(raw, m, config_for)]
+            # a dot-file (.env, .DS_Store) only with a known suffix, as a folder walk takes it
+            candidates: Iterable[str] = [
+                m for m in matched if _glob_kept(raw, m, config_for) and not (
+                    os.path.basename(m).startswith(".") and os.path.isfile(m)
+                    and os.path.splitext(m)[1].lower() not in known)]
             if matched and not candidates:
                 # every match lies in a skipped (tool, VCS, cache, build) or excluded folder:
                 # a pattern that lints nothing is not a pass

@@ -66,8 +66,9 @@ _RFC2822 = re.compile(
 _DATE = re.compile(
     r"(?<![\d./-])(?:\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
     r"|\d{4}/(?:0[1-9]|1[0-2])/(?:0[1-9]|[12]\d|3[01])"
-    # a sentence's full stop may follow ("Today is 2025-05-04."), a version's ".1" may not
-    r"|(?:0?[1-9]|1[0-2])/(?:0?[1-9]|[12]\d|3[01])/\d{4})(?![\d/-])(?!\.\d)"
+    # a sentence's full stop may follow ("Today is 2025-05-04."); a version's ".1" or a file
+    # name's ".csv" may not
+    r"|(?:0?[1-9]|1[0-2])/(?:0?[1-9]|[12]\d|3[01])/\d{4})(?![\d/-])(?!\.\w)"
     rf"|(?:{_WDAY},?\s+)?{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}"
     rf"|(?:{_WDAY},?\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}\.?,?\s+\d{{4}}"
 )
@@ -75,7 +76,7 @@ _TIME = re.compile(
     r"(?<![\d:.])(?:[01]?\d|2[0-3]):[0-5]\d(?P<sec>:[0-5]\d(?:\.\d{1,9})?)?"
     r"(?:\s?[AaPp]\.?[Mm]\.?)?(?![\d:])"
 )
-_EPOCH = re.compile(r"(?<![\d.])(?P<ms>1[5-9]\d{11}|1[5-9]\d{8})(?:\.\d+)?(?!\d)(?!\.\d)")
+_EPOCH = re.compile(r"(?<![\d.])(?P<ms>1[5-9]\d{11}|1[5-9]\d{8})(?:\.\d+)?(?!\d)(?!\.\w)")
 _UUID = re.compile(
     r"(?<![0-9A-Fa-f-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
     r"[0-9a-fA-F]{12}(?![0-9A-Fa-f-])"
