@@ -196,6 +196,10 @@ def test_a_stripped_thinking_block_is_a_miss_against_the_last_request(tmp_path: 
     row = report.requests[2]
     assert row.status == "miss_explained" and row.cause == "thinking_stripped"
     assert row.compared_with_line == 2
+    # review 22: the read predicted is the longest any entry gives (line 1's, before the
+    # stripped block), which the usage confirms, not only what line 2 wrote before it
+    assert row.predicted_cache_read == row.observed_cache_read == w1
+    assert "causes_not_confirmed_by_usage" not in row.detail
 
 
 # ------------------------------------------------------------------------ review 19

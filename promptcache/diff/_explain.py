@@ -1283,8 +1283,17 @@ def _baseline(e: _Entry, sess: _Session, prices_for: Any
     if last is not None and last_key is not None and best is not None and \
             best_entry is not last and _stripped_loss(e, last, last_res):
         # the last request's own entries lost because the API strips its thinking blocks now
-        # (a near-tie rule here handed the baseline to side requests: review 20)
-        best, best_entry, best_res = last_key, last, last_res
+        # (a near-tie rule here handed the baseline to side requests: review 20); the read is
+        # still the longest any entry gives (the best candidate's), not only what the last
+        # request wrote before the stripped block (review 22)
+        merged = last_res
+        if last_res is not None and best_res is not None and best_res.predicted is not None \
+                and last_res.predicted is not None and (best_res.predicted.cache_read or 0) \
+                > (last_res.predicted.cache_read or 0):
+            merged = last_res.model_copy(update={
+                "predicted": best_res.predicted,
+                "notes": [n for n in last_res.notes if "exceeds the prediction" not in n]})
+        best, best_entry, best_res = last_key, last, merged
     if best_entry is None or best is None or best[0] <= 0 or best_entry is last:
         if last is not None and best_entry is last:
             return last, best_res
