@@ -1315,14 +1315,7 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
             now, read_i = tokens, index
             break
     written = plan_mask & written_mask
-    nxt_read = 0.0
-    for w, lim, lim_mask in active:
-        # the next request reads the longest entry inside its shared prefix: the last one
-        # this plan writes there, or the entry this request read
-        top = last_tok[(written & lim_mask).bit_length()]
-        if now > top and read_i <= lim:
-            top = now
-        nxt_read += w * top
+    nxt_read = _next_read(written, now, read_i, active, last_tok)
     best_score = (now + nxt_read, min(0, now - last_tok[written.bit_length()]), 0, 0)
     best_pos: tuple[int, ...] = ()  # the best plan's candidates, by position in cand_idx
     best_mask = 0
@@ -1336,8 +1329,8 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
     for k, pos, plan_mask in subsets:
         if chain_at is not None and not _chain_ok_at(pos, plan_mask, chain_at):
             continue
-        # the score, as for the empty plan above (inline: thousands of plans on a long
-        # request)
+        # the score, as for the empty plan above (_next_read inlined: thousands of plans on a
+        # long request)
         now, read_i = 0, -1
         for tokens, index, hits in by_tokens:
             if hits & plan_mask:
@@ -1415,13 +1408,8 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
         for k, i in enumerate(pool):
             if end_tok[i] >= min_tokens:
                 strict |= 1 << k
-        written = plan_mask & strict
-        next_read = 0.0
-        for w, lim, lim_mask in active:
-            top = last_tok[(written & lim_mask).bit_length()]
-            if now > top and read_at is not None and read_at <= lim:
-                top = now
-            next_read += w * top
+        next_read = _next_read(plan_mask & strict, now,
+                               read_at if read_at is not None else -1, active, last_tok)
     fixed_by_idx = {f.index: f for f in fixed} if fixed else {}
     planner_ttl = (ttls[0] if ttls else None) if not anthropic else None
     for i in marked:
@@ -1534,6 +1522,22 @@ def _near_minimum_note(tokens: int, rate: float, min_tokens: int, model: str) ->
             f"{math.floor(tokens * (1 + rate))} tokens) near the minimum {min_tokens} for "
             f"{model}: the real prefix may reach the minimum, and if it is shorter the marker "
             "costs nothing (no error, nothing cached)")
+
+
+def _next_read(written: int, now: int, read_i: int,
+               active: Sequence[tuple[float, int, int]], last_tok: Sequence[int]) -> float:
+    """The weighted read of the next request (tokens) for a plan writing the pool indexes in
+    ``written`` (bit mask) while this request reads ``now`` tokens at index ``read_i`` (-1:
+    none): in each scenario (weight, end of its shared prefix, its pool mask) the longest entry
+    inside the shared prefix, the last one the plan writes there or the entry this request
+    read (``last_tok[m.bit_length()]``: the prefix tokens of mask ``m``'s last index)."""
+    nxt_read = 0.0
+    for w, lim, lim_mask in active:
+        top = last_tok[(written & lim_mask).bit_length()]
+        if now > top and read_i <= lim:
+            top = now
+        nxt_read += w * top
+    return nxt_read
 
 
 def _chain_ok_at(positions: Iterable[int], plan_mask: int,

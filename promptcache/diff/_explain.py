@@ -264,6 +264,9 @@ class _Shared:
     recent: dict[tuple[str, str | None, str], deque[_Entry]] = field(default_factory=dict)
 
     def add(self, e: _Entry, digests: Sequence[int]) -> None:
+        """Index ``e`` (``digests``: its prefix digest per cached segment) as a writer of the
+        entries it wrote (:func:`_written_at`) and as a recent request of its family, model and
+        system-prompt keys; the oldest digests and keys go past the bounds."""
         p = e.prepared
         if p is None or p.policy is None:
             return
