@@ -40,6 +40,7 @@ import httpx2
 import openai
 
 from promptcache.sdk import PromptCacheWarning, wrap
+from promptcache.sdk._observe import OVERRIDES, Call  # the control row's stand-in steps
 from promptcache.sdk._wrap import observer_of  # the bench times its steps in place
 from promptcache.usage import UsageTracker
 
@@ -144,8 +145,34 @@ class _Split:
         return timed
 
 
+class _Control:
+    """The wrapper's two steps replaced by busy-waits of given lengths (seconds): the control
+    row. A busy-wait reads the clock in a loop and touches almost no memory, so the added time
+    of this row is what the wrapper's work would cost if only its length counted: the rest of
+    the first row's added time is the SDK running slower after the wrapper's real work (its
+    code and data pushed out of the CPU's caches)."""
+
+    def __init__(self, obs: Any, prepare_s: float, record_s: float) -> None:
+        self.prepare_s, self.record_s = prepare_s, record_s
+        obs.prepare = self.prepare
+        obs.record_response = self.record
+
+    def prepare(self, shape: Any, kwargs: dict[str, Any], helper: str | None = None) -> Call:
+        until = time.perf_counter() + self.prepare_s
+        while time.perf_counter() < until:
+            pass
+        session = kwargs.get("promptcache_session")
+        return Call(shape, {k: v for k, v in kwargs.items() if k not in OVERRIDES}, None,
+                    session)
+
+    def record(self, *args: Any, **kwargs: Any) -> None:
+        until = time.perf_counter() + self.record_s
+        while time.perf_counter() < until:
+            pass
+
+
 def _bench(provider: str, body: bytes, iterations: int, turns: int, *, auto_cache: bool = True,
-           lint: str = "warn") -> dict[str, float]:
+           lint: str = "warn", control: tuple[float, float] | None = None) -> dict[str, float]:
     warmup = max(turns, 50)  # calls per side before timing (see below)
     chats = _Chats(turns, provider, (iterations + warmup) // turns + 2)
     stamp = _Stamp(body)
@@ -159,6 +186,8 @@ def _bench(provider: str, body: bytes, iterations: int, turns: int, *, auto_cach
                             max_retries=0)
     wrapped = wrap(raw, tracker=UsageTracker(keep_records=False), auto_cache=auto_cache,
                    lint=lint)  # type: ignore[arg-type]
+    if control is not None:
+        _Control(observer_of(wrapped), *control)
     split = _Split(observer_of(wrapped))
 
     def make(client: Any, session: bool) -> Callable[[int], Any]:
@@ -320,7 +349,11 @@ def main() -> None:
                                     auto_cache=True, lint="off"))
     row("  live diff + usage", _bench("anthropic", a_body, args.iterations, args.turns,
                                       auto_cache=False, lint="off"))
-    print("goal: added / SDK build <= 1.0 (first row; the rows below it switch parts off)")
+    first = rows[0][1]
+    row("  control", _bench("anthropic", a_body, args.iterations, args.turns,
+                            control=(first["prepare"], first["record"])))
+    print("goal: added / SDK build <= 1.0 (first row; the rows below it switch parts off; "
+          "control: the first row's two steps replaced by busy-waits of their lengths)")
     print("the wrapper's two steps timed inside the real calls (medians, ms): before sending "
           "(prepare) | after the response (usage record)")
     for label, r in rows:
