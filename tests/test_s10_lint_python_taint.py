@@ -151,7 +151,9 @@ def test_developer_message_is_named_as_one() -> None:
                       f"    msg = {{'role': '{role}', 'content': f'Now {{time.time()}} ' + BASE}}\n"
                       "    return client.chat.completions.create(model='gpt-5', "
                       "messages=[msg, {'role': 'user', 'content': q}])\n")
-        assert len(found) == 1 and f"a role={role} message" in found[0].message, role
+        # reported through the call that sends the message (trial 21), never as a system one
+        assert len(found) == 1 and "client.chat.completions.create()" in found[0].message, role
+        assert role == "system" or "role=system" not in found[0].message
 
 
 def test_helper_returning_messages_takes_the_call_site_argument() -> None:

@@ -260,7 +260,13 @@ class _Module:
         self.summaries[name] = frozenset(out)
         return self.summaries[name]
     globals: dict[str, Taints] = field(default_factory=dict)
-    flows: dict[tuple[int, int, str, int, bool], Flow] = field(default_factory=dict)
+    #: (origin line, origin column, kind, sink line, prompt_cache_key sink, line of the API
+    #: call it reaches: None for a system message seen on its own)
+    flows: dict[tuple[int, int, str, int, bool, int | None], Flow] = field(
+        default_factory=dict)
+    #: the first five key fields of system messages a call's flow covers from another line
+    #: (a helper's returned message, the call reported at its own line)
+    covered: set[tuple[int, int, str, int, bool]] = field(default_factory=set)
     lines: list[str] | None = None
 
     def column(self, node: ast.AST) -> int:
@@ -817,7 +823,7 @@ class _Scope:
                                 if role in ("system", "developer") or (
                                         i == 0 and len(returned) >= 2):
                                     self._emit(inner.taint(elt), f"{kwname}[{i}]", label,
-                                               kwvalue, call)
+                                               kwvalue, call, covers=inner._anchor(elt))
                     if elts is None:
                         continue
                     for i, elt in enumerate(elts):
@@ -1030,6 +1036,12 @@ class _Scope:
             for k, v in zip(elt.keys, elt.values, strict=False):
                 if isinstance(k, ast.Constant) and k.value in ("content", "text"):
                     content = v
+        elif isinstance(elt, (ast.Name, ast.Attribute)):
+            # a name bound to a system message dict (system_msg = {"role": "system", ...})
+            items = dict(self._dict_items(elt) or ())
+            role = items.get("role")
+            if isinstance(role, ast.Constant) and role.value in ("system", "developer"):
+                content = items.get("content", items.get("text"))
         elif isinstance(elt, ast.Call):
             dotted = _dotted(elt.func) or ""
             if dotted.rsplit(".", 1)[-1] in _SYSTEM_MESSAGE_CLASSES:
@@ -1039,19 +1051,25 @@ class _Scope:
         return content if content is not None else elt
 
     def _emit(self, taints: Taints, sink: str, call: str, node: ast.expr,
-              call_node: ast.expr | None = None, element: ast.expr | None = None) -> None:
-        # One flow per volatile origin and sink line: an inline suppression on one call's
-        # line silences that call only, the origin's other sinks are still reported. Besides
+              call_node: ast.expr | None = None, element: ast.expr | None = None,
+              covers: ast.expr | None = None) -> None:
+        # One flow per volatile origin, sink line and API call: an inline suppression on one
+        # call's line silences that call only, the origin's other sinks are still reported. Besides
         # the argument's own line, a suppression may sit on the first line of the call or of
         # the message element that holds the argument (a call or a dict written over lines).
         sink_line = getattr(node, "lineno", 1)
         also = tuple(sorted({line for line in (getattr(call_node, "lineno", None),
                                                getattr(element, "lineno", None))
                              if isinstance(line, int) and line != sink_line}))
+        call_line = getattr(call_node, "lineno", None)
         for t in taints:
-            key = (t.line, t.col, t.vol.kind, sink_line, sink == "prompt_cache_key=")
+            key = (t.line, t.col, t.vol.kind, sink_line, sink == "prompt_cache_key=",
+                   call_line if isinstance(call_line, int) else None)
             if key not in self.mod.flows:
                 self.mod.flows[key] = Flow(t.vol, t.line, t.col, sink, call, sink_line, also)
+            if covers is not None:  # the helper's message this call sends
+                self.mod.covered.add((t.line, t.col, t.vol.kind, getattr(covers, "lineno", 1),
+                                      sink == "prompt_cache_key="))
 
 
 def _role_of(node: ast.AST) -> str | None:
@@ -1144,7 +1162,12 @@ def analyze(tree: ast.Module, text: str | None = None) -> list[Flow]:
         scope = _Scope(mod, record=True)
         scope.cls = owner.get(id(fn))
         scope.run(fn.body)
-    return sorted(mod.flows.values(), key=lambda f: (f.line, f.col, f.sink_line, f.sink))
+    # A system message seen on its own (built before the call, appended to a list) is
+    # reported through the API calls that send it when there are any: each such call is a
+    # flow of its own, so that a suppression on one call's line silences that call only.
+    sent = {key[:5] for key in mod.flows if key[5] is not None} | mod.covered
+    flows = [f for key, f in mod.flows.items() if key[5] is not None or key[:5] not in sent]
+    return sorted(flows, key=lambda f: (f.line, f.col, f.sink_line, f.sink))
 
 
 class PythonSource:
