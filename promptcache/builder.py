@@ -846,6 +846,11 @@ class PromptBuilder:
     def turn(self, *parts: Any) -> PromptBuilder:
         """Add the new user turn (text, :class:`Volatile`, :class:`Image`, :class:`ToolResult`).
 
+        A content block given as a mapping is read as :meth:`history` reads a message's blocks
+        (a ``text`` / ``input_text`` block is text, ``tool_result`` a :class:`ToolResult`, ...),
+        so it renders the same way now and in the next request's history, in the shape of the
+        output format (Responses takes ``input_text``, Anthropic ``text``).
+
         Adjacent strings and volatile values join into one text block; blank text is dropped
         and ``turn()`` may be called again to add more. If the new turn is still empty (only
         blank text, no tail) when a request is made, the ``to_*`` methods raise
@@ -885,6 +890,8 @@ class PromptBuilder:
 
         for i, p in enumerate(msg.parts):
             pw = f"{where} part {i}"
+            if isinstance(p, Mapping):  # a known block type as the part a history dict gives
+                p = _block_part(p)
             if isinstance(p, (str, Volatile)):
                 if isinstance(p, Volatile):
                     canon.volatiles.append((p, pw))
@@ -1669,26 +1676,7 @@ def _to_message(m: Any, where: str) -> Message:
                 continue
             if not isinstance(b, Mapping):
                 raise InvalidRequestError(f"{where}.content[{j}]", "a block must be a mapping")
-            t = b.get("type")
-            if t in ("text", "input_text", "output_text"):
-                parts.append(str(b.get("text", "")))
-            elif t == "tool_use":
-                parts.append(ToolCall(str(b.get("id")), str(b.get("name")), b.get("input") or {}))
-            elif t == "tool_result":
-                c = b.get("content", "")
-                parts.append(ToolResult(str(b.get("tool_use_id")), c if isinstance(c, str)
-                                        else [_sdk_plain(x) for x in (c or [])],
-                                        bool(b.get("is_error", False))))
-            elif t == "thinking":
-                parts.append(Thinking(str(b.get("thinking", "")), str(b.get("signature", ""))))
-            elif t == "image" and isinstance(b.get("source"), Mapping):
-                src = b["source"]
-                if src.get("type") == "base64":
-                    parts.append(Image(str(src.get("data")), str(src.get("media_type"))))
-                else:
-                    parts.append(Image(url=str(src.get("url"))))
-            else:
-                parts.append(dict(b))
+            parts.append(_block_part(b))
     elif content is not None:
         raise InvalidRequestError(f"{where}.content", "must be a string or a list of blocks")
     calls = m.get("tool_calls") or ()
@@ -1707,6 +1695,36 @@ def _to_message(m: Any, where: str) -> Message:
             raise InvalidRequestError(f"{where}.tool_calls", "arguments are not JSON") from None
         parts.append(ToolCall(str(call.get("id")), str(fn.get("name")), parsed))
     return Message(role, tuple(parts))
+
+
+def _block_part(b: Mapping[str, Any]) -> Any:
+    """A content block given as a mapping, as the builder's own part: a text block
+    (``text`` / ``input_text`` / ``output_text``) its text, ``tool_use`` a :class:`ToolCall`,
+    ``tool_result`` a :class:`ToolResult`, ``thinking`` a :class:`Thinking`, an Anthropic
+    ``image`` an :class:`Image`; any other block a plain dict, sent as given. So the same
+    block renders the same way in the new turn and, on the next request, in the history, in
+    the shape each API takes (Responses refuses ``type: "text"`` with a 400, Anthropic
+    ``input_text``). Keys the part does not keep (``cache_control``, ``citations``) are
+    dropped, as for a history message given as a mapping."""
+    t = b.get("type")
+    if t in ("text", "input_text", "output_text"):
+        text = b.get("text", "")
+        return text if isinstance(text, (str, Volatile)) else str(text)
+    if t == "tool_use":
+        return ToolCall(str(b.get("id")), str(b.get("name")), b.get("input") or {})
+    if t == "tool_result":
+        c = b.get("content", "")
+        return ToolResult(str(b.get("tool_use_id")), c if isinstance(c, str)
+                          else [_sdk_plain(x) for x in (c or [])],
+                          bool(b.get("is_error", False)))
+    if t == "thinking":
+        return Thinking(str(b.get("thinking", "")), str(b.get("signature", "")))
+    if t == "image" and isinstance(b.get("source"), Mapping):
+        src = b["source"]
+        if src.get("type") == "base64":
+            return Image(str(src.get("data")), str(src.get("media_type")))
+        return Image(url=str(src.get("url")))
+    return dict(b)
 
 
 def _text_of(content: Any) -> str:

@@ -280,7 +280,9 @@ class BreakpointPlan:
             when unknown).
         write_tokens: expected cache-write (creation) tokens of this request (Anthropic).
         total_tokens: tokens of the whole request.
-        expected_next_read: expected cache-read tokens of the next request under ``reuse``.
+        expected_next_read: expected cache-read tokens of the next request under ``reuse``
+            (on a model that caches without markers, gpt-4o and the other OpenAI models before
+            GPT-5.6: the shared prefixes on the 1,024 + 128 n grid).
         prompt_cache_key: OpenAI routing key to send (None: keep the caller's / none).
         prompt_cache_options: OpenAI ``prompt_cache_options`` to send (None: send nothing).
         lookback: the lookback used (None: no limit).
@@ -1083,8 +1085,9 @@ def plan_breakpoints(view: PrefixView, policy: CachePolicy, previous: PreviousLi
                                            reason))
         # the caller's markers on a model that takes none are dropped (the API would 400)
         dropped = tuple(_fix_user_markers(view, policy, max_markers)[1]) if segs else ()
+        auto_next = _automatic_next_read(view, policy, bounds, reuse) if not anthropic else 0.0
         return _new_plan(view.provider, policy.model_id, (), tuple(decisions), dropped, None,
-                         None, view.total_tokens, 0.0, key, options, lookback, reuse, None,
+                         None, view.total_tokens, auto_next, key, options, lookback, reuse, None,
                          dropped_params)
 
     # per-segment facts the search reads many times (plain lists: no property calls). The
@@ -1522,6 +1525,35 @@ def _near_minimum_note(tokens: int, rate: float, min_tokens: int, model: str) ->
             f"{math.floor(tokens * (1 + rate))} tokens) near the minimum {min_tokens} for "
             f"{model}: the real prefix may reach the minimum, and if it is shorter the marker "
             "costs nothing (no error, nothing cached)")
+
+
+def _automatic_next_read(view: PrefixView, policy: CachePolicy, bounds: Boundaries,
+                         reuse: ReuseModel) -> float:
+    """Expected read (tokens) of the next request on a model that caches without markers
+    (OpenAI before GPT-5.6, catalog ``automatic_caching``): in each reuse scenario the prefix
+    it shares with this request, on the cacheable grid: 0 under ``min_cacheable_tokens``
+    (1,024), else the minimum plus whole ``cache_step_tokens`` (128) steps, as
+    :func:`promptcache.diff.openai_cacheable_tokens` predicts a read. Source:
+    https://developers.openai.com/api/docs/guides/prompt-caching (hosted-api-rules.md 2.1:
+    "Turns on automatically for prompts of >= 1,024 tokens. After that, hits grow in
+    128-token increments")."""
+    segs = view.segments
+    if not segs or not bool(getattr(policy, "automatic_caching", False)):
+        return 0.0
+    minimum = int(getattr(policy, "min_cacheable_tokens", 0) or 0)
+    step = int(getattr(policy, "cache_step_tokens", 0) or 1)
+    limit = len(segs) - 1 if bounds.uncached_from is None else bounds.uncached_from - 1
+    total = 0.0
+    for weight, end in ((reuse.continuation, bounds.turn_end if bounds.turn_end is not None
+                         else limit), (reuse.new_conversation, bounds.static_end),
+                        (reuse.branch, bounds.history_end), (reuse.tools_only, bounds.tools_end)):
+        if not weight or end is None or end < 0:
+            continue
+        seg = segs[min(end, len(segs) - 1)]
+        shared = seg.start_token + seg.tokens
+        if shared >= minimum:
+            total += weight * (minimum + (shared - minimum) // step * step)
+    return total
 
 
 def _next_read(written: int, now: int, read_i: int,
