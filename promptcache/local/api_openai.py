@@ -143,6 +143,29 @@ class OpenAIRequest:
     stop: tuple[str, ...]
     temperature: float
     seed: int | None
+    service_tier: str = "default"
+    """The tier the response reports (:func:`served_tier`)."""
+
+
+SERVICE_TIERS = ("auto", "default", "flex", "scale", "priority", "fast")
+"""``service_tier`` request values (openai-python 3.x ``ChatCompletion.service_tier`` /
+``Response.service_tier`` Literal)."""
+
+
+def served_tier(requested: str | None) -> str:
+    """The ``service_tier`` an OpenAI response reports for the requested one.
+
+    openai-python (``types/chat/chat_completion.py``, ``ChatCompletion.service_tier``): "the
+    response body will include the service_tier value based on the processing mode actually
+    used"; ``auto`` (and no value) runs on the project's tier, "unless otherwise configured
+    ... 'default'"; ``fast`` is reported as ``priority``. The local backend serves every tier
+    alike and reports the one requested, so usage trackers price a Flex request as the hosted
+    API bills it (the catalog's 50 % Flex multiplier keys on this field). It does not check
+    which models offer Flex or Priority (the catalog records no such list).
+    """
+    if requested in (None, "auto", "default"):
+        return "default"
+    return "priority" if requested == "fast" else str(requested)
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +298,12 @@ def parse_request(body: dict[str, Any], shape: Shape, default_max_tokens: int) -
     ):
         raise _bad("Invalid 'temperature': expected a number between 0 and 2.", "temperature")
     seed = _int(body, "seed", minimum=SEED_MIN, maximum=SEED_MAX)
+    tier = body.get("service_tier")
+    if tier is not None:
+        if not isinstance(tier, str):
+            raise _invalid_type("service_tier", "a string", tier)
+        if tier not in SERVICE_TIERS:
+            raise _invalid_value("service_tier", tier, SERVICE_TIERS)
     return OpenAIRequest(
         model,
         max_tokens or default_max_tokens,
@@ -283,6 +312,7 @@ def parse_request(body: dict[str, Any], shape: Shape, default_max_tokens: int) -
         tuple(stops),
         float(temperature),
         seed,
+        served_tier(tier),
     )
 
 
@@ -757,6 +787,7 @@ def router(service: BackendService) -> APIRouter:
                     "created": created,
                     "model": p.req.model,
                     "system_fingerprint": "promptcache-local",
+                    "service_tier": p.req.service_tier,
                     "choices": [
                         {
                             "index": 0,
@@ -863,6 +894,7 @@ def _response_object(
         "store": body.get("store", True) is not False,
         "previous_response_id": body.get("previous_response_id"),
         "prompt_cache_key": body.get("prompt_cache_key"),
+        "service_tier": p.req.service_tier,
         "usage": usage,
     }
 
@@ -884,6 +916,7 @@ async def _chat_stream(
             "created": created,
             "model": p.req.model,
             "system_fingerprint": "promptcache-local",
+            "service_tier": p.req.service_tier,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
         }
         if include_usage:
@@ -915,6 +948,7 @@ async def _chat_stream(
                         "created": created,
                         "model": p.req.model,
                         "system_fingerprint": "promptcache-local",
+                        "service_tier": p.req.service_tier,
                         "choices": [],
                         "usage": chat_usage(
                             counts,
