@@ -6,8 +6,10 @@ Two families:
   RFC 2822 date-times, dates, clock times, epoch seconds/milliseconds (timestamps, with their
   granularity), UUIDs, ULIDs, prefixed request ids (``req_...``) and hex nonces (ids). Dates,
   clock times, epochs and hex strings are ambiguous (a release date in a document is stable),
-  so they count only next to a word that names a clock or an id (``Current date:``,
-  ``request id``); full date-times with a time of day, UUIDs and ULIDs always count.
+  so they count only next to a whole word that names a clock or an id (``Current date:``,
+  ``request id``; not "know" or "runtime"; a bare "at" / "on" only before a clock time with
+  seconds or an epoch: "the standup starts at 10:30" is a schedule); full date-times with a
+  time of day, UUIDs and ULIDs always count.
 * :func:`classify_name` says whether a template variable / Python name is volatile by its
   name (``current_date`` -> timestamp, day; ``request_id`` -> id; ``nonce`` -> random).
 
@@ -88,10 +90,17 @@ _PREFIXED = re.compile(
 )
 _HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{16,64}(?![0-9A-Za-z])")
 
-_CLOCK_WORDS = re.compile(
-    r"(?i)(?:date|time|today|now|current|timestamp|clock|as of|updated|generated|created|"
-    r"started|sent|received|\bat\b|\bon\b|\bts\b|epoch|utc|gmt|local)"
-)
+#: Words that name a clock, as whole words: not inside another word ("know", "sometimes",
+#: "runtime", "candidates", "locale"), but a part of an identifier counts ("current_date",
+#: "createdAt", "sentAt": an underscore, a digit or a capital starts the next part).
+_CLOCK_WORD_LIST = (r"(?i:date|dated|datetime|time|today|now|current|timestamp|clock|as of|"
+                    r"updated|generated|created|started|sent|received|ts|epoch|utc|gmt|local|"
+                    r"localtime)")
+_CLOCK_WORDS = re.compile(rf"(?<![A-Za-z]){_CLOCK_WORD_LIST}s?(?![a-z])")
+#: "at" / "on" alone say when something happens, not that it is the current time: "the
+#: standup starts at 10:30", "the policy changed on 2024-03-01" are stable text. They count
+#: only before a value no schedule is written in: a clock time with seconds, an epoch.
+_CLOCK_WORDS_WEAK = re.compile(rf"(?<![A-Za-z])(?:{_CLOCK_WORD_LIST}s?|(?i:at|on))(?![a-z])")
 _ID_WORDS = re.compile(
     r"(?i)(?:\bid\b|_id\b|\bids?\b|nonce|request|trace|session|correlation|\brun\b|uuid|guid|"
     r"message|token|span|idempotency)"
@@ -268,10 +277,11 @@ def _scan(text: str, max_matches: int) -> list[VolatileMatch]:
         if _CLOCK_WORDS.search(_context(text, m.start())):
             add("timestamp", "date", "day", m)
     for m in each(_TIME):
-        if _CLOCK_WORDS.search(_context(text, m.start(), 32)):
+        words = _CLOCK_WORDS_WEAK if m.group("sec") else _CLOCK_WORDS
+        if words.search(_context(text, m.start(), 32)):
             add("timestamp", "time", "second" if m.group("sec") else "minute", m)
     for m in each(_EPOCH):
-        if _CLOCK_WORDS.search(_context(text, m.start(), 32)):
+        if _CLOCK_WORDS_WEAK.search(_context(text, m.start(), 32)):
             add("timestamp", "epoch", "millisecond" if len(m.group("ms")) == 13 else "second", m)
     for m in each(_HEX):
         value = m.group(0)
