@@ -5,7 +5,8 @@ body will include the service_tier value based on the processing mode actually u
 openai-python ``ChatCompletion.service_tier``) and the catalog prices ``flex`` at 50 %. The
 backend now echoes the tier (``auto`` / none -> ``default``, ``fast`` -> ``priority``) on Chat
 Completions (body and every stream chunk) and Responses, and rejects a value outside the enum
-with OpenAI's ``invalid_value`` 400."""
+with OpenAI's ``invalid_value`` 400. Likewise a ``prompt_cache_retention`` outside
+``in_memory`` / ``24h`` is ``invalid_value``, not "not supported with this model"."""
 
 from __future__ import annotations
 
@@ -66,3 +67,25 @@ def test_a_service_tier_outside_the_enum_is_a_400(backend: LocalBackend,
                                                  messages=MSGS, extra_body={"service_tier": value})
     assert exc.value.param == "service_tier"
     assert exc.value.code == ("invalid_value" if isinstance(value, str) else "invalid_type")
+
+
+@pytest.mark.parametrize(("value", "code"), [("forever", "invalid_value"),
+                                             ("in-memory", "invalid_value"),
+                                             (24, "invalid_type")])
+def test_a_retention_outside_the_enum_is_invalid_value_not_a_model_limit(
+        backend: LocalBackend, value: object, code: str) -> None:
+    """'forever' on gpt-5 was answered "'forever' is not supported with this model (gpt-5)",
+    as if another model took it; OpenAI answers an enum miss with invalid_value."""
+    with pytest.raises(openai.BadRequestError) as exc:
+        backend.openai().chat.completions.create(
+            model="gpt-5", max_completion_tokens=1, messages=MSGS,
+            extra_body={"prompt_cache_retention": value})
+    assert exc.value.param == "prompt_cache_retention" and exc.value.code == code
+    assert "this model" not in exc.value.message
+
+
+def test_a_retention_the_model_lacks_still_names_the_model(backend: LocalBackend) -> None:
+    with pytest.raises(openai.BadRequestError) as exc:
+        backend.openai().chat.completions.create(
+            model="gpt-4o", max_completion_tokens=1, messages=MSGS, prompt_cache_retention="24h")
+    assert exc.value.param == "prompt_cache_retention" and "(gpt-4o)" in exc.value.message

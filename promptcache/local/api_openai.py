@@ -464,6 +464,12 @@ def _check_part(part: dict[str, Any], where: str) -> None:
             raise _invalid_value(param, mode, BREAKPOINT_MODES)
 
 
+RETENTIONS = ("in_memory", "24h")
+"""``prompt_cache_retention`` values (openai-python 3.x ``completion_create_params`` /
+``response_create_params``: ``Literal["in_memory", "24h"]``; hosted-api-rules.md 2.2). A value
+outside them is OpenAI's ``invalid_value`` 400; one the model does not offer names the model."""
+
+
 def _check_cache_params(body: dict[str, Any], prompt: TemplatedPrompt, policy: CachePolicy) -> None:
     if not policy.prompt_cache_options:
         for span in prompt.spans:
@@ -475,6 +481,10 @@ def _check_cache_params(body: dict[str, Any], prompt: TemplatedPrompt, policy: C
                     f"{span.segment.path}.prompt_cache_breakpoint",
                 )
     retention = body.get("prompt_cache_retention")
+    if retention is not None and not isinstance(retention, str):
+        raise _invalid_type("prompt_cache_retention", "a string", retention)
+    if retention is not None and retention not in RETENTIONS:  # not a value of the enum at all
+        raise _invalid_value("prompt_cache_retention", retention, RETENTIONS)
     if retention is not None and retention not in policy.prompt_cache_retention:
         raise _bad(
             f"Invalid 'prompt_cache_retention': {retention!r} is not supported with "
