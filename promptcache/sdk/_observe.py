@@ -770,14 +770,24 @@ class Observer:
             if rec is None:
                 return
             self._keep_usage(call, rec)
+            collecting = getattr(self.tracker, "aadd_collecting", None)
             try:
-                events = await self.tracker.aadd(rec)
+                if collecting is not None:  # a UsageTracker: one failing sink starves no other
+                    events, errors = await collecting(rec)
+                    self._sink_faults(errors)
+                else:
+                    events = await self.tracker.aadd(rec)
             except Exception as exc:
                 fault("usage tracking", exc, "the response is returned unchanged")
                 events = ()
             self._log_events(events)
             self._check_prices(rec)
         except Exception as exc:
+            fault("usage tracking", exc, "the response is returned unchanged")
+
+    @staticmethod
+    def _sink_faults(errors: list[Exception]) -> None:
+        for exc in errors:
             fault("usage tracking", exc, "the response is returned unchanged")
 
     def _parsed_record(self, call: Call, response: Any, end: float,
@@ -789,6 +799,13 @@ class Observer:
 
             return parse_usage(response, provider=_USAGE_FORMAT[call.shape],
                                **self._fields(call, end, first_token, response))
+        except InvalidRequestError as exc:
+            # the response's own shape (no usage object: a proxy or server that leaves it
+            # out), not promptcache's fault: one line per shape and reason, no traceback, not
+            # one per call (new-user trial 23)
+            if self.once(f"usage-unreadable:{call.shape}:{exc}"):
+                logger.warning("promptcache: reading the response's usage failed (%s); "
+                               "recording it as unknown (reported once per reason)", exc)
         except Exception as exc:
             fault("reading the response's usage", exc, "recording it as unknown")
         try:
@@ -838,8 +855,13 @@ class Observer:
         the live diff of the session's next request is calibrated to this reported usage."""
         if call is not None:
             self._keep_usage(call, rec)
+        collecting = getattr(self.tracker, "add_collecting", None)
         try:
-            events = self.tracker.add(rec)
+            if collecting is not None:  # a UsageTracker: one failing sink starves no other
+                events, errors = collecting(rec)
+                self._sink_faults(errors)
+            else:
+                events = self.tracker.add(rec)
         except Exception as exc:
             fault("usage tracking", exc, "the response is returned unchanged")
             events = ()

@@ -22,9 +22,10 @@ SDK's own events unchanged and passes every other attribute through; the stream 
 whose ``with`` / ``async with`` block yields such a stream proxy (the request is sent on
 entering the block, as by the SDK). The ``parse`` helpers and the stream managers are planned,
 linted and diffed on the body they send (a structured-output type turned into its JSON schema
-by the SDK's own functions). The API's exceptions propagate unchanged; when an openai
-``parse`` helper refuses a completion it received (``LengthFinishReasonError``,
-``ContentFilterFinishReasonError``), its usage is recorded first.
+by the SDK's own functions). The API's exceptions propagate unchanged; when a ``parse``
+helper refuses an answer it received (openai's ``LengthFinishReasonError``,
+``ContentFilterFinishReasonError``; an answer that does not validate against the output type,
+a ``pydantic.ValidationError``), its usage is recorded first.
 
 ``with_raw_response.create`` (of ``messages``, ``chat.completions`` and ``responses``) is
 observed too: the SDK's raw response wrapper is returned unchanged, and the usage is read from
@@ -287,9 +288,10 @@ def _parsing(method: Callable[..., Any], obs: Observer, shape: Shape, is_async: 
              ) -> Callable[..., Any]:
     """``messages.parse`` / ``chat.completions.parse`` / ``responses.parse``: as ``create``;
     the parsed response (a subclass of the plain one) carries the same usage. When the SDK
-    refuses a completion it received (``openai.LengthFinishReasonError``,
-    ``ContentFilterFinishReasonError``: the request was billed), the completion's usage is
-    recorded before the exception propagates unchanged."""
+    refuses an answer it received (``openai.LengthFinishReasonError``,
+    ``ContentFilterFinishReasonError``, or the answer does not validate against the output
+    type: the request was billed), its usage is recorded before the exception propagates
+    unchanged (:func:`_refused_completion`)."""
     if is_async:
         @functools.wraps(method)
         async def aparse(*args: Any, **kwargs: Any) -> Any:
@@ -298,7 +300,7 @@ def _parsing(method: Callable[..., Any], obs: Observer, shape: Shape, is_async: 
             try:
                 result = await method(*args, **call.kwargs)
             except Exception as exc:
-                refused = _refused_completion(exc)
+                refused = _received(exc, shape)
                 if refused is not None:
                     await obs.arecord_response(call, refused, time.time())
                 raise
@@ -314,7 +316,7 @@ def _parsing(method: Callable[..., Any], obs: Observer, shape: Shape, is_async: 
         try:
             result = method(*args, **call.kwargs)
         except Exception as exc:
-            refused = _refused_completion(exc)
+            refused = _received(exc, shape)
             if refused is not None:
                 obs.record_response(call, refused, time.time())
             raise
@@ -376,13 +378,53 @@ def _raw(method: Callable[..., Any], obs: Observer, shape: Shape, is_async: bool
     return raw
 
 
-def _refused_completion(exc: BaseException) -> Any:
-    """The completion an openai parse helper received and then refused to parse (its finish
-    reason was ``length`` or ``content_filter``), or None for any other exception."""
-    if type(exc).__name__ not in ("LengthFinishReasonError", "ContentFilterFinishReasonError"):
+def _received(exc: BaseException, shape: Shape | None = None) -> Any:
+    """:func:`_refused_completion`, never raising (a fault is logged: the SDK's exception
+    propagates unchanged either way)."""
+    try:
+        return _refused_completion(exc, shape)
+    except Exception as inner:
+        fault("reading the response a parse helper refused", inner, "its usage is not recorded")
         return None
-    completion = getattr(exc, "completion", None)
-    return completion if getattr(completion, "usage", None) is not None else None
+
+
+def _refused_completion(exc: BaseException, shape: Shape | None = None) -> Any:
+    """The response a parse helper received and then refused, or None (nothing received).
+
+    - openai's ``LengthFinishReasonError`` / ``ContentFilterFinishReasonError`` carry it
+      (``.completion``);
+    - any other exception raised while the SDK parsed a received answer (the answer is not
+      valid JSON for the output type: a ``pydantic.ValidationError``, new-user trial 23) does
+      not: the response the SDK built before parsing it is read from the traceback's frames
+      below the wrapper's own (the SDK's ``post_parser`` holds it), by its class for
+      ``shape`` (``anthropic.types.Message``, ``openai.types.chat.ChatCompletion``,
+      ``openai.types.responses.Response``). The API's own errors (``APIError``: nothing was
+      answered) are never read this way.
+    """
+    if type(exc).__name__ in ("LengthFinishReasonError", "ContentFilterFinishReasonError"):
+        completion = getattr(exc, "completion", None)
+        return completion if getattr(completion, "usage", None) is not None else None
+    if shape is None:
+        return None
+    import anthropic
+    import openai
+
+    if isinstance(exc, (anthropic.APIError, openai.APIError)):
+        return None
+    if shape == "anthropic":
+        cls: type = anthropic.types.Message
+    elif shape == "openai-chat":
+        cls = openai.types.chat.ChatCompletion
+    else:
+        cls = openai.types.responses.Response
+    tb = exc.__traceback__
+    tb = tb.tb_next if tb is not None else None  # the wrapper's own frame: the caller's data
+    while tb is not None:
+        for value in tb.tb_frame.f_locals.values():
+            if isinstance(value, cls) and getattr(value, "usage", None) is not None:
+                return value
+        tb = tb.tb_next
+    return None
 
 
 def _make(client: Any, obs: Observer) -> Any:

@@ -476,7 +476,11 @@ def _short_prompt_writes(record: UsageRecord,
 
     ``minimums``: the minimum of each model id seen so far (it depends on the id only), kept
     by the caller."""
-    if record.writes is not None or record.cache_read or record.input_total is None or \
+    # a read that is unknown (cached_tokens left out) keeps the record unknown: filling only
+    # the writes and the uncached part would give uncached = total beside an unknown read
+    # (new-user trial 23)
+    if record.writes is not None or record.cache_read is None or record.cache_read or \
+            record.input_total is None or \
             record.model is None:  # without a model, no price: nothing to make known
         return record
     model = record.model
@@ -730,24 +734,69 @@ class UsageTracker:
             TypeError: ``record`` is not a :class:`UsageRecord` (an SDK response, a dict,
                 None): :meth:`add_response` parses a response, or pass
                 ``parse_usage(obj)``.
+            Exception: the first failing sink's exception (``OSError`` of a full disk...),
+                raised after the record was counted, every other sink written and the events
+                dispatched (:meth:`add_collecting` returns them all instead).
+        """
+        events, errors = self.add_collecting(record)
+        if errors:
+            raise errors[0]
+        return events
+
+    def add_collecting(self, record: UsageRecord
+                       ) -> tuple[tuple[UsageEvent, ...], list[Exception]]:
+        """:meth:`add`, returning the sinks' exceptions instead of raising the first.
+
+        Every sink is written even when an earlier one fails (a full disk under a
+        :class:`~promptcache.usage.sinks.JsonlSink` must not starve the sinks after it), and
+        the events are dispatched (``on_alarm``, ``on_event``, the zero-hit warning) either way.
+
+        Returns:
+            (the events this record raised, the exceptions the failing sinks raised in sink
+            order; empty when every write succeeded).
+
+        Raises:
+            TypeError: ``record`` is not a :class:`UsageRecord`.
         """
         if not isinstance(record, UsageRecord):
             _check_record(record, "add")
         events = self._ingest(record)
+        errors: list[Exception] = []
         for sink in self._sinks:
-            sink.write(record)
+            try:
+                sink.write(record)
+            except Exception as exc:
+                errors.append(exc)
         if events:
             self._dispatch(events)
-        return events
+        return events, errors
 
     async def aadd(self, record: UsageRecord) -> tuple[UsageEvent, ...]:
-        """:meth:`add` for asyncio code: sink writes run in a worker thread."""
+        """:meth:`add` for asyncio code: sink writes run in a worker thread.
+
+        Raises:
+            TypeError: as :meth:`add`.
+            Exception: as :meth:`add`, the first failing sink's, after every sink was written
+                and the events dispatched."""
+        events, errors = await self.aadd_collecting(record)
+        if errors:
+            raise errors[0]
+        return events
+
+    async def aadd_collecting(self, record: UsageRecord
+                              ) -> tuple[tuple[UsageEvent, ...], list[Exception]]:
+        """:meth:`add_collecting` for asyncio code: sink writes run in a worker thread."""
         _check_record(record, "aadd")
         events = self._ingest(record)
+        errors: list[Exception] = []
         for sink in self._sinks:
-            await asyncio.to_thread(sink.write, record)
-        self._dispatch(events)
-        return events
+            try:
+                await asyncio.to_thread(sink.write, record)
+            except Exception as exc:
+                errors.append(exc)
+        if events:
+            self._dispatch(events)
+        return events, errors
 
     def add_response(self, obj: Any, *, provider: str | None = None,
                      **fields: Any) -> UsageRecord:
