@@ -1,7 +1,8 @@
 """Regression tests for new-user trial 21: an inline suppression on an API call's line
 silences that call's finding when the system message it sends was built before the call
 (bound to a name, appended to a list, returned by a helper), as the README says; before, the
-finding stayed tied to the message dict's own line and the call's comment was ignored."""
+finding stayed tied to the message dict's own line and the call's comment was ignored. Also:
+a parameter annotated as a set is iterated in an order that changes between processes."""
 
 from __future__ import annotations
 
@@ -60,3 +61,22 @@ def test_a_system_message_no_call_sends_is_still_reported() -> None:
     found = _lint(body)
     assert [f.code for f in found] == ["PC101"]
     assert "a role=system message" in found[0].message
+
+
+def test_a_set_typed_parameter_joined_into_the_prompt_is_reported() -> None:
+    # trial 21: "set iteration" missed a parameter annotated as a set
+    for ann in ("set[str]", "frozenset[str]", "typing.AbstractSet[str]", "Set[str]"):
+        body = ("import typing\nfrom typing import Set\n"
+                f"def ask(q, tags: {ann}):\n"
+                "    return client.chat.completions.create(model='gpt-4.1', messages=["
+                "{'role': 'system', 'content': BASE + ', '.join(tags)}, "
+                "{'role': 'user', 'content': q}])\n")
+        found = _lint(body)
+        assert [f.code for f in found] == ["PC203"], ann
+        assert "the set parameter 'tags'" in found[0].message, ann
+    stable = ("def ask(q, tags: set[str]):\n"
+              "    note = 'beta on. ' if 'beta' in tags else ''\n"
+              "    return client.chat.completions.create(model='gpt-4.1', messages=["
+              "{'role': 'system', 'content': BASE + note + ', '.join(sorted(tags))"
+              " + f' ({len(tags)} tags)'}, {'role': 'user', 'content': q}])\n")
+    assert _lint(stable) == []

@@ -2,7 +2,8 @@
 
 Sources (what varies between requests): ``datetime.now/utcnow/today``, ``date.today``,
 ``time.time/time_ns/localtime/gmtime/ctime/asctime/strftime``, ``uuid.uuid1/4/6/7``,
-``random.*``, ``secrets.*``, ``os.getpid``, ``os.urandom``; iteration over a ``set`` (string
+``random.*``, ``secrets.*``, ``os.getpid``, ``os.urandom``; iteration over a ``set`` (a literal,
+``set(...)``, or a parameter annotated ``set[...]`` / ``frozenset`` / ``typing.Set``; string
 hashing is salted per process, so set order changes between runs); ``json.dumps`` of a
 runtime value without ``sort_keys=True`` (key order follows however the dict was built);
 a list reordered in place at random (``random.shuffle(x)`` unless on a seeded
@@ -654,6 +655,20 @@ class _Scope:
             for case in stmt.cases:
                 self.run(case.body)
 
+    def set_parameters(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """Give each parameter annotated as a set (``tags: set[str]``, ``frozenset``,
+        ``typing.Set`` / ``AbstractSet``) the set-order taint a set literal has: iterating it
+        (``", ".join(tags)``) gives an order that changes between processes."""
+        args = fn.args
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+            ann = arg.annotation
+            if isinstance(ann, ast.Subscript):
+                ann = ann.value
+            name = (_dotted(ann) or "") if ann is not None else ""
+            if name.rsplit(".", 1)[-1] in _SET_TYPES:
+                self.env[arg.arg] = frozenset(
+                    {self._new(arg, "set-order", None, f"the set parameter {arg.arg!r}")})
+
     def _is_set(self, node: ast.expr) -> bool:
         if isinstance(node, (ast.Set, ast.SetComp)):
             return True
@@ -1072,6 +1087,10 @@ class _Scope:
                                       sink == "prompt_cache_key="))
 
 
+#: Annotations of a set-valued parameter (its iteration order is not stable).
+_SET_TYPES = frozenset({"set", "frozenset", "Set", "FrozenSet", "AbstractSet", "MutableSet"})
+
+
 def _role_of(node: ast.AST) -> str | None:
     if isinstance(node, ast.Dict):
         for k, v in zip(node.keys, node.values, strict=False):
@@ -1161,6 +1180,7 @@ def analyze(tree: ast.Module, text: str | None = None) -> list[Flow]:
     for _, fn in funcs:
         scope = _Scope(mod, record=True)
         scope.cls = owner.get(id(fn))
+        scope.set_parameters(fn)
         scope.run(fn.body)
     # A system message seen on its own (built before the call, appended to a list) is
     # reported through the API calls that send it when there are any: each such call is a
