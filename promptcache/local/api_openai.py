@@ -386,7 +386,9 @@ def check_schema(body: dict[str, Any], shape: Shape) -> None:
     without a ``function`` object with a string ``name``. Responses: a ``function`` tool
     without a string ``name``; a ``function_call_output`` whose ``call_id`` matches no earlier
     ``function_call`` of the input ("No tool call found for function call output with call_id
-    ..."; items of a ``previous_response_id`` conversation count). Both: a
+    ..."; items of a ``previous_response_id`` conversation count); a ``message`` item's part of
+    a Chat Completions type (``text``, ``image_url``: :data:`CHAT_ONLY_PART_TYPES`,
+    ``invalid_value``). Both: a
     ``prompt_cache_breakpoint.mode`` other than ``"explicit"`` (``invalid_value``). Call after
     the renderer accepted the body (its messages keep priority) and, for Responses, on the
     body with the stored conversation prepended.
@@ -437,9 +439,28 @@ def check_schema(body: dict[str, Any], shape: Shape) -> None:
         content = item.get("content")
         if not isinstance(content, list):
             continue
+        message = shape == "openai-responses" and item.get("type", "message") == "message"
         for j, part in enumerate(content):
-            if isinstance(part, dict):
-                _check_part(part, f"{where}.content[{j}]")
+            if not isinstance(part, dict):
+                continue
+            if message and part.get("type") in CHAT_ONLY_PART_TYPES:
+                raise _invalid_value(f"{where}.content[{j}]", part["type"],
+                                     RESPONSES_PART_TYPES)
+            _check_part(part, f"{where}.content[{j}]")
+
+
+CHAT_ONLY_PART_TYPES = frozenset({"text", "image_url"})
+"""Chat Completions content part types a Responses ``message`` item refuses (its text part is
+``input_text``, its image ``input_image``): the API answers ``invalid_value`` naming the part
+(openai-python ``ResponseInputContentParam``: input_text, input_image, input_file; the hosted
+API's message for ``"text"``: "Invalid value: 'text'. Supported values are: 'input_text',
+'input_image', 'output_text', 'refusal', 'input_file', 'computer_screenshot', and
+'summary_text'.", MervinPraison/PraisonAI#3934)."""
+
+RESPONSES_PART_TYPES = ("input_text", "input_image", "output_text", "refusal", "input_file",
+                        "computer_screenshot", "summary_text")
+"""The part types that 400 names for a Responses ``message`` item (see
+:data:`CHAT_ONLY_PART_TYPES`)."""
 
 
 def _check_part(part: dict[str, Any], where: str) -> None:
@@ -485,6 +506,12 @@ def _check_cache_params(body: dict[str, Any], prompt: TemplatedPrompt, policy: C
         raise _invalid_type("prompt_cache_retention", "a string", retention)
     if retention is not None and retention not in RETENTIONS:  # not a value of the enum at all
         raise _invalid_value("prompt_cache_retention", retention, RETENTIONS)
+    if retention == "in_memory" and not policy.prompt_cache_retention \
+            and not policy.prompt_cache_options:
+        # a model without extended retention (gpt-4o, gpt-5-nano...) keeps its prefixes in
+        # memory: "in_memory" names what it does. The sources list only a "24h" refusal there
+        # (hosted-api-rules.md 2.2: "Sending 24h to a model that does not support it fails")
+        return
     if retention is not None and retention not in policy.prompt_cache_retention:
         raise _bad(
             f"Invalid 'prompt_cache_retention': {retention!r} is not supported with "
