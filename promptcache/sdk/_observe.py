@@ -894,8 +894,14 @@ class Observer:
         for ev in events:
             if ev.kind == "unpriced":
                 continue  # reported once per model by _check_prices
-            if ev.kind == "usage_anomaly" and set(ev.record.flags) <= _OWN_FLAGS:
-                continue  # already reported when the record was made
+            if ev.kind == "usage_anomaly":
+                if set(ev.record.flags) <= _OWN_FLAGS:
+                    continue  # already reported when the record was made
+                # once per kind of anomaly (an agent that leaves its Anthropic streams early
+                # flags each one stream_incomplete: one line, not one per call; trial 23); the
+                # tracker's events keep every one
+                if not self.once("anomaly:" + ",".join(sorted(ev.record.flags))):
+                    continue
             logger.warning("promptcache: %s: %s", ev.kind, ev.message)
 
 
