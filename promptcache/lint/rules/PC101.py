@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 
-from promptcache.lint.engine import PythonContext, RequestContext, Rule
+from promptcache.lint.engine import LogContext, PythonContext, RequestContext, Rule, text_path
 from promptcache.lint.finding import Finding, Severity
 from promptcache.lint.rules._common import (
+    MAX_HITS_PER_SEGMENT,
     rewritten_note,
     template_note,
     template_variable_hits,
     volatile_hits,
 )
+from promptcache.lint.volatile import scan_text
 
 __all__ = ["Rule_PC101"]
 
@@ -23,6 +26,58 @@ _EVERY = {"day": "once a day", "hour": "every hour", "minute": "every minute",
 def _every(granularity: str | None) -> str:
     """``"every minute"`` ...; finer than a second (or unknown): ``"on every request"``."""
     return _EVERY.get(granularity or "", "on every request")
+
+
+#: The longest a value of each granularity can stay the same on a clock, in seconds: a log
+#: whose requests span at least this long saw such a clock change (a civil day lasts 25 hours
+#: when summer time ends, so a local date can hold that long).
+_LONGEST = {"microsecond": 1e-6, "millisecond": 1e-3, "second": 1.0, "minute": 60.0,
+            "hour": 3600.0, "day": 25 * 3600.0}
+
+
+def _values_at(ctx: RequestContext, path: str) -> set[str]:
+    """The timestamp literals in the text at payload ``path`` of ``ctx`` (a system block, a
+    tool, a stored prompt template's variable), scanned as :func:`volatile_hits` scans."""
+    if path.startswith("prompt.variables."):
+        return {t.match.match for t in template_variable_hits(ctx)
+                if t.path == path and t.match.kind == "timestamp"}
+    for seg in ctx.view.segments:
+        if seg.text and text_path(seg) == path:
+            return {m.match for m in scan_text(seg.text, MAX_HITS_PER_SEGMENT)
+                    if m.kind == "timestamp"}
+    return set()
+
+
+def _stable_in_log(entries: Sequence[RequestContext]) -> set[tuple[int, str, str]]:
+    """``(entry, path, value)`` of the timestamp literals a log proves stable: the value is
+    at the same payload path in every request of its agent (the requests linked by
+    ``previous``: same provider, model and tool set), and their send times span at least
+    the longest a clock value of its granularity lasts (:data:`_LONGEST`), so a clock would
+    have changed. Requests without a send time do not count towards the span."""
+    groups: dict[int, list[RequestContext]] = {}
+    group_of: dict[int, int] = {}
+    for e in entries:
+        g = group_of.get(id(e.previous), id(e)) if e.previous is not None else id(e)
+        group_of[id(e)] = g
+        groups.setdefault(g, []).append(e)
+    out: set[tuple[int, str, str]] = set()
+    for members in groups.values():
+        times = [e.timestamp for e in members if e.timestamp is not None]
+        if len(members) < 2 or len(times) < 2:
+            continue
+        span = max(times) - min(times)
+        candidates = {(path, m.match, m.granularity)
+                      for e in members
+                      for path, m in [*((h.path, h.match) for h in volatile_hits(e)),
+                                      *((t.path, t.match) for t in template_variable_hits(e))]
+                      if m.kind == "timestamp"}
+        for path, value, gran in candidates:
+            longest = _LONGEST.get(gran or "")
+            if longest is None or span < longest:
+                continue
+            if all(value in _values_at(e, path) for e in members):
+                out.update((id(e), path, value) for e in members)
+    return out
 
 
 class Rule_PC101(Rule):
@@ -45,6 +100,13 @@ class Rule_PC101(Rule):
     in the ``variables`` of a Responses stored prompt template (``prompt``) is reported too:
     the server substitutes it into the template, before the input (``template_variable``;
     the token figures are None, the template's size not being in the body).
+
+    In a request log (JSONL, recorded exchanges) the log is evidence: a value at the same
+    payload path in every request of one agent (same provider, model and tool set) whose
+    send times span at least the longest a clock value of its granularity lasts (a day: 25
+    hours, for the day summer time ends) is stable text, not a clock, and is not reported
+    ("Refund policy updated: 2024-03-01." in requests sent over two days). A single
+    request, or a log too short to show a clock change, is read as above.
 
     ## Why is this bad?
     Caching is an exact prefix match. A clock value makes every request's prefix different
@@ -83,12 +145,23 @@ class Rule_PC101(Rule):
     severity = Severity.WARNING
     message = "timestamp inside the cached prefix"
     fix_title = "coarsen to the date, or move the clock into the newest user turn"
-    inputs = frozenset({"request", "python"})
+    inputs = frozenset({"request", "log", "python"})
+    aggregate_in_logs = True
 
     def check_request(self, ctx: RequestContext) -> Iterator[Finding]:
+        return self._findings(ctx, frozenset())
+
+    def check_log(self, ctx: LogContext) -> Iterator[Finding]:
+        stable = _stable_in_log(ctx.entries)
+        for entry in ctx.entries:
+            yield from self._findings(entry, stable)
+
+    def _findings(self, ctx: RequestContext,
+                            stable: AbstractSet[tuple[int, str, str]]) -> Iterator[Finding]:
+        """Findings for one request, without the values its log proves stable."""
         for hit in volatile_hits(ctx):
             m = hit.match
-            if m.kind != "timestamp":
+            if m.kind != "timestamp" or (id(ctx), hit.path, m.match) in stable:
                 continue
             sev = Severity.INFO if m.granularity == "day" else Severity.WARNING
             where = (f"before the breakpoint at {hit.breakpoint_path}" if hit.breakpoint_path
@@ -105,7 +178,7 @@ class Rule_PC101(Rule):
                               tokens_rewritten=hit.tokens_rewritten)
         for t in template_variable_hits(ctx):
             m = t.match
-            if m.kind != "timestamp":
+            if m.kind != "timestamp" or (id(ctx), t.path, m.match) in stable:
                 continue
             sev = Severity.INFO if m.granularity == "day" else Severity.WARNING
             msg = (f"{m.granularity}-granularity timestamp {m.match!r} {template_note(t)} "
