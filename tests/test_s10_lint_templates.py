@@ -79,7 +79,9 @@ def test_missing_cyclic_and_broken_includes_are_warnings(tmp_path: Path) -> None
 def test_request_id_attribute_and_now_string_filter(tmp_path: Path) -> None:
     res = _lint(tmp_path, {"t.j2": "Hello {{ user.name }} ({{ user.id }}), request "
                                    "{{ request.id }}\n" + STABLE}, "t.j2")
-    assert [(f.code, f.col) for f in res.findings] == [("PC104", 48)]
+    # user.id is a per-user value (trial 24); user.name is not an id
+    assert [(f.code, f.col) for f in res.findings] == [("PC104", 24), ("PC104", 48)]
+    assert [f.details["id_scope"] for f in res.findings] == ["user", "request"]
     res = _lint(tmp_path, {"f.j2": 'Now: {{ "now"|strftime("%H:%M") }}\n' + STABLE}, "f.j2")
     assert [f.code for f in res.findings] == ["PC104"]
     assert res.findings[0].details["granularity"] == "minute"

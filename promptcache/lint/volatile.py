@@ -309,6 +309,12 @@ _CONVERSATION_ID_NAMES = frozenset({
     ("session", "id"), ("sess", "id"), ("conversation", "id"), ("convo", "id"),
     ("thread", "id"), ("chat", "id"),
 })
+#: Whose value a per-user id names: the same on every request of one user, different for
+#: the next user (``user_id``, ``user.email``, ``customerId``): a prefix holding one is shared
+#: by that user's requests only.
+_USER_WORDS = frozenset({"user", "customer"})
+#: The last part of a per-user id's name (an email address identifies its user too).
+_USER_ID_LAST = frozenset({"id", "uuid", "guid", "email"})
 _RANDOM_WORDS = frozenset({"random", "rand", "shuffle", "shuffled", "salt", "jitter"})
 _NOT_CLOCK_AFTER = frozenset({"limit", "limits", "out", "outs", "zone", "zones", "format",
                               "budget", "step", "steps", "window", "range", "unit", "units",
@@ -336,7 +342,8 @@ def classify_name(name: str) -> tuple[str, str | None] | None:
     if not toks:
         return None
     last = toks[-1]
-    if last in _ID_LAST or (len(toks) >= 2 and (toks[-2], last) in _ID_NAMES):
+    if (last in _ID_LAST or (len(toks) >= 2 and (toks[-2], last) in _ID_NAMES)
+            or _is_user_id(toks)):
         return ("id", None)
     if any(t in _RANDOM_WORDS for t in toks):
         return ("random", None)
@@ -352,22 +359,43 @@ def classify_name(name: str) -> tuple[str, str | None] | None:
     return None
 
 
+def _is_user_id(toks: list[str]) -> bool:
+    """``user_id``, ``user.email``, ``customerId``, ``uid``: a name of a per-user id."""
+    return toks[-1] == "uid" or (len(toks) >= 2 and toks[-2] in _USER_WORDS
+                                 and toks[-1] in _USER_ID_LAST)
+
+
 def id_scope(text: str) -> str:
     """How long an id named in ``text`` (a template hole, an expression) lives.
 
     Returns:
-        ``"conversation"`` when every identifier in ``text`` that :func:`classify_name` calls
-        an id is a per-conversation one (``session_id``, ``conversation_id``, ``thread_id``,
-        ``chat_id``): the same on every request of a conversation, new for the next one.
-        ``"request"`` otherwise (``request_id``, ``uuid``, ``nonce``, a ``uuid4()`` call).
+        The shortest lifetime among the identifiers in ``text`` that :func:`classify_name`
+        calls ids: ``"request"`` for a per-request one (``request_id``, ``uuid``, ``nonce``,
+        a ``uuid4()`` call) or when ``text`` names none; else ``"conversation"`` for a
+        per-conversation one (``session_id``, ``conversation_id``, ``thread_id``,
+        ``chat_id``: the same on every request of a conversation, new for the next one);
+        else ``"user"`` (``user_id``, ``user.email``, ``customerId``, ``uid``: the same on
+        every request of one user, different for the next user).
 
     >>> id_scope("{{ session_id }}"), id_scope("{{ ctx.threadId }}"), id_scope("{{ uuid }}")
     ('conversation', 'conversation', 'request')
+    >>> id_scope("{{ user.email }}"), id_scope("{{ user_id }}/{{ session_id }}")
+    ('user', 'conversation')
     """
-    ids = [toks for toks in (_tokens(w) for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
-           if toks and classify_name("_".join(toks)) == ("id", None)]
-    if ids and all(len(t) >= 2 and (t[-2], t[-1]) in _CONVERSATION_ID_NAMES for t in ids):
-        return "conversation"
+    scopes = set()
+    for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*", text):
+        toks = _tokens(w)
+        if not toks or classify_name("_".join(toks)) != ("id", None):
+            continue
+        if len(toks) >= 2 and (toks[-2], toks[-1]) in _CONVERSATION_ID_NAMES:
+            scopes.add("conversation")
+        elif _is_user_id(toks):
+            scopes.add("user")
+        else:
+            scopes.add("request")
+    for scope in ("request", "conversation", "user"):
+        if scope in scopes:
+            return scope
     return "request"
 
 

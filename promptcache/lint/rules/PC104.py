@@ -22,18 +22,21 @@ class Rule_PC104(Rule):
     holes whose value changes between renders — a clock (``{{ current_date }}``,
     ``{{ now() }}``, ``{current_time}``, ``{{$time}}``), an id (``{{ request_id }}``,
     ``{{ uuid }}``; a per-conversation one such as ``{{ session_id }}``,
-    ``{{ conversation_id }}`` or ``{{ thread_id }}``) or a random pick
+    ``{{ conversation_id }}`` or ``{{ thread_id }}``; a per-user one such as
+    ``{{ user_id }}``, ``{{ user.email }}`` or ``{{ customerId }}``) or a random pick
     (``{{ items | random }}``) — followed by at least 32 tokens of static text. Severity
     follows granularity: a date is info, anything finer (and any id) is a warning. Details:
     ``variable``, ``kind``, ``granularity``, ``stable_tokens_after``, and for ids ``id_scope``
-    (``"request"`` or ``"conversation"``).
+    (``"request"``, ``"conversation"`` or ``"user"``; a hole naming several ids takes the
+    shortest-lived).
 
     ## Why is this bad?
     Templates become system prompts and first messages, the start of the cached prefix.
     Everything after a value that changes is re-written instead of read, so a timestamp at
     the top of a 3,000-token system prompt costs 3,000 uncached tokens per request. A
     per-conversation id (a session or thread id) keeps the prefix within one conversation,
-    but every new conversation writes the whole system prompt again instead of sharing it.
+    but every new conversation writes the whole system prompt again instead of sharing it; a
+    per-user value (a user id or email) does the same for every user.
 
     ## Example
     ```jinja
@@ -80,10 +83,13 @@ class Rule_PC104(Rule):
                 continue  # changes rarely enough to cache well
             gran = f"{vol.granularity}-granularity " if vol.granularity else ""
             scope = id_scope(piece.text) if vol.kind == "id" else None
-            what = {"timestamp": "clock value", "id": f"per-{scope} id",
+            what = {"timestamp": "clock value",
+                    "id": "per-user value" if scope == "user" else f"per-{scope} id",
                     "random": "random value"}.get(vol.kind, "volatile value")
-            loss = ("they are cached within one conversation and written again for every new "
-                    "one" if scope == "conversation" else "they lose caching whenever it changes")
+            loss = {"conversation": "they are cached within one conversation and written "
+                                    "again for every new one",
+                    "user": "they are cached for one user and written again for every other "
+                            "user"}.get(scope or "", "they lose caching whenever it changes")
             msg = (f"{gran}{what} {piece.text.strip()!r} comes before {stable} tokens of "
                    f"stable text in {ctx.name}: {loss}")
             extra = {"id_scope": scope} if scope else {}

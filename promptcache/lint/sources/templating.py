@@ -151,7 +151,7 @@ def classify_expr(expr: nodes.Node, origin: str,
             elif node.attr in ("strftime", "isoformat", "date", "time", "format"):
                 vol = None
             else:
-                # request.id reads as request_id; user.id stays unknown (classify_name)
+                # request.id reads as request_id, user.email as user_email (classify_name)
                 vol = ((_vol_from_name(dotted, origin) if dotted is not None else None)
                        or _vol_from_name(node.attr, origin))
         elif isinstance(node, nodes.Call):
