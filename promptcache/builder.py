@@ -1701,7 +1701,8 @@ def _block_part(b: Mapping[str, Any]) -> Any:
     """A content block given as a mapping, as the builder's own part: a text block
     (``text`` / ``input_text`` / ``output_text``) its text, ``tool_use`` a :class:`ToolCall`,
     ``tool_result`` a :class:`ToolResult`, ``thinking`` a :class:`Thinking`, an Anthropic
-    ``image`` an :class:`Image`; any other block a plain dict, sent as given. So the same
+    ``image`` with a ``base64`` or ``url`` source an :class:`Image`; any other block (an image
+    with a Files API ``file`` source...) a plain dict, sent as given. So the same
     block renders the same way in the new turn and, on the next request, in the history, in
     the shape each API takes (Responses refuses ``type: "text"`` with a 400, Anthropic
     ``input_text``). Keys the part does not keep (``cache_control``, ``citations``) are
@@ -1721,9 +1722,12 @@ def _block_part(b: Mapping[str, Any]) -> Any:
         return Thinking(str(b.get("thinking", "")), str(b.get("signature", "")))
     if t == "image" and isinstance(b.get("source"), Mapping):
         src = b["source"]
-        if src.get("type") == "base64":
-            return Image(str(src.get("data")), str(src.get("media_type")))
-        return Image(url=str(src.get("url")))
+        if src.get("type") == "base64" and isinstance(src.get("data"), str):
+            return Image(src["data"], str(src.get("media_type")))
+        if src.get("type") == "url" and isinstance(src.get("url"), str):
+            return Image(url=src["url"])
+        # any other source (a Files API {"type": "file", "file_id": ...}) is sent as given:
+        # read as a URL it became {"url": "None"} (review 24)
     return dict(b)
 
 

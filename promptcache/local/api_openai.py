@@ -148,8 +148,15 @@ class OpenAIRequest:
 
 
 SERVICE_TIERS = ("auto", "default", "flex", "scale", "priority", "fast")
-"""``service_tier`` request values (openai-python 3.x ``ChatCompletion.service_tier`` /
-``Response.service_tier`` Literal)."""
+"""Chat Completions ``service_tier`` request values (openai-python 3.x
+``completion_create_params.service_tier`` Literal)."""
+
+RESPONSES_SERVICE_TIERS = (*SERVICE_TIERS, "ultrafast")
+"""Responses ``service_tier`` request values: :data:`SERVICE_TIERS` and ``ultrafast``
+(openai-python 3.x ``types/responses/service_tier.py``, ``ServiceTier``: "processed with the
+access-controlled Ultrafast Processing service tier ... a response served through it will show
+service_tier=ultrafast"). The backend does not check which models or organisations have it,
+as for Flex and Priority (review 24: it was refused as an invalid_value)."""
 
 
 def served_tier(requested: str | None) -> str:
@@ -302,8 +309,9 @@ def parse_request(body: dict[str, Any], shape: Shape, default_max_tokens: int) -
     if tier is not None:
         if not isinstance(tier, str):
             raise _invalid_type("service_tier", "a string", tier)
-        if tier not in SERVICE_TIERS:
-            raise _invalid_value("service_tier", tier, SERVICE_TIERS)
+        tiers = RESPONSES_SERVICE_TIERS if shape == "openai-responses" else SERVICE_TIERS
+        if tier not in tiers:
+            raise _invalid_value("service_tier", tier, tiers)
     return OpenAIRequest(
         model,
         max_tokens or default_max_tokens,

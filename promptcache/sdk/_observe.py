@@ -419,6 +419,20 @@ def _unmarkable_instructions(call: Call, view: PrefixView, policy: Any,
             "PromptBuilder.to_openai_responses does) so a breakpoint can close it.")
 
 
+def _collecting(tracker: Any, method: str) -> Any:
+    """The tracker's ``add_collecting`` / ``aadd_collecting`` (``method``: "add" / "aadd"),
+    or None: the observer then calls ``method`` itself. None for a duck-typed tracker and for
+    a :class:`~promptcache.usage.UsageTracker` subclass that overrides ``method`` (a subclass
+    forwarding each record to its metrics: the wrapper must keep calling its override)."""
+    from promptcache.usage import UsageTracker
+
+    if not isinstance(tracker, UsageTracker):
+        return None
+    if getattr(type(tracker), method, None) is not getattr(UsageTracker, method):
+        return None
+    return getattr(tracker, method + "_collecting", None)
+
+
 class Observer:
     """Settings of one ``wrap()`` call plus the state its copies share.
 
@@ -770,7 +784,7 @@ class Observer:
             if rec is None:
                 return
             self._keep_usage(call, rec)
-            collecting = getattr(self.tracker, "aadd_collecting", None)
+            collecting = _collecting(self.tracker, "aadd")
             try:
                 if collecting is not None:  # a UsageTracker: one failing sink starves no other
                     events, errors = await collecting(rec)
@@ -855,7 +869,7 @@ class Observer:
         the live diff of the session's next request is calibrated to this reported usage."""
         if call is not None:
             self._keep_usage(call, rec)
-        collecting = getattr(self.tracker, "add_collecting", None)
+        collecting = _collecting(self.tracker, "add")
         try:
             if collecting is not None:  # a UsageTracker: one failing sink starves no other
                 events, errors = collecting(rec)
