@@ -70,3 +70,17 @@ def test_in_memory_refused_where_only_24h(backend: LocalBackend) -> None:
         client.chat.completions.create(model="gpt-5.5", max_tokens=4,
                                        prompt_cache_retention="in_memory",
                                        messages=[{"role": "user", "content": "hi"}])
+
+
+def test_24h_retention_accepted_and_ignored_on_gpt_5_6(backend: LocalBackend) -> None:
+    """openai-python: gpt-5.5 "and future models" take only 24h; on GPT-5.6+ entries live by
+    prompt_cache_options.ttl, so the field is accepted and changes nothing (review 24, B)."""
+    client = backend.openai()
+    out = client.chat.completions.create(model="gpt-5.6", max_completion_tokens=4,
+                                         prompt_cache_retention="24h",
+                                         messages=[{"role": "user", "content": "hi"}])
+    assert out.usage is not None
+    with pytest.raises(openai.BadRequestError):
+        client.chat.completions.create(model="gpt-5.6", max_completion_tokens=4,
+                                       prompt_cache_retention="in_memory",
+                                       messages=[{"role": "user", "content": "hi"}])

@@ -29,5 +29,6 @@ def test_streams_left_early_log_the_anomaly_once(caplog: pytest.LogCaptureFixtur
     anomalies = [r for r in caplog.records if "usage_anomaly" in r.getMessage()]
     assert len(anomalies) == 1, [r.getMessage() for r in anomalies]
     assert "stream_incomplete" in anomalies[0].getMessage()
+    assert "logged once per kind" in anomalies[0].getMessage()
     assert sum(e.kind == "usage_anomaly" for e in tracker.events) == 3
     assert len(tracker.records) == 3

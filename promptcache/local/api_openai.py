@@ -514,6 +514,12 @@ def _check_cache_params(body: dict[str, Any], prompt: TemplatedPrompt, policy: C
         raise _invalid_type("prompt_cache_retention", "a string", retention)
     if retention is not None and retention not in RETENTIONS:  # not a value of the enum at all
         raise _invalid_value("prompt_cache_retention", retention, RETENTIONS)
+    if retention == "24h" and policy.prompt_cache_options:
+        # GPT-5.6+: entries live by prompt_cache_options.ttl; openai-python: "for gpt-5.5,
+        # gpt-5.5-pro, and future models, only 24h is supported", the two fields "are
+        # independent" (hosted-api-rules.md 2.2: on GPT-5.6+ the field "does not apply"):
+        # accepted and ignored
+        return
     if retention == "in_memory" and not policy.prompt_cache_retention \
             and not policy.prompt_cache_options:
         # a model without extended retention (gpt-4o, gpt-5-nano...) keeps its prefixes in

@@ -916,6 +916,9 @@ class Observer:
                 # tracker's events keep every one
                 if not self.once("anomaly:" + ",".join(sorted(ev.record.flags))):
                     continue
+                logger.warning("promptcache: %s: %s (logged once per kind; the tracker's events "
+                               "keep every one)", ev.kind, ev.message)
+                continue
             logger.warning("promptcache: %s: %s", ev.kind, ev.message)
 
 
