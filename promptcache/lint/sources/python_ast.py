@@ -375,7 +375,7 @@ class _Scope:
             return self._union(node.elts)
         if isinstance(node, ast.Set):
             inner = self._union(node.elts)
-            if len(node.elts) > 1:
+            if len(node.elts) > 1 and not all(_hash_stable_const(e) for e in node.elts):
                 inner |= {self._new(node, "set-order", None, "a set literal")}
             return inner
         if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
@@ -661,11 +661,7 @@ class _Scope:
         (``", ".join(tags)``) gives an order that changes between processes."""
         args = fn.args
         for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
-            ann = arg.annotation
-            if isinstance(ann, ast.Subscript):
-                ann = ann.value
-            name = (_dotted(ann) or "") if ann is not None else ""
-            if name.rsplit(".", 1)[-1] in _SET_TYPES:
+            if arg.annotation is not None and _unordered_set_annotation(arg.annotation):
                 self.env[arg.arg] = frozenset(
                     {self._new(arg, "set-order", None, f"the set parameter {arg.arg!r}")})
 
@@ -1089,6 +1085,56 @@ class _Scope:
 
 #: Annotations of a set-valued parameter (its iteration order is not stable).
 _SET_TYPES = frozenset({"set", "frozenset", "Set", "FrozenSet", "AbstractSet", "MutableSet"})
+#: Element types whose hash is the same in every process (no PYTHONHASHSEED salt): a set of
+#: them iterates in the same order on every run, given the same insertions.
+_HASH_STABLE_TYPES = frozenset({"int", "float", "bool", "complex"})
+
+
+def _hash_stable_const(node: ast.expr) -> bool:
+    """A number or bool constant, or a tuple of them (``{3, 1, 2}``: a set of these iterates
+    in one order in every process; str and bytes hashes are salted per process, and None's
+    follows its address before Python 3.12)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int | float | complex)
+    if isinstance(node, ast.Tuple):
+        return all(_hash_stable_const(e) for e in node.elts)
+    return False
+
+
+def _hash_stable_type(node: ast.expr) -> bool:
+    """An annotation of hash-stable elements: ``int``, ``float``, ``bool``, ``complex``, or a
+    ``tuple[...]`` of them."""
+    if isinstance(node, ast.Subscript):
+        if (_dotted(node.value) or "").rsplit(".", 1)[-1] not in ("tuple", "Tuple"):
+            return False
+        sl = node.slice
+        elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+        return all((isinstance(e, ast.Constant) and e.value is Ellipsis)
+                   or _hash_stable_type(e) for e in elts)
+    return (_dotted(node) or "").rsplit(".", 1)[-1] in _HASH_STABLE_TYPES
+
+
+def _unordered_set_annotation(ann: ast.expr) -> bool:
+    """Whether a parameter annotation says a set whose iteration order may change between
+    processes: ``set[str]``, bare ``set`` / ``frozenset``, ``typing.Set`` / ``AbstractSet``,
+    also inside ``X | None``, ``Optional[X]``, ``Union[...]`` and a quoted annotation; not a
+    set of ints, floats, bools or tuples of them (their hashes are not salted)."""
+    if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+        try:
+            ann = ast.parse(ann.value, mode="eval").body
+        except SyntaxError:
+            return False
+    if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+        return _unordered_set_annotation(ann.left) or _unordered_set_annotation(ann.right)
+    base = ann.value if isinstance(ann, ast.Subscript) else ann
+    name = (_dotted(base) or "").rsplit(".", 1)[-1]
+    if isinstance(ann, ast.Subscript) and name in ("Optional", "Union"):
+        sl = ann.slice
+        return any(_unordered_set_annotation(e)
+                   for e in (sl.elts if isinstance(sl, ast.Tuple) else [sl]))
+    if name not in _SET_TYPES:
+        return False
+    return not (isinstance(ann, ast.Subscript) and _hash_stable_type(ann.slice))
 
 
 def _role_of(node: ast.AST) -> str | None:
@@ -1185,8 +1231,12 @@ def analyze(tree: ast.Module, text: str | None = None) -> list[Flow]:
     # A system message seen on its own (built before the call, appended to a list) is
     # reported through the API calls that send it when there are any: each such call is a
     # flow of its own, so that a suppression on one call's line silences that call only.
+    # The same holds for a message a helper returns into a call's list
+    # (messages=[system_message(), ...]): its clock reaches the call, so the call reports it.
     sent = {key[:5] for key in mod.flows if key[5] is not None} | mod.covered
-    flows = [f for key, f in mod.flows.items() if key[5] is not None or key[:5] not in sent]
+    reached = {(k[0], k[1], k[2], k[4]) for k in mod.flows if k[5] is not None}
+    flows = [f for key, f in mod.flows.items() if key[5] is not None or (
+        key[:5] not in sent and (key[0], key[1], key[2], key[4]) not in reached)]
     return sorted(flows, key=lambda f: (f.line, f.col, f.sink_line, f.sink))
 
 
