@@ -178,7 +178,10 @@ def open_target(args: argparse.Namespace, *,
 
     Raises:
         SystemExit: status 2 with one line on stderr when the model is unknown to the catalog,
-            belongs to the other provider, or ``--small-model`` is given for a real API.
+            belongs to the other provider, or ``--small-model`` is given for a real API;
+            status 1 with one line on stderr when a real API refuses a request or cannot be
+            reached (the SDK's ``APIError``: a wrong key, a network error), instead of the
+            SDK's traceback.
     """
     env = os.environ if env is None else env
     provider = choose_provider(args.provider, env, args.model)
@@ -193,16 +196,24 @@ def open_target(args: argparse.Namespace, *,
     if env.get(KEY_ENV[provider]) and not args.local:
         if args.small_model:
             usage_error("--small-model applies to the local backend only")
+        api_error: type[Exception]
         if provider == "anthropic":
             import anthropic
 
             client: Any = anthropic.Anthropic(api_key=env[KEY_ENV[provider]])
+            api_error = anthropic.APIError
         else:
             import openai
 
             client = openai.OpenAI(api_key=env[KEY_ENV[provider]])
+            api_error = openai.APIError
         try:
             yield Target(provider, model, client, args.max_tokens or 1024)
+        except api_error as exc:
+            # a wrong key, a model the account cannot use, no network: one line, not a traceback
+            print(f"error: the {provider} API: {type(exc).__name__}: {exc} (check "
+                  f"{KEY_ENV[provider]} and the network, or run with --local)", file=sys.stderr)
+            raise SystemExit(1) from None
         finally:
             client.close()
         return
