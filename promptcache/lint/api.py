@@ -655,7 +655,8 @@ def lint_text(text: str, file: str, config: LintConfig | None = None) -> list[Fi
     return _reported(linted[0])
 
 
-def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
+def lint_paths(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
+               config: LintConfig | None = None, *,
                stdin: str | bytes | None = None, stdin_name: str = "-",
                config_for: Callable[[str], LintConfig] | None = None) -> LintResult:
     """Lint files, folders (walked for known suffixes) and globs; ``"-"`` reads ``stdin``.
@@ -665,7 +666,8 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     empty file named in ``paths`` (or matched by a glob) is an input error, as empty stdin is.
 
     Args:
-        paths: file names, folder names, glob patterns, or ``"-"``.
+        paths: file names, folder names, glob patterns, or ``"-"`` (``str`` or
+            ``pathlib.Path``); one name alone is taken as a list of one.
         config: selection and options (defaults: every stable rule).
         stdin: the text for ``"-"`` (the CLI passes ``sys.stdin``'s bytes).
         stdin_name: the file name stdin stands for (``--stdin-filename``): its suffix picks
@@ -689,6 +691,9 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     Returns:
         A :class:`LintResult`. Never raises for bad input.
     """
+    # one path given alone (not iterated character by character), Path objects as names
+    names = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    paths = [os.fspath(p) if isinstance(p, os.PathLike) else p for p in names]
     if config_for is None:
         single = config or LintConfig()
 

@@ -382,6 +382,7 @@ class Flow:
         sink_line: line of that argument (an inline suppression may sit on either line).
         suppress_lines: other lines where an inline suppression silences this flow: the first
             line of the call, and of the message element holding the argument.
+        call_line: first line of the call (None: not known).
 
     A value that reaches several calls gives one flow per call (per sink line), so that a
     suppression on one call's line silences that call only; the linter then reports each
@@ -395,6 +396,16 @@ class Flow:
     call: str
     sink_line: int
     suppress_lines: tuple[int, ...] = ()
+    call_line: int | None = None
+
+    @property
+    def where(self) -> str:
+        """The flow's place for a message: ``"line 13"``, or ``"line 13, sent by the call at
+        line 15"`` when the argument was written before the call (a message dict bound to a
+        name, built by a helper)."""
+        if self.call_line is None or self.call_line == self.sink_line:
+            return f"line {self.sink_line}"
+        return f"line {self.sink_line}, sent by the call at line {self.call_line}"
 
 
 @dataclass(eq=False)

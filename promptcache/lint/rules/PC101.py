@@ -199,6 +199,6 @@ class Rule_PC101(Rule):
             if gran in ("month", "year", "week"):
                 continue
             msg = (f"{gran}-granularity clock value {vol.origin!r} flows into {flow.sink} of "
-                   f"{flow.call} (line {flow.sink_line}): the cached prefix changes "
+                   f"{flow.call} ({flow.where}): the cached prefix changes "
                    f"{_every(gran)}")
             yield ctx.finding(self, flow, msg, severity=vol.severity, inside_cached_prefix=True)

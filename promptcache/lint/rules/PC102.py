@@ -102,6 +102,6 @@ class Rule_PC102(Rule):
             if flow.volatility.kind != "id" or flow.sink == "prompt_cache_key=":
                 continue
             msg = (f"per-request id {flow.volatility.origin!r} flows into {flow.sink} of "
-                   f"{flow.call} (line {flow.sink_line}): the cached prefix is unique "
+                   f"{flow.call} ({flow.where}): the cached prefix is unique "
                    "on every request")
             yield ctx.finding(self, flow, msg, inside_cached_prefix=True)

@@ -59,6 +59,6 @@ class Rule_PC103(Rule):
             if flow.volatility.kind != "random" or flow.sink == "prompt_cache_key=":
                 continue
             msg = (f"random value {flow.volatility.origin!r} flows into {flow.sink} of "
-                   f"{flow.call} (line {flow.sink_line}): the cached prefix differs on "
+                   f"{flow.call} ({flow.where}): the cached prefix differs on "
                    "every request")
             yield ctx.finding(self, flow, msg, inside_cached_prefix=True)

@@ -76,7 +76,7 @@ class Rule_PC201(Rule):
         for flow in ctx.flows:
             if flow.volatility.kind == "set-order" and flow.sink in ("tools=", "tools()",
                                                                     "add_tools()"):
-                msg = (f"tools= of {flow.call} (line {flow.sink_line}) is built from "
+                msg = (f"tools= of {flow.call} ({flow.where}) is built from "
                        f"{flow.volatility.origin}: set order changes between processes")
                 yield ctx.finding(self, flow, msg)
 

@@ -81,12 +81,12 @@ class Rule_PC203(Rule):
             kind = flow.volatility.kind
             if kind == "key-order" and flow.sink != "prompt_cache_key=":
                 msg = (f"{flow.volatility.origin} without sort_keys=True flows into {flow.sink} "
-                       f"of {flow.call} (line {flow.sink_line}): key order follows how the "
+                       f"of {flow.call} ({flow.where}): key order follows how the "
                        "dict was built")
                 yield ctx.finding(self, flow, msg)
             elif kind == "set-order" and flow.sink not in ("tools=", "tools()", "add_tools()",
                                                            "prompt_cache_key="):
                 msg = (f"text built from {flow.volatility.origin} flows into {flow.sink} of "
-                       f"{flow.call} (line {flow.sink_line}): set order changes between "
+                       f"{flow.call} ({flow.where}): set order changes between "
                        "processes")
                 yield ctx.finding(self, flow, msg, fix=_SET_FIX)

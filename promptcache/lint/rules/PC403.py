@@ -123,6 +123,6 @@ class Rule_PC403(Rule):
         for flow in ctx.flows:
             if flow.sink == "prompt_cache_key=" and flow.volatility.kind in ("id", "random",
                                                                             "timestamp"):
-                msg = (f"prompt_cache_key of {flow.call} (line {flow.sink_line}) comes from "
+                msg = (f"prompt_cache_key of {flow.call} ({flow.where}) comes from "
                        f"{flow.volatility.origin!r}: a new key per request defeats routing")
                 yield ctx.finding(self, flow, msg)

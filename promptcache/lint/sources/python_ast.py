@@ -1077,7 +1077,8 @@ class _Scope:
             key = (t.line, t.col, t.vol.kind, sink_line, sink == "prompt_cache_key=",
                    call_line if isinstance(call_line, int) else None)
             if key not in self.mod.flows:
-                self.mod.flows[key] = Flow(t.vol, t.line, t.col, sink, call, sink_line, also)
+                self.mod.flows[key] = Flow(t.vol, t.line, t.col, sink, call, sink_line, also,
+                                           call_line if isinstance(call_line, int) else None)
             if covers is not None:  # the helper's message this call sends
                 self.mod.covered.add((t.line, t.col, t.vol.kind, getattr(covers, "lineno", 1),
                                       sink == "prompt_cache_key="))
