@@ -693,7 +693,7 @@ def lint_paths(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     """
     # one path given alone (not iterated character by character), Path objects as names
     names = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    paths = [os.fspath(p) if isinstance(p, os.PathLike) else p for p in names]
+    given: list[str] = [os.fspath(p) if isinstance(p, os.PathLike) else p for p in names]
     if config_for is None:
         single = config or LintConfig()
 
@@ -708,7 +708,7 @@ def lint_paths(paths: Sequence[str | os.PathLike[str]] | str | os.PathLike[str],
     suppressions = _Suppressions()
     linted: list[_Linted] = []
     walked: set[str] = set()
-    for file in _expand(paths, config_for, result.errors, result.empty_folders, walked):
+    for file in _expand(given, config_for, result.errors, result.empty_folders, walked):
         if file == "-":
             file = stdin_name or "-"
             is_stdin = True
