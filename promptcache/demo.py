@@ -342,7 +342,9 @@ def _check_against_backend(run: RunReport) -> None:
 
 
 def _usd(value: Decimal | None) -> str:
-    return "n/a" if value is None else f"${value:.6f}"
+    if value is None:
+        return "n/a"
+    return f"-${-value:.6f}" if value < 0 else f"${value:.6f}"  # as `report` prints it
 
 
 def _table(run: RunReport) -> Any:

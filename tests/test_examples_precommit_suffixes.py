@@ -26,3 +26,11 @@ def test_example_pre_commit_files_pattern_matches_every_linted_suffix() -> None:
     assert missing == []
     assert ".hbs" in SUFFIXES  # the linter's own list is what this test reads
     assert not pattern.search("src/x.rs") and not pattern.search("x.jsonl.bak")
+
+
+def test_root_pre_commit_hook_files_pattern_matches_every_linted_suffix() -> None:
+    """The hook a user installs from this repository (.pre-commit-hooks.yaml) lacked .pyi and
+    the Handlebars suffixes (trial 25)."""
+    [hook] = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text("utf-8"))
+    pattern = re.compile(hook["files"])
+    assert [s for s in SUFFIXES if not pattern.search(f"prompts/x{s}")] == []
