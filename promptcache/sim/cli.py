@@ -13,6 +13,10 @@ bounds on the work are named constants: :data:`~promptcache.sim.workload.MAX_CON
 adapters, block size, ageing and MFU). ``--window`` and ``--max-running`` have no upper
 bound: a value above the queue or the request count means no limit.
 
+``--conversations``, ``--duration`` and ``--adapters`` shape the synthetic workload; given
+with ``--replay`` they are a usage error (exit 2), not silently ignored. An empty ``--cache``
+or ``--policy`` is a usage error too.
+
 A ``--replay`` file's values get the same bounds (:func:`~promptcache.sim.workload.read_replay`:
 ``arrival_s`` as ``--duration``, token counts by
 :data:`~promptcache.sim.workload.MAX_REQUEST_TOKENS`); a bad value is reported as
@@ -28,6 +32,7 @@ import math
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from promptcache._cliutil import fail
 from promptcache._errors import InputError
@@ -255,11 +260,17 @@ def simulate_command(replay: Path | None, seed: int, conversations: int, duratio
             fail(f"{plot}: {problem}")
     try:
         kinds = _split((caches,))
+        if not kinds:  # '--cache ""' ran nothing (JSON: no results) or failed in the table
+            raise click.BadParameter("no cache given; use block, radix or both",
+                                     param_hint="--cache")
         for kind in kinds:
             if kind not in ("block", "radix"):
                 raise click.BadParameter(f"unknown cache {kind!r}; use block, radix",
                                          param_hint="--cache")
         pols = _split((policies,))
+        if not pols:
+            raise click.BadParameter(f"no policy given; use {', '.join(POLICIES)}",
+                                     param_hint="--policy")
         for pol in pols:
             if pol not in POLICIES:
                 raise click.BadParameter(f"unknown policy {pol!r}; use {', '.join(POLICIES)}",
@@ -281,6 +292,14 @@ def simulate_command(replay: Path | None, seed: int, conversations: int, duratio
             raise _as_option(exc) from None
         workload: Workload
         if replay is not None:
+            ctx = click.get_current_context()
+            ignored = [f"--{name}" for name in ("conversations", "duration", "adapters")
+                       if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT]
+            if ignored:  # they shape the synthetic workload only: a replay ignored them
+                raise click.UsageError(
+                    f"{', '.join(ignored)} shape the synthetic workload and do nothing with "
+                    "--replay (a replay's requests, arrival times and 'adapter' ids come "
+                    "from its lines); drop " + ("them" if len(ignored) > 1 else "it"))
             workload = read_replay(replay)
         else:
             workload = generate_workload(wcfg, seed=seed)
@@ -292,7 +311,10 @@ def simulate_command(replay: Path | None, seed: int, conversations: int, duratio
                     for s in specs]
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--capacity") from None
-        need = workload.max_request_tokens + block_size
+        # The smallest pool that admits the largest request: its KV in whole blocks (the
+        # block cache rounds the pool down to blocks; the radix tree needs the KV itself).
+        unit = block_size if "block" in kinds else 1
+        need = -(-workload.max_request_tokens // unit) * unit
         if not _split(capacities):
             # Default sweep on a small workload (a short replay log): a share of the working set
             # can fall below one request's KV; raise those capacities to the smallest that
@@ -305,8 +327,10 @@ def simulate_command(replay: Path | None, seed: int, conversations: int, duratio
         small = [c for c in caps if c is not None and c < need]
         if small:
             raise click.BadParameter(
-                f"{small[0]:,} tokens is below the largest request's KV "
-                f"({need:,} tokens incl. one block of rounding)", param_hint="--capacity")
+                f"{small[0]:,} tokens is below the largest request's KV ({need:,} tokens"
+                + (f": {workload.max_request_tokens:,} of prompt + output in blocks of "
+                   f"{block_size:,})" if need != workload.max_request_tokens else ")"),
+                param_hint="--capacity")
         if "block" in kinds:
             for cap in caps:
                 probe = dataclasses.replace(base, cache="block", capacity_tokens=cap)

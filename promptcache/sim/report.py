@@ -126,11 +126,27 @@ def render_json(report: SimReport) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
+def _tick_labels(caps: Sequence[int]) -> list[str]:
+    """Labels of the capacity ticks (sorted, > 0): a tick within a factor 1.3 of the last
+    labelled one stays unlabelled, so near-equal capacities do not print over each other."""
+    labels: list[str] = []
+    last: int | None = None
+    for c in caps:
+        if last is None or c >= 1.3 * last:
+            labels.append(f"{c:,}")
+            last = c
+        else:
+            labels.append("")
+    return labels
+
+
 def render_plot(report: SimReport, path: str | Path) -> None:
     """Write a plot (PNG, SVG or PDF by the path's suffix; PNG otherwise): hit rate and mean
     prefill time against capacity, one line per cache/policy.
 
-    Unlimited-capacity runs are drawn as dotted horizontal lines.
+    Unlimited-capacity runs are drawn as dotted horizontal lines on both panels (one legend
+    entry says so). The capacity axis is logarithmic; with no finite capacity (``--capacity
+    unlimited`` alone) it is left linear and unlabelled, as only the levels mean anything.
 
     Raises:
         ImportError: matplotlib is not installed (``pip install 'promptcache[plot]'``).
@@ -139,6 +155,7 @@ def render_plot(report: SimReport, path: str | Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
 
     fig, (ax_hit, ax_pre) = plt.subplots(1, 2, figsize=(11, 4.2))
     series: dict[tuple[str, str], list[SimResult]] = {}
@@ -156,9 +173,22 @@ def render_plot(report: SimReport, path: str | Path) -> None:
         for r in runs:
             if r.capacity_tokens is None:
                 ax_hit.axhline(100 * r.hit_rate, linestyle=":", color=line[0].get_color())
+                ax_pre.axhline(1000 * r.mean_prefill_s, linestyle=":",
+                               color=line[0].get_color())
+    caps = sorted({r.capacity_tokens for r in report.results if r.capacity_tokens is not None})
+    finite_any = bool(caps)
+    if any(r.capacity_tokens is None for r in report.results):
+        ax_hit.plot([], [], ":", color="grey", label="dotted: unlimited capacity")
     for ax in (ax_hit, ax_pre):
-        ax.set_xscale("log")
-        ax.set_xlabel("KV capacity per replica (tokens)")
+        if finite_any:  # a log axis with no positive x made savefig raise (unlimited alone)
+            ax.set_xscale("log")
+            ax.set_xlabel("KV capacity per replica (tokens)")
+            # ticks at the capacities simulated (log minor labels overlapped on a narrow sweep)
+            ax.set_xticks(caps, _tick_labels(caps))
+            ax.xaxis.set_minor_locator(NullLocator())
+        else:
+            ax.set_xticks([])
+            ax.set_xlabel("unlimited capacity (no eviction)")
         ax.grid(True, alpha=0.3)
     ax_hit.set_ylabel("token-weighted hit rate (%)")
     ax_pre.set_ylabel("mean prefill time (ms)")

@@ -10,7 +10,9 @@ Synthetic chat (defaults of :class:`WorkloadConfig`, from issue 9)::
     reply                                     log-normal, median 250 tokens (sigma 0.5)
     think time before the next turn           exponential, mean 30 s, counted from the
                                               moment the previous reply finished
-    adapter                                   one of N (``adapter-0`` ...), uniform
+    adapter                                   one of N (``adapter-0`` ...), uniform, from
+                                              a generator of its own: the conversations
+                                              are the same for every ``adapters``
 
 Turn ``t`` of a conversation resends the whole history::
 
@@ -22,8 +24,9 @@ request inserts ``prompt + reply`` into the cache. Token ids are synthetic (unif
 ``[0, vocab)``), deterministic for a seed.
 
 Only :meth:`random.Random.random` is used (plus closed-form transforms), because it is the one
-method whose sequence Python promises to keep across versions; the pinned statistics in the
-tests therefore hold on every Python >= 3.11.
+method whose sequence Python promises to keep across versions (for an int seed and, for the
+adapter generator, a str seed); the pinned statistics in the tests therefore hold on every
+Python >= 3.11.
 
 Replay (:func:`read_replay`): one JSON object per line::
 
@@ -243,7 +246,7 @@ class WorkloadConfig:
 class _Draws:
     """Distributions built on ``Random.random()`` only (stable across Python versions)."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int | str) -> None:
         self._u = random.Random(seed).random
 
     def uniform(self) -> float:
@@ -280,6 +283,12 @@ class _Draws:
         return [int(u() * vocab) for _ in range(n)]
 
 
+def _adapter_seed(seed: int) -> str:
+    """The seed of the adapter generator of workload seed ``seed``: a string (Python hashes
+    a str seed with SHA-512, the same on every version), distinct from ``seed`` itself."""
+    return f"promptcache.sim adapters {seed}"
+
+
 def generate_workload(config: WorkloadConfig | None = None, *, seed: int = 0) -> Workload:
     """Generate the seeded synthetic chat workload (see the module docstring).
 
@@ -298,6 +307,12 @@ def generate_workload(config: WorkloadConfig | None = None, *, seed: int = 0) ->
     seed = check_seed("seed", seed)
     cfg = config or WorkloadConfig()
     draw = _Draws(seed)
+    # Adapters come from their own generator, so ``adapters`` changes only the labels: the
+    # same seed gives the same conversations (lengths, tokens, arrivals) for 1 or N adapters,
+    # and a comparison across adapter counts shows the cost of splitting the cache alone
+    # (drawing them from ``draw`` shifted every later draw: 60 conversations were 247
+    # requests with one adapter and 255 with two).
+    adapter_draw = _Draws(_adapter_seed(seed))
     systems = [
         draw.tokens(draw.uniform_int(cfg.system_tokens_min, cfg.system_tokens_max), cfg.vocab)
         for _ in range(cfg.system_prompts)
@@ -306,7 +321,8 @@ def generate_workload(config: WorkloadConfig | None = None, *, seed: int = 0) ->
     requests: list[Request] = []
     for conv, start in enumerate(starts):
         system = systems[draw.uniform_int(0, cfg.system_prompts - 1)]
-        adapter = f"adapter-{draw.uniform_int(0, cfg.adapters - 1)}" if cfg.adapters > 1 else ""
+        adapter = (f"adapter-{adapter_draw.uniform_int(0, cfg.adapters - 1)}"
+                   if cfg.adapters > 1 else "")
         turns = draw.geometric(cfg.turns_mean, cfg.turns_max)
         stream = list(system)
         pieces: list[tuple[int, int, float]] = []  # (prompt_len, reply_len, think_s)
