@@ -110,3 +110,20 @@ def test_plot_with_unlimited_capacity_only(tmp_path: Path) -> None:
                                        "--plot", str(plot)])
     assert result.exit_code == 0, result.output
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_identical_policy_rows_get_a_note(tmp_path: Path) -> None:
+    """Three requests 10 s apart never wait together: fcfs, lpm and lpm-ageing print the same
+    rows (as on the default 400-conversation table), which read as 'scheduling does not
+    matter'; a note now says why. A run where the policies differ has no note."""
+    replay = str(_replay(tmp_path))
+    same = CliRunner().invoke(main, ["simulate", "--replay", replay, "--capacity", "unlimited"])
+    assert same.exit_code == 0, same.output
+    assert "note: every policy gave the same figures" in same.output
+    busy = CliRunner().invoke(main, ["simulate", "--conversations", "60", "--duration", "20",
+                                     "--max-running", "2", "--capacity", "unlimited",
+                                     "--cache", "radix"])
+    assert busy.exit_code == 0, busy.output
+    rows = [line for line in busy.output.splitlines() if line.startswith("radix")]
+    assert len(set(line.split(None, 4)[4] for line in rows)) > 1  # the policies differ
+    assert "note: every policy" not in busy.output

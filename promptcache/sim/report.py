@@ -81,7 +81,28 @@ def render_text(report: SimReport) -> str:
         uncached = report.results[0].mean_prefill_uncached_s
         lines.append("")
         lines.append(f"mean prefill with no cache: {1000 * uncached:.1f} ms per request")
+        note = _same_policies_note(report.results)
+        if note:
+            lines.append(note)
     return "\n".join(lines) + "\n"
+
+
+def _same_policies_note(results: Sequence[SimResult]) -> str | None:
+    """A note when several policies were run and gave the same figures at every cache and
+    capacity: a policy only chooses among requests that wait together, so identical rows
+    mean the load never queued them (not that scheduling does not matter)."""
+    groups: dict[tuple[str, int | None], list[dict[str, Any]]] = {}
+    for r in results:
+        row = r.to_dict()
+        del row["policy"]
+        groups.setdefault((r.cache, r.capacity_tokens), []).append(row)
+    if not groups or all(len(rows) < 2 for rows in groups.values()):
+        return None
+    if any(row != rows[0] for rows in groups.values() for row in rows):
+        return None
+    return ("note: every policy gave the same figures: a policy only picks among requests "
+            "that wait together, and this load did not queue them (a smaller --max-running "
+            "or a busier workload does)")
 
 
 def render_json(report: SimReport) -> str:
