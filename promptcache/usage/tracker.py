@@ -23,8 +23,9 @@ Diagnostics, each emitted as a :class:`UsageEvent` (returned by :meth:`UsageTrac
   advice is the provider's (Anthropic: a volatile prefix, a breakpoint after per-request
   content, parallel cold writes; OpenAI: a missing or unstable ``prompt_cache_key``, a shared
   prefix under the model's minimum, content that changes early in the prompt).
-* ``collapse``: within a session, a request reads 0 after the previous one read or wrote a
-  prefix; ``data["cause"]`` is ``ttl_expired`` / ``prefix_changed`` / ``unknown``
+* ``collapse``: within a session, a request reads 0 after the previous one to its model (or,
+  for a model new to the session, the session's previous request: a model switch) read or
+  wrote a prefix (a side request to another model under that model's minimum is skipped); ``data["cause"]`` is ``ttl_expired`` / ``prefix_changed`` / ``unknown``
   (:func:`promptcache.usage.classify.classify_collapse`: ``prefix_changed`` only when the
   request dropped the previous request's prefix, ``UsageRecord.kept_prefix``, never because a
   growing conversation's last breakpoint moved). For an idle lifetime (OpenAI before GPT-5.6,
@@ -603,7 +604,10 @@ class UsageTracker:
         self._groups: dict[str, defaultdict[tuple[str | None, ...], _Acc]] = {
             name: defaultdict(_Acc) for name in ("label", "model", "session", "label_model")
         }
-        self._sessions: dict[str, _Session] = {}
+        #: each session's state per model (caches are per model), and the model of its latest
+        #: request (a model new to the session is compared with that one: a model switch)
+        self._sessions: dict[tuple[str, str | None], _Session] = {}
+        self._session_model: dict[str, str | None] = {}
         self._warm: dict[tuple[str | None, str | None], list[int]] = {}
         self._alarmed: set[tuple[str | None, str | None]] = set()
         self._cold: dict[tuple[str | None, str], list[ColdWriteGroup]] = {}
@@ -859,6 +863,21 @@ class UsageTracker:
             return bool(total >= pol.min_cacheable_tokens)
         return False
 
+    def _under_minimum(self, rec: UsageRecord) -> bool:
+        """Whether ``rec`` read and wrote nothing with a prompt under its model's minimum
+        cacheable length (catalog ``min_cacheable_tokens``; unknown model or total: False)."""
+        if rec.cache_read or rec.writes:
+            return False
+        total = rec.total_input
+        if total is None:
+            return False
+        model = rec.model
+        if model.__class__ is str and model in self._minimums:
+            minimum = self._minimums[model]  # type: ignore[index]
+        else:
+            minimum = minimum_cacheable_tokens(rec)
+        return minimum is not None and total < minimum
+
     def _check_zero_hits(self, rec: UsageRecord, cacheable: bool) -> UsageEvent | None:
         if not cacheable or rec.cache_read is None:
             return None
@@ -904,21 +923,39 @@ class UsageTracker:
         return life
 
     def _check_session(self, rec: UsageRecord) -> list[UsageEvent]:
-        if rec.session is None:
+        """The session checks (module docstring) of ``rec`` against the session's last request
+        to ``rec``'s model (caches are per model: a side request to another model, such as a
+        title generator on a cheaper one, is no baseline of the chat's next turn), or, for a
+        model new to the session, against the session's last request (a model switch drops
+        the cache). A request to another model than the session's latest one, with a prompt
+        under that model's minimum, reads and writes nothing: a side request, neither checked
+        nor a baseline (new-user trial 26)."""
+        session = rec.session
+        if session is None:
             return []
-        prev_state = self._sessions.get(rec.session)
+        last_model = self._session_model.get(session, rec.model)
+        if last_model != rec.model and self._under_minimum(rec):
+            return []
+        key = (session, rec.model)
+        prev_state = self._sessions.get(key)
         # once a session wrote 1h entries, they outlive 5m gaps
         ttl_rec, max_rec, idle_rec = self._ttl_for(rec)
+        self._session_model[session] = rec.model
         if prev_state is None:
-            self._sessions[rec.session] = _Session(rec, ttl_rec, max_rec, idle_rec)
-            return []
-        prev, prev_ttl, prev_max = prev_state.last, prev_state.ttl, prev_state.max_ttl
-        idle = prev_state.idle
-        # the session's state now holds this record (updated in place: no new object per record)
-        prev_state.last, prev_state.ttl = rec, max(prev_ttl, ttl_rec)
-        prev_state.max_ttl = max(prev_max, max_rec)
-        if idle_rec is not None:
-            prev_state.idle = idle_rec
+            self._sessions[key] = _Session(rec, ttl_rec, max_rec, idle_rec)
+            other = self._sessions.get((session, last_model)) if last_model != rec.model \
+                else None
+            if other is None:
+                return []
+            prev, prev_ttl, prev_max, idle = other.last, other.ttl, other.max_ttl, other.idle
+        else:
+            prev, prev_ttl, prev_max = prev_state.last, prev_state.ttl, prev_state.max_ttl
+            idle = prev_state.idle
+            # the state now holds this record (updated in place: no new object per record)
+            prev_state.last, prev_state.ttl = rec, max(prev_ttl, ttl_rec)
+            prev_state.max_ttl = max(prev_max, max_rec)
+            if idle_rec is not None:
+                prev_state.idle = idle_rec
         gap = None if prev.start is None or rec.start is None else rec.start - prev.start
         if rec.cache_read == 0 and ((prev.cache_read or 0) > 0 or (prev.writes or 0) > 0):
             cause = classify_collapse(prev, rec, prev_ttl, max_ttl=prev_max)

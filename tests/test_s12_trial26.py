@@ -1,0 +1,71 @@
+"""New-user trial 26: an app with several conversations on the local backend's shapes.
+
+* The usage tracker's session checks compare a chat turn with the session's last request to
+  the same model: a title generator on a cheaper model inside the chat (its prompt under that
+  model's minimum) raised a false ``collapse``, and hid the chat's next real collapse (the
+  turn was compared with the title request, which read and wrote nothing).
+* ``explain``: a conversation's first request compared with another conversation's system
+  prompt is no miss for a timing cause (``sent_before_a``: sent with the other request;
+  ``ttl_expired``: its entry outlived only by a read that happened): the log does not show
+  when the other entry became readable, and estimate noise was reported as lost tokens.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from promptcache.usage import parse_usage
+from promptcache.usage.record import UsageRecord
+from promptcache.usage.tracker import UsageTracker
+
+T0 = 1_780_304_400.0
+
+
+def _anthropic(model: str, start: float, read: int, write: int, uncached: int = 16,
+               session: str = "conv-A", label: str = "chat") -> UsageRecord:
+    rec = parse_usage({"type": "message", "model": model, "usage": {
+        "input_tokens": uncached, "output_tokens": 4, "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": write,
+        "cache_creation": {"ephemeral_5m_input_tokens": write, "ephemeral_1h_input_tokens": 0}}})
+    return rec.model_copy(update={"start": start, "session": session, "label": label})
+
+
+def _kinds(events: Any) -> list[str]:
+    return [e.kind for e in events]
+
+
+def test_title_request_on_a_cheaper_model_is_no_collapse() -> None:
+    t = UsageTracker(warn=False)
+    assert _kinds(t.add(_anthropic("claude-sonnet-4-6", T0, 0, 1764))) == []
+    assert _kinds(t.add(_anthropic("claude-sonnet-4-6", T0 + 20, 1764, 80))) == []
+    # the title generator: 38 tokens on Haiku 4.5 (minimum 4,096) reads and writes nothing
+    title = _anthropic("claude-haiku-4-5", T0 + 25, 0, 0, uncached=38, label="title")
+    assert "collapse" not in _kinds(t.add(title))
+    assert _kinds(t.add(_anthropic("claude-sonnet-4-6", T0 + 40, 1844, 80))) == []
+
+
+def test_collapse_after_a_side_request_is_still_reported() -> None:
+    t = UsageTracker(warn=False)
+    t.add(_anthropic("claude-sonnet-4-6", T0, 0, 1764))
+    t.add(_anthropic("claude-sonnet-4-6", T0 + 20, 1764, 80))
+    t.add(_anthropic("claude-haiku-4-5", T0 + 25, 0, 0, uncached=38, label="title"))
+    events = t.add(_anthropic("claude-sonnet-4-6", T0 + 420, 0, 1924))  # 5m entries expired
+    collapse = [e for e in events if e.kind == "collapse"]
+    assert len(collapse) == 1 and collapse[0].data["cause"] == "ttl_expired"
+    assert collapse[0].data["previous_read"] == 1764
+
+
+def test_regression_after_a_cacheable_side_request_compares_the_same_model() -> None:
+    """A summariser on Haiku with its own long prompt writes 5,000 tokens: the chat's next
+    turn, which reads all the chat left cached, is no prefix_regression against it."""
+    t = UsageTracker(warn=False)
+    t.add(_anthropic("claude-sonnet-4-6", T0, 0, 1764))
+    t.add(_anthropic("claude-haiku-4-5", T0 + 5, 0, 5000, label="summary"))
+    assert _kinds(t.add(_anthropic("claude-sonnet-4-6", T0 + 20, 1764, 80))) == []
+
+
+def test_model_switch_is_still_a_collapse() -> None:
+    t = UsageTracker(warn=False)
+    t.add(_anthropic("claude-sonnet-4-6", T0, 0, 2016))
+    events = t.add(_anthropic("claude-sonnet-4-5", T0 + 20, 0, 2095))
+    assert "collapse" in _kinds(events)
