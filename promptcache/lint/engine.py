@@ -382,7 +382,9 @@ class Flow:
         sink_line: line of that argument (an inline suppression may sit on either line).
         suppress_lines: other lines where an inline suppression silences this flow: the first
             line of the call, and of the message element holding the argument.
-        call_line: first line of the call (None: not known).
+        call_line: first line of the call that sends an argument written outside it (a
+            message dict bound to a name, a helper's list); None when the argument is
+            the call's own (on its lines) or the call is not known.
 
     A value that reaches several calls gives one flow per call (per sink line), so that a
     suppression on one call's line silences that call only; the linter then reports each

@@ -92,19 +92,23 @@ _HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{16,64}(?![0-9A-Za-z])")
 
 #: Words that name a clock, as whole words: not inside another word ("know", "sometimes",
 #: "runtime", "candidates", "locale"; in capitals too: "CURRENTLY", "TIMEOUT", "LOCALE"), but
-#: a part of an identifier counts ("current_date", "createdAt", "sentAt", "dateUTC": an
-#: underscore, a digit or a capital after a lower-case letter starts the next part).
+#: a part of an identifier counts ("current_date", "createdAt", "sentAt", "dateUTC",
+#: "lastUpdatedDate", "serverTime": an underscore, a digit or a capital after a lower-case
+#: letter starts the next part).
 _CLOCK_WORD_LIST = (r"(?i:date|dated|datetime|time|today|now|current|timestamp|clock|as of|"
                     r"updated|generated|created|started|sent|received|ts|epoch|utc|gmt|local|"
                     r"localtime)")
+#: The start of a whole word: no letter before it, or a capital after a lower-case letter
+#: (the next part of a camelCase identifier: "serverTime", "lastUpdatedDate").
+_WORD_START = r"(?:(?<![A-Za-z])|(?<=[a-z])(?=[A-Z]))"
 #: The end of a whole word: no lower-case letter follows, nor a capital after a capital.
 _WORD_END = r"(?![a-z])(?!(?<=[A-Z])[A-Z])"
-_CLOCK_WORDS = re.compile(rf"(?<![A-Za-z]){_CLOCK_WORD_LIST}(?i:s)?{_WORD_END}")
+_CLOCK_WORDS = re.compile(rf"{_WORD_START}{_CLOCK_WORD_LIST}(?i:s)?{_WORD_END}")
 #: "at" / "on" alone say when something happens, not that it is the current time: "the
 #: standup starts at 10:30", "the policy changed on 2024-03-01" are stable text. They count
 #: only before a value no schedule is written in: a clock time with seconds, an epoch.
 _CLOCK_WORDS_WEAK = re.compile(
-    rf"(?<![A-Za-z])(?:{_CLOCK_WORD_LIST}(?i:s)?|(?i:at|on)){_WORD_END}")
+    rf"{_WORD_START}(?:{_CLOCK_WORD_LIST}(?i:s)?|(?i:at|on)){_WORD_END}")
 _ID_WORDS = re.compile(
     r"(?i)(?:\bid\b|_id\b|\bids?\b|nonce|request|trace|session|correlation|\brun\b|uuid|guid|"
     r"message|token|span|idempotency)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 
@@ -53,7 +54,9 @@ def _stable_in_log(entries: Sequence[RequestContext]) -> set[tuple[int, str, str
     at the same payload path in every request of its agent (the requests linked by
     ``previous``: same provider, model and tool set), and their send times span at least
     the longest a clock value of its granularity lasts (:data:`_LONGEST`), so a clock would
-    have changed. Requests without a send time do not count towards the span."""
+    have changed. Requests without a send time do not count towards the span, nor does a
+    body sent again unchanged (a retry carries its first attempt's clock: it counts at that
+    attempt's time)."""
     groups: dict[int, list[RequestContext]] = {}
     group_of: dict[int, int] = {}
     for e in entries:
@@ -62,10 +65,14 @@ def _stable_in_log(entries: Sequence[RequestContext]) -> set[tuple[int, str, str
         groups.setdefault(g, []).append(e)
     out: set[tuple[int, str, str]] = set()
     for members in groups.values():
-        times = [e.timestamp for e in members if e.timestamp is not None]
-        if len(members) < 2 or len(times) < 2:
+        first: dict[str, float] = {}  # each distinct body's first send time
+        for e in members:
+            if e.timestamp is not None:
+                body = json.dumps(e.payload, sort_keys=True, default=str)
+                first[body] = min(first.get(body, e.timestamp), e.timestamp)
+        if len(first) < 2:
             continue
-        span = max(times) - min(times)
+        span = max(first.values()) - min(first.values())
         candidates = {(path, m.match, m.granularity)
                       for e in members
                       for path, m in [*((h.path, h.match) for h in volatile_hits(e)),

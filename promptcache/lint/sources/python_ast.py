@@ -1073,12 +1073,18 @@ class _Scope:
                                                getattr(element, "lineno", None))
                              if isinstance(line, int) and line != sink_line}))
         call_line = getattr(call_node, "lineno", None)
+        # the message names the sending call only when the argument was written outside it
+        # (a message dict bound to a name, a helper's list): an argument of a call written
+        # over several lines is the call's own, "(line 13)" says where it is
+        call_end = getattr(call_node, "end_lineno", None) or call_line
+        shown_call = (call_line if isinstance(call_line, int) and isinstance(call_end, int)
+                      and not call_line <= sink_line <= call_end else None)
         for t in taints:
             key = (t.line, t.col, t.vol.kind, sink_line, sink == "prompt_cache_key=",
                    call_line if isinstance(call_line, int) else None)
             if key not in self.mod.flows:
                 self.mod.flows[key] = Flow(t.vol, t.line, t.col, sink, call, sink_line, also,
-                                           call_line if isinstance(call_line, int) else None)
+                                           shown_call)
             if covers is not None:  # the helper's message this call sends
                 self.mod.covered.add((t.line, t.col, t.vol.kind, getattr(covers, "lineno", 1),
                                       sink == "prompt_cache_key="))
@@ -1097,6 +1103,8 @@ def _hash_stable_const(node: ast.expr) -> bool:
     follows its address before Python 3.12)."""
     if isinstance(node, ast.Constant):
         return isinstance(node.value, int | float | complex)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        return _hash_stable_const(node.operand)  # {-1, 0, 1}
     if isinstance(node, ast.Tuple):
         return all(_hash_stable_const(e) for e in node.elts)
     return False

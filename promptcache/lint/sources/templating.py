@@ -838,11 +838,12 @@ def regex_pieces(source: str, position: Position, pattern: re.Pattern[str],
             pieces.append(Piece("text", source[last:m.start()], line, col))
         name = m.group(1)
         tail = name.replace("[", ".").replace("]", "").split(".")
-        vol = None
+        # the whole name first (user.email reads as user_email, as in Jinja), then its parts
+        vol = _vol_from_name(".".join(tail), m.group(0)) if len(tail) > 1 else None
         for part in reversed(tail):
-            vol = _vol_from_name(part, m.group(0))
             if vol is not None:
                 break
+            vol = _vol_from_name(part, m.group(0))
         line, col = position(m.start())
         pieces.append(Piece("hole", m.group(0), line, col, vol))
         last = m.end()
