@@ -6,8 +6,9 @@ read it (``r`` x input price), so ``n`` requests cost ``w + (n-1) r`` prefixes a
 uncached; caching is cheaper from the smallest ``n > (w - r) / (1 - r)``. With Anthropic's 5m
 write (1.25x) and 0.1x reads that is 2 requests (one read), with the 1h write (2x) 3 requests
 (two reads), as the pricing page states (https://platform.claude.com/docs/en/about-claude/pricing).
-Multipliers come from the catalog (``CachePolicy.read_multiplier`` / ``write_multiplier(ttl)``)
-or, with explicit ``prices=``, from the price ratios.
+Multipliers are the ratios of the prices used (the catalog's dated prices at ``at``, or explicit
+``prices=``), so they follow a dated price change as :func:`ttl_policy` does; the catalog's
+``CachePolicy.read_multiplier`` / ``write_multiplier(ttl)`` where the catalog's prices lack one.
 
 :func:`ttl_policy` prices ``requests`` requests that arrive every ``inter_arrival_seconds``
 under each policy the model offers and returns the cheapest:
@@ -175,13 +176,14 @@ class BreakEven:
             reading (count). With a TTL they must fall within the TTL (a read refreshes it);
             without one, the others must find the prefix still cached. ``None`` when caching
             never pays (``reason`` says why).
-        read_multiplier: price of a cached read relative to the input price (e.g. 0.1); from
-            the catalog's ``CachePolicy.read_multiplier`` (``promptcache/catalog``), or with
-            explicit ``prices=`` the ratio ``cache_read / input``.
+        read_multiplier: price of a cached read relative to the input price (e.g. 0.1): the
+            ratio ``cache_read / input`` of the prices used (the catalog's at ``at``, or
+            explicit ``prices=``); the catalog's ``CachePolicy.read_multiplier``
+            (``promptcache/catalog``) when the catalog's prices give no read price.
         write_multiplier: price of a cache write relative to the input price for ``ttl``
-            (Anthropic 1.25 for 5m, 2 for 1h; 1 when writes carry no fee); from
-            ``CachePolicy.write_multiplier(ttl)``, or the write price / input price of
-            explicit ``prices=``.
+            (Anthropic 1.25 for 5m, 2 for 1h; 1 when writes carry no fee): the write price
+            for ``ttl`` / input price, or ``CachePolicy.write_multiplier(ttl)`` when the
+            catalog's prices give none for ``ttl``.
         uncached_prefix_usd: one prefix at the input rate: ``prefix_tokens x input / 1e6``
             (USD; input price from :func:`promptcache.catalog.get_prices` at ``at``, or
             ``prices=``; the prompt-length tier of ``prefix_tokens`` applies).
@@ -278,8 +280,18 @@ def breakeven(
         wp = _write_price(flat, ttl)
         w = _frac(wp) / base if wp is not None else Fraction(1)
     else:
-        r = _frac(pol.read_multiplier)
-        w = _frac(pol.write_multiplier(ttl))
+        # The dated price table's own ratios where it has the price (a read price that changed
+        # on a date, as Sonnet 5.5's 0.20 -> 0.10 on 2026-10-07, or a PROMPTCACHE_PRICES
+        # override): the undated policy multiplier priced a read at 0.05x before that date
+        # while ttl_policy, through price_record, priced it at 0.1x. The policy's otherwise.
+        r, w = _frac(pol.read_multiplier), _frac(pol.write_multiplier(ttl))
+        if flat.input is not None and flat.input > 0:
+            base = _frac(flat.input)
+            if flat.cache_read is not None:
+                r = _frac(flat.cache_read) / base
+            wp = _ttl_write_price(flat, ttl)
+            if wp is not None:
+                w = _frac(wp) / base
     unit = Decimal(prefix_tokens) * flat.input / Decimal(1_000_000)
     write_usd = unit * Decimal(w.numerator) / Decimal(w.denominator)
     read_usd = unit * Decimal(r.numerator) / Decimal(r.denominator)
@@ -303,6 +315,17 @@ def _flat(table: PriceTable, prompt_tokens: int) -> PriceTable:
         result: PriceTable = for_prompt(prompt_tokens)
         return result
     return table
+
+
+def _ttl_write_price(p: PriceTable, ttl: str | None) -> Decimal | None:
+    """The table's write price for exactly ``ttl`` (``5m`` / ``1h``: the split prices; another
+    TTL, e.g. OpenAI's ``30m``: ``cache_write``); None when the table has none for it (and for
+    no TTL: automatic caching without a write fee)."""
+    if ttl == "5m":
+        return p.cache_write_5m if p.cache_write_5m is not None else p.cache_write
+    if ttl == "1h":
+        return p.cache_write_1h
+    return None if ttl is None else p.cache_write
 
 
 def _write_price(p: PriceTable, ttl: str | None) -> Decimal | None:
