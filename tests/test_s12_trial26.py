@@ -69,3 +69,71 @@ def test_model_switch_is_still_a_collapse() -> None:
     t.add(_anthropic("claude-sonnet-4-6", T0, 0, 2016))
     events = t.add(_anthropic("claude-sonnet-4-5", T0 + 20, 0, 2095))
     assert "collapse" in _kinds(events)
+
+
+# ---------------------------------------------------------------- explain, across sessions
+
+from promptcache.diff import explain  # noqa: E402
+from tests.cases import filler  # noqa: E402
+
+
+def _claude(session: str, question: str, read: int, write: int,
+            at: str = "2026-06-01T09:07:40Z") -> dict[str, Any]:
+    return {"session_id": session, "timestamp": at, "request": {
+        "model": "claude-sonnet-4-6", "max_tokens": 8,
+        "system": [{"type": "text", "text": filler(3000), "cache_control": {"type": "ephemeral"}}],
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": question, "cache_control": {"type": "ephemeral"}}]}]},
+        "response": {"id": f"msg_{session}", "type": "message", "model": "claude-sonnet-4-6",
+                     "usage": {"input_tokens": 16, "output_tokens": 4,
+                               "cache_read_input_tokens": read,
+                               "cache_creation_input_tokens": write}}}
+
+
+def test_first_request_logged_with_another_conversation_that_read_is_no_miss() -> None:
+    """Two conversations' requests logged at the same second; the second read the system
+    prompt the first wrote. It was a sent_before_a miss of the estimate's noise (91-496
+    tokens 'lost', flagged as not confirmed by usage)."""
+    for read in (1500, 1900):
+        report = explain([_claude("conv-A", "Where is my order 1001?", 0, 2000),
+                          _claude("conv-D", "A warranty question.", read, 10)])
+        row = report.requests[1]
+        assert row.status not in ("miss_explained", "unexplained_miss"), row
+        assert report.misses == 0 and report.miss_cost_usd == 0
+
+
+def test_concurrent_first_requests_that_both_wrote_stay_a_miss() -> None:
+    report = explain([_claude("conv-A", "Where is my order 1001?", 0, 2000),
+                      _claude("conv-D", "A warranty question.", 0, 2000)])
+    row = report.requests[1]
+    assert row.status == "miss_explained" and row.cause == "sent_before_a"
+    assert row.lost_tokens and row.lost_tokens > 1000
+
+
+def _gpt56(session: str, question: str, at: float, read: int, write: int,
+           total: int) -> dict[str, Any]:
+    return {"session_id": session, "timestamp": at, "request": {
+        "model": "gpt-5.6", "max_output_tokens": 16, "prompt_cache_key": "ops", "input": [
+            {"role": "developer", "content": [{"type": "input_text", "text": filler(3000),
+                                               "prompt_cache_breakpoint": {"mode": "explicit"}}]},
+            {"role": "user", "content": question}]},
+        "response": {"id": f"resp_{session}_{int(at)}", "object": "response", "model": "gpt-5.6",
+                     "usage": {"input_tokens": total, "output_tokens": 16,
+                               "total_tokens": total + 16, "output_tokens_details": {
+                                   "reasoning_tokens": 0},
+                               "input_tokens_details": {"cached_tokens": read,
+                                                        "cache_write_tokens": write}}}}
+
+
+def test_gpt56_new_conversation_past_the_minimum_lifetime_that_read_is_no_miss() -> None:
+    """A new conversation 40 min after another wrote the shared developer prompt read it (a
+    little less than estimated): not a ttl_expired miss (the gap over GPT-5.6's 30m minimum
+    lifetime is a warning, and the read happened: review 21's rule)."""
+    t0 = 1_780_315_255.0
+    first = _gpt56("conv-H", "Status of shipment 9?", t0, 0, 1990, 2010)
+    probe = explain([first]).requests[0]
+    assert probe.status == "cold_start"
+    ok = explain([first, _gpt56("conv-I", "A fresh chat.", t0 + 2410, 1700, 40, 1760)])
+    row = ok.requests[1]
+    assert row.status not in ("miss_explained", "unexplained_miss"), row
+    assert ok.misses == 0

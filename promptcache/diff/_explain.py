@@ -187,6 +187,8 @@ _WINDOW = 32
 _WRITERS_PER_DIGEST = 3
 #: Most comparisons made to choose one request's baseline.
 _MAX_COMPARES = 4
+#: causes that name when B was sent, not what it changed (:func:`_across_sessions`)
+_TIMING_CAUSES = frozenset({"sent_before_a", "ttl_expired"})
 #: Prefix digests the run-wide index of written entries keeps (oldest let go first), and the
 #: recent requests kept per provider family and model as related-prompt baselines.
 _SHARED_DIGESTS = 8192
@@ -1455,9 +1457,26 @@ def _across_sessions(res: DiffResult, related: bool) -> DiffResult | None:
       start, hosted-api-rules.md 1.9), so concurrent first requests would all look like
       misses; the request is a cold start, as it looks;
     * between unrelated prompts (another application sharing a tool list or a model) nothing
-      is a miss: the read predicted, no more."""
+      is a miss: the read predicted, no more;
+    * a miss whose first cause is about time, not about the request, is none when the usage
+      does not bear it out: a warning-level cause (a gap over GPT-5.6+'s minimum lifetime or
+      OpenAI's usual idle clearing, a routing key) with a read short of the prediction, as
+      above; ``sent_before_a`` or ``ttl_expired`` with a read above what they leave readable
+      (the other request's entry was readable: the log's times do not show when; new-user
+      trial 26: a first request logged at the same second as another conversation's, reading
+      its whole system prompt, was a miss of the estimate's noise). Concurrent first requests
+      that both wrote (no read) stay a ``sent_before_a`` miss."""
     if res.verdict == "unexplained_miss":
         return None
+    if res.verdict == "miss_explained" and res.causes:
+        first = res.causes[0]
+        if is_warning(first):
+            return res.model_copy(update={"verdict": "no_miss"})
+        if first.code in _TIMING_CAUSES and res.observed is not None \
+                and res.observed.cache_read is not None and res.predicted is not None:
+            pred = res.predicted.cache_read or 0
+            if res.observed.cache_read > pred + read_tolerance(res.ideal_cache_read):
+                return res.model_copy(update={"verdict": "no_miss"})
     if related or res.verdict != "miss_explained":
         return res
     return res.model_copy(update={"verdict": "no_miss"})
