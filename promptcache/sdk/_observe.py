@@ -101,6 +101,29 @@ _USAGE_FORMAT: dict[str, str] = {"anthropic": "anthropic", "openai-chat": "opena
 #: Flags the wrapper itself puts on records whose usage is unknown.
 _OWN_FLAGS = frozenset({"stream_usage_missing", "usage_unparsable"})
 
+#: Stream taps whose proxy was garbage-collected before its usage was recorded (a stream from
+#: ``create(stream=True)`` dropped unread and never closed; the request was sent and billed),
+#: with the time each was dropped. A proxy's ``__del__`` only appends here (it may run inside
+#: any code, a tracker's lock held included); :func:`drain_dropped_streams` records them, at
+#: the start of the next observed call and when a wrapped client's tracker is asked for.
+DROPPED_STREAMS: deque[tuple[Any, float]] = deque(maxlen=1024)
+#: How such a stream ended, in its warning.
+DROPPED_HOW = "dropped unread and never closed"
+
+
+def drain_dropped_streams() -> None:
+    """Record the usage of every stream in :data:`DROPPED_STREAMS` (what its events showed
+    before it was dropped, else unknown, with a one-time warning). Never raises."""
+    while DROPPED_STREAMS:
+        try:
+            tap, when = DROPPED_STREAMS.popleft()
+        except IndexError:  # drained by another thread meanwhile
+            return
+        try:
+            tap.finish(DROPPED_HOW, end=when)
+        except Exception as exc:
+            fault("recording a dropped stream's usage", exc, "its usage is not recorded")
+
 
 _CALL_OPTIONS: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
     "promptcache_call_options", default=MappingProxyType({}))
@@ -506,6 +529,8 @@ class Observer:
             All before anything is sent (caller mistakes). Nothing else: internal faults are
             logged.
         """
+        if DROPPED_STREAMS:
+            drain_dropped_streams()
         kwargs = dict(kwargs)
         scoped = _CALL_OPTIONS.get()
         label = kwargs.pop("promptcache_label", scoped.get("label", self.label))

@@ -21,6 +21,11 @@ reports ``isinstance`` as the SDK class. Usage is recorded once, at the first of
   the SDK's own final object). A ``ChatCompletionStream`` yields helper events; the usage and
   the first token are read from its ``chunk`` events (the raw chunks).
 
+A stream dropped before any of these (``create(stream=True)`` never read to its end nor
+closed, then garbage-collected; the request was sent and billed) is recorded at the start of
+the next observed call, or when the client's tracker is asked for (``tracker_of``), from the
+events read before it was dropped, else as unknown with a one-time warning.
+
 A stream that carried no usage (an OpenAI chat stream without
 ``stream_options={"include_usage": True}``, or one left before its usage event) is recorded
 with unknown (``None``) counts and a one-time warning. The proxy never adds ``include_usage``
@@ -33,7 +38,14 @@ import time
 from collections import deque
 from typing import Any
 
-from promptcache.sdk._observe import _USAGE_FORMAT, Call, Observer, fault
+from promptcache.sdk._observe import (
+    _USAGE_FORMAT,
+    DROPPED_HOW,
+    DROPPED_STREAMS,
+    Call,
+    Observer,
+    fault,
+)
 
 __all__ = [
     "AsyncChatCompletionStreamManagerProxy",
@@ -116,13 +128,14 @@ class _Tap:
             fault("reading a streamed event's usage", exc, "the stream goes on")
             self.acc = None
 
-    def finish(self, how: str, snapshot: Any = None) -> None:
+    def finish(self, how: str, snapshot: Any = None, end: float | None = None) -> None:
         if self.done:
             return
         self.done = True
         obs, call = self.obs, self.call
         assert obs is not None and call is not None
-        end = time.time()
+        if end is None:
+            end = time.time()
         try:
             if (snapshot is not None and how not in _CUT_SHORT
                     and getattr(snapshot, "usage", None) is not None):
@@ -143,6 +156,8 @@ class _Tap:
                        "{'include_usage': True}; the wrapper does not add it")
             else:
                 why = f"the stream was {how} before its usage arrived"
+                if how == DROPPED_HOW:
+                    why += ": close a stream you do not read to its end, or use it in a with block"
             obs.warn_once(f"stream-usage:{call.shape}:{how}",
                           f"promptcache: streamed usage unknown ({why}); recorded as unknown")
             obs.add(obs.unknown_record(call, end, self.first_token, "stream_usage_missing"))
@@ -199,6 +214,17 @@ class _Base:
 
     def _pc_finish(self, how: str) -> None:
         self._pc_tap.finish(how, self._pc_snapshot())
+
+    def __del__(self) -> None:
+        # dropped before its usage was recorded (never read to its end, closed or left):
+        # queued, recorded at the next observed call (not here: a finaliser may run inside
+        # any code, a tracker's lock held included; new-user trial 23)
+        try:
+            tap = self._pc_tap
+            if not tap.done:
+                DROPPED_STREAMS.append((tap, time.time()))
+        except Exception:  # interpreter shutdown: the module's globals may be gone
+            pass
 
 
 class StreamProxy(_Base):

@@ -67,7 +67,15 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from promptcache.sdk._observe import OVERRIDES, LintMode, Observer, Shape, fault
+from promptcache.sdk._observe import (
+    DROPPED_STREAMS,
+    OVERRIDES,
+    LintMode,
+    Observer,
+    Shape,
+    drain_dropped_streams,
+    fault,
+)
 from promptcache.sdk._streams import (
     AsyncChatCompletionStreamManagerProxy,
     AsyncMessageStreamManagerProxy,
@@ -526,10 +534,16 @@ def observer_of(client: Any) -> Observer:
 def tracker_of(client: Any) -> UsageTracker:
     """The usage tracker of a wrapped client (the one given to :func:`wrap`, or its own).
 
+    Streams dropped unread since the last observed call are recorded first (see
+    ``promptcache.sdk._streams``).
+
     Raises:
         TypeError: ``client`` was not returned by :func:`wrap`.
     """
-    return observer_of(client).tracker
+    obs = observer_of(client)
+    if DROPPED_STREAMS:  # a stream dropped unread: its usage belongs in what is read now
+        drain_dropped_streams()
+    return obs.tracker
 
 
 def unwrap(client: T) -> T:
