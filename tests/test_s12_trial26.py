@@ -137,3 +137,50 @@ def test_gpt56_new_conversation_past_the_minimum_lifetime_that_read_is_no_miss()
     row = ok.requests[1]
     assert row.status not in ("miss_explained", "unexplained_miss"), row
     assert ok.misses == 0
+
+
+# ---------------------------------------------------------------- diff, chained turns
+
+from promptcache.diff import diff  # noqa: E402
+
+
+def _turn(model: str, previous: str, question: str, **extra: Any) -> dict[str, Any]:
+    return {"model": model, "max_output_tokens": 16, "previous_response_id": previous,
+            "input": [{"role": "user", "content": question}], **extra}
+
+
+def _resp_usage(total: int, read: int, write: int | None) -> dict[str, Any]:
+    details: dict[str, Any] = {"cached_tokens": read}
+    if write is not None:
+        details["cache_write_tokens"] = write
+    return {"input_tokens": total, "output_tokens": 16, "total_tokens": total + 16,
+            "output_tokens_details": {"reasoning_tokens": 0}, "input_tokens_details": details}
+
+
+def test_chained_turn_after_a_long_gap_is_a_ttl_miss_not_unexplained() -> None:
+    """A (itself chained) and B chained on A, logged without A's output: the gap over
+    GPT-5.6's 30m minimum lifetime explains B's empty read (it was an unexplained miss)."""
+    a = _turn("gpt-5.6", "resp_2", "And 11?")
+    b = _turn("gpt-5.6", "resp_3", "Later.")
+    t0 = 1_780_315_275.0
+    kw: dict[str, Any] = {"usage_a": _resp_usage(1781, 1673, 92),
+                          "usage_b": _resp_usage(1872, 0, 1856),
+                          "response_a": {"id": "resp_3"}}
+    late = diff(a, b, timestamps=(t0, t0 + 2400), **kw)
+    assert late.verdict == "miss_explained" and late.cause == "ttl_expired"
+    assert late.lost_tokens == 1765
+    soon = diff(a, b, timestamps=(t0, t0 + 60), **kw)  # within the lifetime: unexplained
+    assert soon.verdict == "unexplained_miss"
+    read = diff(a, b, timestamps=(t0, t0 + 2400), **{**kw, "usage_b": _resp_usage(
+        1872, 1765, 91)})  # read after the gap: no miss
+    assert read.verdict == "no_miss"
+
+
+def test_chained_turn_past_openai_certain_idle_bound() -> None:
+    a = _turn("gpt-5", "resp_2", "And 11?", prompt_cache_retention="in_memory")
+    b = _turn("gpt-5", "resp_3", "Later.", prompt_cache_retention="in_memory")
+    t0 = 1_780_315_275.0
+    res = diff(a, b, timestamps=(t0, t0 + 7200), usage_a=_resp_usage(1781, 1664, None),
+               usage_b=_resp_usage(1872, 0, None), response_a={"id": "resp_3"})
+    assert res.verdict == "miss_explained" and res.cause == "ttl_expired"
+    assert res.causes[0].detail.get("ttl_is") == "certain idle bound"

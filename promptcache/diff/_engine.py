@@ -1940,6 +1940,9 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
                                cause="conversation_chained")
     chain = _chain_of(b, provider)
     a_response = usage_a if response_a is None else response_a
+    head_gap = None  # the gap, for a chain whose shared head the bodies do not show
+    if chain is not None and timestamps is not None:
+        head_gap = gap_seconds(parse_timestamp(timestamps[0]), parse_timestamp(timestamps[1]))
     chain_note: str | None = None
     partial = False
     raw_b = b
@@ -1948,7 +1951,7 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
         if a.get("previous_response_id") == chain:  # siblings (edit and regenerate)
             return _diff_shared_head(a, b, chain, None, provider, model, usage_a, usage_b,
                                      diagnostics_b, redact, prices, checked=False,
-                                     sibling=True)
+                                     sibling=True, gap=head_gap)
         if a_id is not None and a_id != chain:
             why = (f"B continues the stored response {chain!r} (previous_response_id), "
                    f"not A (A's response id is {a_id!r}): its prefix is that response's "
@@ -1958,7 +1961,7 @@ def diff(a: Mapping[str, Any], b: Mapping[str, Any], *, provider: str | None = N
         if isinstance(a.get("previous_response_id"), str) and a["previous_response_id"]:
             return _diff_shared_head(a, b, chain, response_output(a_response), provider,
                                      model, usage_a, usage_b, diagnostics_b, redact,
-                                     prices, checked=a_id is not None)
+                                     prices, checked=a_id is not None, gap=head_gap)
         output = response_output(a_response)
         partial = output is None
         raw_b, b = b, chained_body(a, output or [], b)
@@ -2060,10 +2063,36 @@ def stored_prompt_change(a: Mapping[str, Any], b: Mapping[str, Any],
 _SIZE_CAUSES = frozenset({"below_minimum", "ttl_expired", "breakpoint_moved"})
 
 
+def _shared_head_lapse(pa: Prepared, pb: Prepared, gap: float | None) -> _RawCause | None:
+    """The TTL cause of a gap of ``gap`` seconds between A's start and B's, for OpenAI
+    entries of any size (their lifetimes do not depend on where they end), or None: GPT-5.6+
+    past the longest TTL A sent (a minimum lifetime: :func:`_ttl_warning`); before GPT-5.6
+    past the certain idle bound (a cut) or the usual idle clearing (:func:`_idle_warning`).
+    A gap of 0 or less (B sent with A) is not judged here: B may still read the stored head
+    that earlier requests wrote."""
+    if gap is None or gap <= 0 or pa.policy is None or pb.family != "openai":
+        return None
+    if explicit_breakpoints(pa):
+        ttl = max([_openai_ttl(pa), *(_bp_seconds(pa, j) for j in pa.bps)])
+        return _ttl_warning(pb, gap, ttl) if gap > ttl else None
+    idle = _idle(pa)
+    if gap > idle.max_s:
+        return _RawCause(
+            "ttl_expired", 0, 4, "tools", None,
+            {"gap_seconds": gap, "ttl_seconds": idle.max_s, "ttl_is": "certain idle bound",
+             "retention": idle.retention},
+            f"the gap ({gap:,.0f} s) is past {_minutes(idle.max_s)} idle, after which OpenAI "
+            "always removes these entries")
+    if idle.usual_s is not None and gap > idle.usual_s:
+        return _idle_warning(pb, gap, idle)
+    return None
+
+
 def _diff_shared_head(a: Mapping[str, Any], b: Mapping[str, Any], chain: str,
                       output: list[Any] | None, provider: str | None, model: str | None,
                       usage_a: Any, usage_b: Any, diagnostics_b: Any, redact: bool,
-                      prices: Any, *, checked: bool, sibling: bool = False) -> DiffResult:
+                      prices: Any, *, checked: bool, sibling: bool = False,
+                      gap: float | None = None) -> DiffResult:
     """B chains on A, and A itself continues a stored response: both prompts start with the
     same conversation (A's), which the bodies do not show. ``sibling``: A and B name the
     same ``previous_response_id`` (edit and regenerate): both continue that response, B does
@@ -2074,7 +2103,13 @@ def _diff_shared_head(a: Mapping[str, Any], b: Mapping[str, Any], chain: str,
     setting change) are found; token numbers are not predicted (the head's size is unknown):
     no prediction, and no cause that depends on sizes (minimum, TTL, breakpoint reach). With
     A's usage (read + write: A's largest entry) the ideal read is known, and with B's the
-    lost tokens (priced at B's reported write) and an unexplained shortfall."""
+    lost tokens (priced at B's reported write) and an unexplained shortfall.
+
+    ``gap`` (seconds from A's start to B's): every entry A wrote or read lives from A's start,
+    whatever its size, so a gap past their lifetime is a cause (:func:`_shared_head_lapse`):
+    past OpenAI's certain idle bound a cut, past GPT-5.6+'s minimum lifetime or the usual idle
+    clearing a warning that explains a read short of A's usage (new-user trial 26: a chained
+    turn 40 min after the last one, on GPT-5.6, was an unexplained miss)."""
     a_eff = {k: v for k, v in a.items() if k != "previous_response_id"}
     b_eff = ({k: v for k, v in b.items() if k != "previous_response_id"} if sibling
              else chained_body(a_eff, output or [], b))
@@ -2097,7 +2132,18 @@ def _diff_shared_head(a: Mapping[str, Any], b: Mapping[str, Any], chain: str,
     verdict = "no_miss"
     classification = None
     explained = None
-    if cutting:
+    raw_lapse = None if sibling else _shared_head_lapse(pa, pb, gap)
+    lapse = _make_cause(raw_lapse) if raw_lapse is not None else None
+    if lapse is not None and not cutting:
+        # nothing in the bodies changed: the gap explains a read short of A's usage (a
+        # certain expiry: with no usage of B, everything A left is lost)
+        if ideal is not None and (read_b is None or ideal - read_b > read_tolerance(ideal)):
+            if read_b is not None or not is_warning(lapse):
+                verdict, classification = "miss_explained", "timing"
+                lost = ideal - (read_b or 0)
+        elif ideal is not None and read_b is not None:
+            lost = 0
+    elif cutting:
         verdict, classification = "miss_explained", "client_side"
         if ideal is not None:
             bound = _edit_bound(pa, pb, cutting, res.divergence, ua, ideal)
@@ -2129,6 +2175,8 @@ def _diff_shared_head(a: Mapping[str, Any], b: Mapping[str, Any], chain: str,
     causes = cutting + [head] + [c for c in kept if c.code in ROUTING_CAUSES]
     if verdict == "unexplained_miss" or not cutting:
         causes = [head] + [c for c in causes if c is not head]
+    if lapse is not None:  # the primary cause when it explains the miss, else listed after
+        causes = [lapse, *causes] if classification == "timing" else [*causes, lapse]
     if verdict == "unexplained_miss" and cutting:  # changes found, but they are not causal
         causes.insert(0, _make_cause(_no_change_cause(pa, pb, 0, True, 1.0)))
     diag = parse_diagnostics(diagnostics_b) if diagnostics_b is not None else None
