@@ -78,6 +78,9 @@ _TIME = re.compile(
     r"(?<![\d:.])(?:[01]?\d|2[0-3]):[0-5]\d(?P<sec>:[0-5]\d(?:\.\d{1,9})?)?"
     r"(?:\s?[AaPp]\.?[Mm]\.?)?(?![\d:])"
 )
+#: A time of day followed / preceded by another as a range ("09:00-17:00", "9:00 to 17:00").
+_RANGE_AFTER = re.compile(r"\s?(?:-|\u2013|\u2014|to|until|till)\s?(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])")
+_RANGE_BEFORE = re.compile(r"(?<![\d:])(?:[01]?\d|2[0-3]):[0-5]\d\s?(?:-|\u2013|\u2014|to|until|till)\s?$")
 _EPOCH = re.compile(r"(?<![\d.])(?P<ms>1[5-9]\d{11}|1[5-9]\d{8})(?:\.\d+)?(?!\d)(?!\.\w)")
 _UUID = re.compile(
     r"(?<![0-9A-Fa-f-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
@@ -285,9 +288,20 @@ def _scan(text: str, max_matches: int) -> list[VolatileMatch]:
         if _CLOCK_WORDS.search(_context(text, m.start())):
             add("timestamp", "date", "day", m)
     for m in each(_TIME):
-        words = _CLOCK_WORDS_WEAK if m.group("sec") else _CLOCK_WORDS
-        if words.search(_context(text, m.start(), 32)):
-            add("timestamp", "time", "second" if m.group("sec") else "minute", m)
+        if not m.group("sec"):
+            # a time of day in a range ("hours 09:00-17:00", "9:00 to 17:00") is a schedule,
+            # and a clock word in an earlier sentence ("All times are UTC. Support opens at
+            # 09:00") does not name this time (review 25)
+            if _RANGE_AFTER.match(text, m.end()) or _RANGE_BEFORE.search(
+                    text, max(0, m.start() - 16), m.start()):
+                continue
+            context = _context(text, m.start(), 32)
+            cut = max(context.rfind(". "), context.rfind("\n"))
+            if _CLOCK_WORDS.search(context[cut + 1:] if cut >= 0 else context):
+                add("timestamp", "time", "minute", m)
+            continue
+        if _CLOCK_WORDS_WEAK.search(_context(text, m.start(), 32)):
+            add("timestamp", "time", "second", m)
     for m in each(_EPOCH):
         if _CLOCK_WORDS_WEAK.search(_context(text, m.start(), 32)):
             add("timestamp", "epoch", "millisecond" if len(m.group("ms")) == 13 else "second", m)
@@ -368,9 +382,11 @@ def classify_name(name: str) -> tuple[str, str | None] | None:
 
 
 def _is_user_id(toks: list[str]) -> bool:
-    """``user_id``, ``user.email``, ``customerId``, ``uid``: a name of a per-user id."""
-    return toks[-1] == "uid" or (len(toks) >= 2 and toks[-2] in _USER_WORDS
-                                 and toks[-1] in _USER_ID_LAST)
+    """``user_id``, ``user.email``, ``customerId``, ``uid``: a name of a per-user id. A
+    ``uid`` of something else (``card.uid``, ``rev_uid``) is not (review 25)."""
+    if toks[-1] == "uid":
+        return len(toks) == 1 or toks[-2] in _USER_WORDS
+    return len(toks) >= 2 and toks[-2] in _USER_WORDS and toks[-1] in _USER_ID_LAST
 
 
 def id_scope(text: str) -> str:

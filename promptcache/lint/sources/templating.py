@@ -129,6 +129,15 @@ def _vol_from_name(name: str, origin: str) -> Volatility | None:
     return Volatility(got[0], got[1], origin)
 
 
+def _vol_from_part(part: str, origin: str) -> Volatility | None:
+    """:func:`_vol_from_name` for one part of a dotted name read alone (``request.id`` ->
+    ``id``...), except a ``uid`` of an owner the whole name did not call a user (``card.uid``
+    is the card's id, not a per-user value; review 25)."""
+    if part.lower() == "uid":
+        return None
+    return _vol_from_name(part, origin)
+
+
 def _const_str(node: Any) -> str | None:
     if isinstance(node, nodes.Const) and isinstance(node.value, str):
         return node.value
@@ -153,7 +162,7 @@ def classify_expr(expr: nodes.Node, origin: str,
             else:
                 # request.id reads as request_id, user.email as user_email (classify_name)
                 vol = ((_vol_from_name(dotted, origin) if dotted is not None else None)
-                       or _vol_from_name(node.attr, origin))
+                       or _vol_from_part(node.attr, origin))
         elif isinstance(node, nodes.Call):
             fn = node.node
             fname = fn.name if isinstance(fn, nodes.Name) else (
@@ -843,7 +852,8 @@ def regex_pieces(source: str, position: Position, pattern: re.Pattern[str],
         for part in reversed(tail):
             if vol is not None:
                 break
-            vol = _vol_from_name(part, m.group(0))
+            vol = (_vol_from_part(part, m.group(0)) if len(tail) > 1
+                   else _vol_from_name(part, m.group(0)))
         line, col = position(m.start())
         pieces.append(Piece("hole", m.group(0), line, col, vol))
         last = m.end()
