@@ -225,6 +225,7 @@ def breakeven(
     prices: PriceTable | None = None,
     policy: Any = None,
     at: datetime | None = None,
+    prompt_tokens: int | None = None,
 ) -> BreakEven:
     """Requests within one TTL from which caching a ``prefix_tokens`` prefix is cheaper.
 
@@ -242,6 +243,10 @@ def breakeven(
         prices: explicit prices (multipliers then come from these prices).
         policy: explicit ``CachePolicy`` (models the catalog does not know).
         at: price date (default now).
+        prompt_tokens: the whole prompt the prefix is part of (tokens; default
+            ``prefix_tokens``): it picks the price tier of a model priced by prompt length
+            (Haiku 5.5 above 100K tokens, OpenAI above 272K), as ``ttl_policy`` prices
+            ``prefix_tokens + suffix_tokens``. Must be at least ``prefix_tokens``.
 
     Returns:
         A :class:`BreakEven`: ``requests`` (count, or ``None`` with ``reason``), the
@@ -258,10 +263,17 @@ def breakeven(
             argument's name.
     """
     prefix_tokens = _count("prefix_tokens", prefix_tokens)
+    if prompt_tokens is None:
+        prompt_tokens = prefix_tokens
+    else:
+        prompt_tokens = _count("prompt_tokens", prompt_tokens)
+        if prompt_tokens < prefix_tokens:
+            raise ValueError(f"prompt_tokens ({prompt_tokens:,}) must be at least "
+                             f"prefix_tokens ({prefix_tokens:,}): the prefix is part of it")
     get_policy, get_prices = _catalog()
     pol = get_policy(model, policy=policy)
     table = prices if prices is not None else get_prices(model, at=at)
-    flat = _flat(table, prefix_tokens)
+    flat = _flat(table, prompt_tokens)
     if ttl is not None and not isinstance(ttl, str):
         raise TypeError(f"ttl must be a string such as '5m' or '1h', not {type(ttl).__name__} "
                         f"({ttl!r})")
@@ -566,7 +578,15 @@ def ttl_policy(
         fee = bool(pol.write_multipliers)
         lifetime = (in_memory_seconds if in_memory_seconds is not None
                     else _in_memory_lifetime(pol))
-        if lifetime is None:
+        accepted = tuple(pol.prompt_cache_retention)
+        if accepted and "in_memory" not in accepted:
+            # gpt-5.5 and later take only 24h (openai-python; hosted-api-rules.md 2.2): the
+            # in-memory option cannot be chosen (trial 27)
+            options.append(PolicyOption(
+                "in_memory", none_cost, 0, 0, available=False,
+                note=f"{model} takes only prompt_cache_retention="
+                     f"{' / '.join(repr(r) for r in accepted)}"))
+        elif lifetime is None:
             options.append(PolicyOption(
                 "in_memory", none_cost, 0, 0, available=False,
                 note="in-memory lifetime unknown: the policy has no idle_lifetime; pass "

@@ -64,7 +64,7 @@ import json
 import os
 import re
 from collections import Counter
-from decimal import Context, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any, NoReturn
 
 import click
@@ -90,7 +90,13 @@ def _quantize(x: Decimal, places: str) -> Decimal:
     context's 28 digits make ``quantize`` raise InvalidOperation on a large amount."""
     exp = Decimal(places)
     digits = max(x.adjusted(), 0) - exp.as_tuple().exponent + 2  # type: ignore[operator]
-    return x.quantize(exp, context=Context(prec=max(28, digits)))
+    # half up, as amounts of money are read (0.09525 -> 0.0953; the context's default, half
+    # to even, printed 0.0952: trial 27)
+    return x.quantize(exp, rounding=ROUND_HALF_UP, context=Context(prec=max(28, digits)))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def _money(x: Decimal | None, places: str = "0.000001") -> str:
@@ -113,7 +119,7 @@ def _money_short(x: Decimal | None) -> str:
         return "?"
     if x == 0 or _quantize(x, "0.0001") != 0:
         return _money(x, "0.0001")
-    if _quantize(x, str(_TINY)) != 0:
+    if abs(x) >= _TINY:
         return _money(x, "0.000001")
     return f"<${_TINY}" if x > 0 else f">-${_TINY}"
 
@@ -794,10 +800,14 @@ def breakeven_command(model: str, prefix_tokens: int, ttl: str | None, interval:
 
     _check_breakeven_options(model, ttl, interval, keepalive_cap)
     try:
-        be = breakeven(model, prefix_tokens, ttl)
+        # the policy first: its errors name the options (--suffix-tokens over the bound...)
         pol = None if interval is None else ttl_policy(
             model, prefix_tokens, interval, requests=n_requests, suffix_tokens=suffix_tokens,
             output_tokens=output_tokens, keepalive_cap_usd=keepalive_cap)
+        # priced at the tier of the whole prompt, as the policy table prices it
+        prompt = prefix_tokens + suffix_tokens
+        be = breakeven(model, prefix_tokens, ttl,
+                       prompt_tokens=prompt if prompt <= MAX_TOKENS else None)
     except UnknownModelError as exc:
         fail(unknown_model_message(exc))
     except CatalogError as exc:
@@ -841,9 +851,11 @@ def breakeven_command(model: str, prefix_tokens: int, ttl: str | None, interval:
         click.echo(f"{pol.requests} requests every {pol.inter_arrival_seconds:g}s:")
         for o in pol.options:
             mark = "*" if o is pol.best else " "
-            extra = f", {o.pings} pings ({_money(o.ping_cost)})" if o.pings else ""
+            extra = (f", {_plural(o.pings, 'ping')} ({_money(o.ping_cost)})" if o.pings
+                     else "")
             click.echo(f" {mark} {o.name:<14} {_money_short(o.cost):>12}  "
-                       f"{o.writes} writes, {o.reads} reads{extra}; {o.note}")
+                       f"{_plural(o.writes, 'write')}, {_plural(o.reads, 'read')}{extra}; "
+                       f"{o.note}")
         if pol.best.name == "none":
             click.echo("cheapest: none (no caching is cheapest at this interval)")
         else:
