@@ -25,7 +25,8 @@ Diagnostics, each emitted as a :class:`UsageEvent` (returned by :meth:`UsageTrac
   prefix under the model's minimum, content that changes early in the prompt).
 * ``collapse``: within a session, a request reads 0 after the previous one to its model (or,
   for a model new to the session, the session's previous request: a model switch) read or
-  wrote a prefix (a side request to another model under that model's minimum is skipped); ``data["cause"]`` is ``ttl_expired`` / ``prefix_changed`` / ``unknown``
+  wrote a prefix (a side request to another model under that model's minimum, and a request
+  whose reads are unknown, are skipped); ``data["cause"]`` is ``ttl_expired`` / ``prefix_changed`` / ``unknown``
   (:func:`promptcache.usage.classify.classify_collapse`: ``prefix_changed`` only when the
   request dropped the previous request's prefix, ``UsageRecord.kept_prefix``, never because a
   growing conversation's last breakpoint moved). For an idle lifetime (OpenAI before GPT-5.6,
@@ -929,9 +930,16 @@ class UsageTracker:
         model new to the session, against the session's last request (a model switch drops
         the cache). A request to another model than the session's latest one, with a prompt
         under that model's minimum, reads and writes nothing: a side request, neither checked
-        nor a baseline (new-user trial 26)."""
+        nor a baseline (new-user trial 26). A model new to the session is checked for a
+        collapse only (``data["previous_model"]``), never for a ``prefix_regression`` against
+        another model's counts. A record whose reads are unknown (``cache_read`` None) is
+        neither checked nor a baseline (review 26)."""
         session = rec.session
-        if session is None:
+        if session is None or rec.cache_read is None:
+            # usage unknown (a stream left or dropped before its usage arrived, an OpenAI chat
+            # stream without include_usage): nothing to check, and no baseline: the next
+            # request is compared with the last one whose reads are known (review 26: a stream
+            # dropped unread, recorded as unknown, hid the next request's collapse)
             return []
         last_model = self._session_model.get(session, rec.model)
         if last_model != rec.model and self._under_minimum(rec):
@@ -941,6 +949,7 @@ class UsageTracker:
         # once a session wrote 1h entries, they outlive 5m gaps
         ttl_rec, max_rec, idle_rec = self._ttl_for(rec)
         self._session_model[session] = rec.model
+        switched = prev_state is None
         if prev_state is None:
             self._sessions[key] = _Session(rec, ttl_rec, max_rec, idle_rec)
             other = self._sessions.get((session, last_model)) if last_model != rec.model \
@@ -971,10 +980,18 @@ class UsageTracker:
                 why = _likely_expiry(gap, prev_ttl, prev_max, idle)
             if idle is not None:
                 data["retention"] = idle.retention
+            if switched:
+                data["previous_model"] = prev.model
             return [UsageEvent(
                 "collapse", f"session {rec.session!r}{_rid(rec)}: cache reads dropped to 0 "
                 f"({why})", rec, data,
             )]
+        if switched:
+            # a model new to the session reads only what requests to that model wrote (caches
+            # are per model): another model's read and write set no expected read (review 26:
+            # a summariser on Haiku reading a shared prompt was a prefix_regression against
+            # the Sonnet chat's read)
+            return []
         if gap is not None and gap > prev_ttl:
             # past the TTL, or past the usual idle clearing (OpenAI before GPT-5.6): a
             # shortfall there may be the clearing, so it is no evidence of a regression
