@@ -103,3 +103,21 @@ def test_a_dropped_stream_does_not_hide_the_next_collapse(backend: LocalBackend)
     reads = [r.cache_read for r in tracker.records]
     assert reads[2] is None and reads[3] == 0
     assert "collapse" in _kinds(tracker.events)
+
+
+def test_a_dropped_last_stream_counts_in_the_trackers_summary(backend: LocalBackend) -> None:
+    """README's pattern: the tracker given to wrap() is read directly, with no later call and
+    no tracker_of(): the dropped stream (sent and billed) was missing from summary()."""
+    tracker = UsageTracker(warn=False)
+    client = wrap(backend.anthropic(), tracker=tracker, lint="off")
+    client.messages.create(model=MODEL, max_tokens=4,
+                           messages=[{"role": "user", "content": "first"}])
+    stream = client.messages.create(model=MODEL, max_tokens=4, stream=True,
+                                    messages=[{"role": "user", "content": "dropped"}])
+    del stream
+    gc.collect()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert tracker.summary().requests == 2
+    assert len(tracker.records) == 2
+    assert "stream_usage_missing" in tracker.records[1].flags

@@ -23,6 +23,7 @@ mutated)::
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
 import functools
@@ -105,7 +106,8 @@ _OWN_FLAGS = frozenset({"stream_usage_missing", "usage_unparsable"})
 #: ``create(stream=True)`` dropped unread and never closed; the request was sent and billed),
 #: with the time each was dropped. A proxy's ``__del__`` only appends here (it may run inside
 #: any code, a tracker's lock held included); :func:`drain_dropped_streams` records them, at
-#: the start of the next observed call and when a wrapped client's tracker is asked for.
+#: the start of the next observed call, when a wrapped client's tracker is asked for, before
+#: any tracker's results are read, and at exit.
 DROPPED_STREAMS: deque[tuple[Any, float]] = deque(maxlen=1024)
 #: How such a stream ended, in its warning.
 DROPPED_HOW = "dropped unread and never closed"
@@ -124,6 +126,22 @@ def drain_dropped_streams() -> None:
         except Exception as exc:
             fault("recording a dropped stream's usage", exc, "its usage is not recorded")
 
+
+def _register_drain() -> None:
+    """Dropped streams are recorded before a tracker's results are read (``tracker.summary()``
+    on the tracker given to ``wrap``, not only ``tracker_of``) and at exit (a sink's last
+    records): review 26."""
+    from promptcache.usage import tracker as _tracker
+
+    def drain() -> None:
+        if DROPPED_STREAMS:
+            drain_dropped_streams()
+
+    _tracker.BEFORE_READ.append(drain)
+    atexit.register(drain)
+
+
+_register_drain()
 
 _CALL_OPTIONS: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
     "promptcache_call_options", default=MappingProxyType({}))

@@ -23,8 +23,9 @@ reports ``isinstance`` as the SDK class. Usage is recorded once, at the first of
 
 A stream dropped before any of these (``create(stream=True)`` never read to its end nor
 closed, then garbage-collected; the request was sent and billed) is recorded at the start of
-the next observed call, or when the client's tracker is asked for (``tracker_of``), from the
-events read before it was dropped, else as unknown with a one-time warning.
+the next observed call, when the client's tracker is asked for (``tracker_of``) or its
+results are read (``summary()``, ``records``, ``events``...), and at exit, from the events read
+before it was dropped, else as unknown with a one-time warning.
 
 A stream that carried no usage (an OpenAI chat stream without
 ``stream_options={"include_usage": True}``, or one left before its usage event) is recorded

@@ -134,6 +134,17 @@ EventKind = Literal[
 
 _VERSION_FN: Callable[[], Any] | None = None
 
+#: Called (no arguments, never raising) before a tracker's results are read, outside its lock:
+#: the SDK wrapper registers the recording of streams dropped unread since its last call
+#: (``promptcache.sdk._observe.drain_dropped_streams``), so ``tracker.summary()`` after a
+#: dropped stream counts it, as ``tracker_of(client)`` does (review 26).
+BEFORE_READ: list[Callable[[], None]] = []
+
+
+def _before_read() -> None:
+    for hook in BEFORE_READ:
+        hook()
+
 
 def _overrides_version() -> Any:
     """``promptcache.catalog.overrides_version()`` (imported on first use)."""
@@ -1103,10 +1114,14 @@ class UsageTracker:
 
     def summary(self) -> UsageSummary:
         """Totals over every record."""
+        if BEFORE_READ:
+            _before_read()
         with self._lock:
             return self._total.snapshot(("total",))
 
     def _by(self, name: str) -> dict[tuple[str | None, ...], UsageSummary]:
+        if BEFORE_READ:
+            _before_read()
         with self._lock:
             return {key: acc.snapshot(key) for key, acc in self._groups[name].items()}
 
@@ -1129,12 +1144,16 @@ class UsageTracker:
     @property
     def records(self) -> list[UsageRecord]:
         """Every record added (empty with ``keep_records=False``)."""
+        if BEFORE_READ:
+            _before_read()
         with self._lock:
             return list(self._records)
 
     @property
     def costs(self) -> list[Cost | None]:
         """The cost of each record in :attr:`records` (same order)."""
+        if BEFORE_READ:
+            _before_read()
         with self._lock:
             return list(self._costs)
 
@@ -1142,12 +1161,16 @@ class UsageTracker:
     def events(self) -> list[UsageEvent]:
         """Every event raised so far, in order (the newest :data:`EVENTS_KEPT` with
         ``keep_records=False``)."""
+        if BEFORE_READ:
+            _before_read()
         with self._lock:
             return list(self._events)
 
     def cold_write_groups(self) -> list[ColdWriteGroup]:
         """Groups of concurrent cold writes with at least two writes, each once, by the start
         of their first write."""
+        if BEFORE_READ:
+            _before_read()
         with self._lock:
             found = {id(g): g for groups in self._cold.values() for g in groups if g.writes >= 2}
         return sorted(found.values(), key=lambda g: g.records[0].start or 0.0)
