@@ -1459,9 +1459,9 @@ def _across_sessions(res: DiffResult, related: bool) -> DiffResult | None:
     * between unrelated prompts (another application sharing a tool list or a model) nothing
       is a miss: the read predicted, no more;
     * a miss whose first cause is about time, not about the request, is none when the usage
-      does not bear it out: a warning-level cause (a gap over GPT-5.6+'s minimum lifetime or
-      OpenAI's usual idle clearing, a routing key) with a read short of the prediction, as
-      above; ``sent_before_a`` or ``ttl_expired`` with a read above what they leave readable
+      does not bear it out: a warning-level gap (over GPT-5.6+'s minimum lifetime or OpenAI's
+      usual idle clearing: uncertain), as above (a routing cause, another conversation's
+      ``prompt_cache_key``, stays a miss); ``sent_before_a`` or ``ttl_expired`` with a read above what they leave readable
       (the other request's entry was readable: the log's times do not show when; new-user
       trial 26: a first request logged at the same second as another conversation's, reading
       its whole system prompt, was a miss of the estimate's noise). Concurrent first requests
@@ -1470,7 +1470,10 @@ def _across_sessions(res: DiffResult, related: bool) -> DiffResult | None:
         return None
     if res.verdict == "miss_explained" and res.causes:
         first = res.causes[0]
-        if is_warning(first):
+        if is_warning(first) and first.code in _TIMING_CAUSES:
+            # an uncertain lapse (a gap over the usual clearing): not borne out. A routing
+            # cause (another conversation's prompt_cache_key) stays a miss: a stable key per
+            # shared prefix is the advice (hosted-api-rules.md 2.1; review 26)
             return res.model_copy(update={"verdict": "no_miss"})
         if first.code in _TIMING_CAUSES and res.observed is not None \
                 and res.observed.cache_read is not None and res.predicted is not None:
