@@ -1150,6 +1150,13 @@ class PromptBuilder:
             if k in _BUILDER_PARAMS:
                 raise InvalidRequestError(k, "is set by the builder (markers and sections come "
                                              "from the plan)")
+        if fmt == "openai-responses" and params.get("previous_response_id") is not None \
+                and params.get("conversation") is not None:
+            raise InvalidRequestError("conversation", "cannot be sent with previous_response_id: "
+                                      "the API answers 400 to both (openai-python 3.57.0 "
+                                      "response_create_params: previous_response_id \"cannot "
+                                      "be used in conjunction with `conversation`\"); continue "
+                                      "the conversation with one of them")
         if "prompt_cache_options" not in params:
             return
         opts = params["prompt_cache_options"]
@@ -1278,7 +1285,9 @@ class PromptBuilder:
             PlanError: the model is not an OpenAI model.
             InvalidRequestError: the new turn is empty (``turn("")``), ``input`` would be empty
                 (no system text, turn or history) and no ``prompt`` /
-                ``previous_response_id`` / ``conversation`` is given, ``max_output_tokens`` is
+                ``previous_response_id`` / ``conversation`` is given, both
+                ``previous_response_id`` and ``conversation`` are given (path
+                ``conversation``; the API refuses the pair), ``max_output_tokens`` is
                 not None or an int >= the catalog's
                 :attr:`~promptcache.catalog.ProviderRules.min_max_output_tokens` (16; not a
                 bool), a parameter is a prompt section or one the builder sets (as

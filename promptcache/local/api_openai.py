@@ -265,6 +265,15 @@ def parse_request(body: dict[str, Any], shape: Shape, default_max_tokens: int) -
     else:
         if body.get("input") is None and body.get("instructions") is None:
             raise _bad("Missing required parameter: 'input'.", "input")
+        if body.get("previous_response_id") is not None and body.get("conversation") is not None:
+            # openai-python 3.57.0 response_create_params.py, previous_response_id: "Cannot be
+            # used in conjunction with `conversation`" (the wording below is the local one)
+            raise _bad(
+                "Mutually exclusive parameters: Ensure you are only providing one of: "
+                "'previous_response_id' or 'conversation'.",
+                "previous_response_id",
+                "mutually_exclusive_parameters",
+            )
         max_tokens = _int(body, "max_output_tokens", minimum=1)
     cache_key = body.get("prompt_cache_key")
     if cache_key is not None and not isinstance(cache_key, str):
@@ -386,7 +395,8 @@ BREAKPOINT_MODES = ("explicit",)
 """``prompt_cache_breakpoint.mode`` values (hosted-api-rules.md 2.3: ``{"mode": "explicit"}``)."""
 
 
-def check_schema(body: dict[str, Any], shape: Shape) -> None:
+def check_schema(body: dict[str, Any], shape: Shape,
+                 breakpoint_ttls: tuple[str, ...] | None = None) -> None:
     """The API's 400s for request shapes its schema rejects and the renderer passes over.
 
     Chat Completions: a ``tool`` message without a string ``tool_call_id``; an ``image_url``
@@ -396,8 +406,16 @@ def check_schema(body: dict[str, Any], shape: Shape) -> None:
     ``function_call`` of the input ("No tool call found for function call output with call_id
     ..."; items of a ``previous_response_id`` conversation count); a ``message`` item's part of
     a Chat Completions type (``text``, ``image_url``: :data:`CHAT_ONLY_PART_TYPES`,
-    ``invalid_value``). Both: a
-    ``prompt_cache_breakpoint.mode`` other than ``"explicit"`` (``invalid_value``). Call after
+    ``invalid_value``); a ``prompt_cache_breakpoint`` on an ``output_text`` part (assistant
+    output: openai-python 3.57.0 ``ResponseOutputTextParam`` has no such field, and the API
+    answers ``Unknown parameter`` to a field its schema lacks, as quoted in
+    openai/openai-python#3008; hosted-api-rules.md 2.3: "Assistant output blocks cannot carry
+    one"). Both (on message content and, for Responses, on a ``function_call_output``'s list
+    of parts): a ``prompt_cache_breakpoint`` without ``mode`` (``missing_required_parameter``:
+    openai-python ``PromptCacheBreakpoint.mode`` is ``Required``), a ``mode`` other than
+    ``"explicit"`` (``invalid_value``), a ``ttl`` that is not a string or, when
+    ``breakpoint_ttls`` is given, not one of them (``invalid_value``; openai-python 3.57.0
+    ``PromptCacheBreakpoint.ttl: Literal["30m", "12h"]`` on both APIs). Call after
     the renderer accepted the body (its messages keep priority) and, for Responses, on the
     body with the stored conversation prepended.
 
@@ -444,6 +462,12 @@ def check_schema(body: dict[str, Any], shape: Shape) -> None:
                     f"{item.get('call_id')}.",
                     items_key,
                 )
+        output = item.get("output")
+        if shape == "openai-responses" and item.get("type") == "function_call_output" \
+                and isinstance(output, list):
+            for j, part in enumerate(output):
+                if isinstance(part, dict):
+                    _check_part(part, f"{where}.output[{j}]", breakpoint_ttls)
         content = item.get("content")
         if not isinstance(content, list):
             continue
@@ -454,7 +478,11 @@ def check_schema(body: dict[str, Any], shape: Shape) -> None:
             if message and part.get("type") in CHAT_ONLY_PART_TYPES:
                 raise _invalid_value(f"{where}.content[{j}]", part["type"],
                                      RESPONSES_PART_TYPES)
-            _check_part(part, f"{where}.content[{j}]")
+            if message and part.get("type") == "output_text" \
+                    and part.get("prompt_cache_breakpoint") is not None:
+                param = f"{where}.content[{j}].prompt_cache_breakpoint"
+                raise _bad(f"Unknown parameter: '{param}'.", param, "unknown_parameter")
+            _check_part(part, f"{where}.content[{j}]", breakpoint_ttls)
 
 
 CHAT_ONLY_PART_TYPES = frozenset({"text", "image_url"})
@@ -471,7 +499,8 @@ RESPONSES_PART_TYPES = ("input_text", "input_image", "output_text", "refusal", "
 :data:`CHAT_ONLY_PART_TYPES`)."""
 
 
-def _check_part(part: dict[str, Any], where: str) -> None:
+def _check_part(part: dict[str, Any], where: str,
+                breakpoint_ttls: tuple[str, ...] | None = None) -> None:
     if part.get("type") == "image_url":
         image = part.get("image_url")
         if image is None:
@@ -484,13 +513,38 @@ def _check_part(part: dict[str, Any], where: str) -> None:
         if not isinstance(url, str):
             raise _invalid_type(f"{where}.image_url.url", "a string", url)
     marker = part.get("prompt_cache_breakpoint")
-    if isinstance(marker, dict) and marker.get("mode") is not None:
-        mode = marker["mode"]
-        param = f"{where}.prompt_cache_breakpoint.mode"
-        if not isinstance(mode, str):
-            raise _invalid_type(param, "a string", mode)
-        if mode not in BREAKPOINT_MODES:
-            raise _invalid_value(param, mode, BREAKPOINT_MODES)
+    if not isinstance(marker, dict):
+        return
+    mode = marker.get("mode")
+    param = f"{where}.prompt_cache_breakpoint.mode"
+    if mode is None:
+        raise _missing(param)
+    if not isinstance(mode, str):
+        raise _invalid_type(param, "a string", mode)
+    if mode not in BREAKPOINT_MODES:
+        raise _invalid_value(param, mode, BREAKPOINT_MODES)
+    ttl = marker.get("ttl")
+    if ttl is None:
+        return
+    param = f"{where}.prompt_cache_breakpoint.ttl"
+    if not isinstance(ttl, str):
+        raise _invalid_type(param, "a string", ttl)
+    if breakpoint_ttls is not None and ttl not in breakpoint_ttls:
+        raise _invalid_value(param, ttl, breakpoint_ttls)
+
+
+def breakpoint_ttls(policy: CachePolicy) -> tuple[str, ...]:
+    """The ``prompt_cache_breakpoint.ttl`` values ``policy``'s model takes, on either API: its
+    catalog TTLs (``"30m"``) plus those an official SDK documents beyond them (catalog
+    ``[sdk_ttls]``: ``"12h"``; openai-python 3.57.0 types ``PromptCacheBreakpoint.ttl:
+    Literal["30m", "12h"]`` on the Chat Completions parts as on the Responses ones, while
+    ``prompt_cache_options.ttl`` on Chat Completions takes ``"30m"`` only)."""
+    ttls = tuple(policy.ttls)
+    for shape in ("openai-responses", "openai-chat"):
+        sdk = sdk_ttls(policy.model_id, shape)
+        if sdk is not None:
+            ttls += tuple(t for t in sdk.ttls if t not in ttls)
+    return ttls
 
 
 RETENTIONS = ("in_memory", "24h")
@@ -751,7 +805,8 @@ def router(service: BackendService) -> APIRouter:
         except InvalidRequestError as exc:
             raise _bad(f"Invalid '{exc.path or 'body'}': {exc.reason}", exc.path or None) from None
         _check_cache_params(body, prompt, policy)
-        check_schema(body, shape)
+        check_schema(body, shape, breakpoint_ttls(policy) if policy.prompt_cache_options
+                     else None)
         max_param = next(
             (k for k in ("max_completion_tokens", "max_tokens", "max_output_tokens")
              if body.get(k) is not None),

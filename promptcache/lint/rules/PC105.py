@@ -6,7 +6,13 @@ from collections.abc import Iterator
 
 from promptcache.lint.engine import LogContext, Rule, text_path
 from promptcache.lint.finding import Finding, Severity
-from promptcache.lint.rules._common import divergence, same_canonical
+from promptcache.lint.rules._common import (
+    _before_stored,
+    divergence,
+    readable_before,
+    same_canonical,
+    stored_prompt_label,
+)
 from promptcache.lint.volatile import scan_text
 
 __all__ = ["Rule_PC105"]
@@ -89,9 +95,24 @@ class Rule_PC105(Rule):
                 if hits and hits[0].start <= offset + 8:
                     label = f" ({hits[0].kind} {hits[0].match!r})"
             lost = max(0, cur.cached_end_token - seg.start_token - div.common_tokens)
+            note = ""
+            if cur.view.provider != "anthropic" and cur.facts.explicit_breakpoints:
+                # GPT-5.6+ reads only entries written at breakpoints (hosted-api-rules.md
+                # 2.3): everything after the last readable one before the change is rewritten
+                readable = readable_before(cur, seg)
+                lost = max(lost, cur.cached_end_token - (
+                    readable.end_token if readable is not None else 0))
+                note = (f" ({cur.facts.model or cur.view.model} reads only entries written at "
+                        "breakpoints: " + (f"the last one before the change is at "
+                                           f"{readable.path})" if readable is not None else
+                                           "no breakpoint before the change can be read)"))
+            stored = stored_prompt_label(cur) if _before_stored(seg) else None
+            if stored:
+                note += (f"; {stored} come after it and are written again too (their size "
+                         "is not in the body)")
             msg = (f"{seg.path} differs from the previous request at character "
                    f"{offset if offset is not None else 0}{label}: about {lost} cached tokens "
-                   "are written again instead of read")
+                   f"are written again instead of read{note}")
             yield cur.finding(self, msg, path=text_path(seg) if offset is not None else seg.path,
                               offset=offset, char_offset=offset, changed=changed,
                               previous_request=cur.previous.entry, tokens_invalidated=lost,

@@ -26,7 +26,9 @@ class Rule_PC301(Rule):
     automatically, it reports instead any ``prompt_cache_breakpoint`` (``reason``
     ``"no_breakpoints"``) and a ``prompt_cache_options`` (``"options_unsupported"``): both are
     GPT-5.6+ parameters. On GPT-5.6+ it reports a ``prompt_cache_options.ttl`` the model does
-    not take (``"ttl_unsupported"``; the catalog lists ``"30m"`` only), except one an official
+    not take (``"ttl_unsupported"``; the catalog lists ``"30m"`` only; a
+    ``prompt_cache_breakpoint``'s own ``ttl`` likewise, ``"breakpoint_ttl_unsupported"``, and
+    a marker without ``mode``, ``"breakpoint_mode_missing"``: both 400s), except one an official
     SDK documents for the request's API (catalog ``[sdk_ttls]``: ``"12h"`` on Responses, from
     openai-python 3.57.0, which the reference does not confirm): that is an **info**
     (``"ttl_unconfirmed"``, details ``documented_by``, ``documented_ttls``, ``confirmed``),
@@ -109,6 +111,7 @@ class Rule_PC301(Rule):
         if ctx.view.provider != "anthropic":
             yield from self._openai_params(ctx)
             if ctx.facts.explicit_breakpoints:
+                yield from self._openai_markers(ctx)
                 yield from self._openai_writes(ctx)
             return  # before GPT-5.6 every marker is reported by _openai_params
         limit = ctx.facts.max_breakpoints
@@ -244,6 +247,73 @@ class Rule_PC301(Rule):
                         "(Chat Completions: '30m')")
             yield ctx.finding(self, msg, path="prompt_cache_options.ttl", fix=fix, ttl=ttl,
                               ttls=list(ttls), reason="ttl_unsupported")
+
+
+    def _openai_markers(self, ctx: RequestContext) -> Iterator[Finding]:
+        """GPT-5.6+: a ``prompt_cache_breakpoint`` without ``mode`` (openai-python 3.57.0
+        ``PromptCacheBreakpoint.mode`` is ``Required``) or whose own ``ttl`` the model does not
+        take: the catalog's TTLs plus those an official SDK documents for breakpoints
+        (catalog ``[sdk_ttls]``: ``"12h"``; openai-python 3.57.0 types
+        ``PromptCacheBreakpoint.ttl: Literal["30m", "12h"]`` on Chat Completions and Responses
+        parts alike). A TTL in neither is a 400 (error, ``"breakpoint_ttl_unsupported"``); one
+        the SDK documents and the reference does not is an info
+        (``"breakpoint_ttl_unconfirmed"``); no mode is an error (``"breakpoint_mode_missing"``)."""
+        facts = ctx.facts
+        model = facts.model or ctx.view.model
+        ttls = tuple(facts.ttls or ())
+        sdk: SdkTTLs | None = None
+        for shape in ("openai-responses", "openai-chat"):
+            sdk = sdk or sdk_ttls(model, shape)
+        documented = tuple(sdk.ttls) if sdk is not None else ()
+        items_key = "input" if ctx.view.provider == "openai-responses" else "messages"
+        items = ctx.payload.get(items_key)
+        if not isinstance(items, list):
+            return
+        for i, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                continue
+            for field in ("content", "output"):
+                parts = item.get(field)
+                if not isinstance(parts, list) or (field == "output" and (
+                        items_key != "input" or item.get("type") != "function_call_output")):
+                    continue
+                for j, part in enumerate(parts):
+                    marker = part.get("prompt_cache_breakpoint") \
+                        if isinstance(part, Mapping) else None
+                    if not isinstance(marker, Mapping):
+                        continue
+                    where = f"{items_key}[{i}].{field}[{j}].prompt_cache_breakpoint"
+                    if marker.get("mode") is None:
+                        yield ctx.finding(
+                            self, f"{where} has no mode: the API rejects the request (HTTP "
+                                  "400, mode is required)",
+                            path=where, fix='set "mode": "explicit"',
+                            reason="breakpoint_mode_missing")
+                    ttl = marker.get("ttl")
+                    if not isinstance(ttl, str) or not ttls or ttl in ttls:
+                        continue
+                    accepted = ", ".join(repr(t) for t in ttls)
+                    fix = (f"set ttl to {ttls[0]!r}, or leave it out (the marker then takes "
+                           "the request's prompt_cache_options.ttl)")
+                    if ttl in documented and sdk is not None:
+                        msg = (f"{where}.ttl {ttl!r} is documented by {_sdk_name(sdk)} but not "
+                               f"confirmed by promptcache's reference, which lists {accepted} "
+                               "only: the request is expected to be accepted (no 400); the "
+                               f"write price of a {ttl} entry is not in the catalog")
+                        yield ctx.finding(self, msg, path=f"{where}.ttl",
+                                          fix=f"nothing to fix if {ttl!r} is meant; {fix}",
+                                          severity=Severity.INFO, ttl=ttl, ttls=list(ttls),
+                                          documented_by=sdk.url,
+                                          documented_ttls=list(documented),
+                                          confirmed=sdk.confirmed,
+                                          reason="breakpoint_ttl_unconfirmed")
+                        continue
+                    known = ", ".join(repr(t) for t in (*ttls, *(
+                        t for t in documented if t not in ttls)))
+                    msg = (f"{where}.ttl {ttl!r} is not a TTL {model} takes ({known}): the "
+                           "API rejects the request (HTTP 400)")
+                    yield ctx.finding(self, msg, path=f"{where}.ttl", fix=fix, ttl=ttl,
+                                      ttls=list(ttls), reason="breakpoint_ttl_unsupported")
 
 
 def _sdk_name(sdk: SdkTTLs) -> str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from promptcache.lint.engine import RequestContext, Rule
 from promptcache.lint.finding import Finding, Severity
+from promptcache.prefix import Segment
 
 __all__ = ["Rule_PC305"]
 
@@ -17,7 +19,10 @@ class Rule_PC305(Rule):
     Reports a cache marker on an empty text block (``"text": ""``), a ``thinking`` or
     ``redacted_thinking`` block, or another block the renderer marks as not cacheable.
     Whitespace-only text is PC306. The whole history is checked, not only the newest turn.
-    Details: ``block_kind``.
+    OpenAI (GPT-5.6+): a ``prompt_cache_breakpoint`` on an empty text part or on an
+    ``output_text`` part of an assistant message (hosted-api-rules.md 2.3: assistant output
+    blocks cannot carry one; openai-python 3.57.0 ``ResponseOutputTextParam`` has no such
+    field); the message names the marker the request uses. Details: ``block_kind``.
 
     ## Why is this bad?
     The API rejects the request (HTTP 400). Once such a block is persisted in history, every
@@ -59,7 +64,28 @@ class Rule_PC305(Rule):
                 continue
             if seg.text is not None and seg.text and not seg.text.strip():
                 continue  # whitespace-only: PC306
-            what = ("empty text block" if seg.kind == "text" and not seg.text
-                    else f"{seg.kind} block")
-            msg = f"cache_control on an {what} at {seg.path}: the API rejects it (HTTP 400)"
-            yield ctx.finding(self, msg, path=seg.path, block_kind=seg.kind)
+            openai = ctx.view.provider != "anthropic"
+            marker = "prompt_cache_breakpoint" if openai else "cache_control"
+            part = _part_type(seg) if openai else None
+            if seg.kind == "text" and not seg.text:
+                what = f"an empty {part or 'text'} {'part' if openai else 'block'}"
+            elif part == "output_text":
+                what = "an output_text part (assistant output cannot carry one)"
+            else:
+                noun = f"{part or seg.kind} {'part' if openai else 'block'}"
+                what = f"{'an' if noun[0] in 'aeiou' else 'a'} {noun}"
+            msg = f"{marker} on {what} at {seg.path}: the API rejects it (HTTP 400)"
+            fix = (f"remove the {marker} (an earlier input part can carry it)" if openai
+                   else None)
+            yield ctx.finding(self, msg, path=seg.path, block_kind=seg.kind,
+                              fix=fix)
+
+
+def _part_type(seg: Segment) -> str | None:
+    """The ``type`` of an OpenAI content part segment (``"output_text"``), if readable."""
+    try:
+        node = json.loads(seg.data)
+    except (ValueError, TypeError):
+        return None
+    kind = node.get("type") if isinstance(node, dict) else None
+    return kind if isinstance(kind, str) else None

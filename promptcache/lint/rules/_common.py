@@ -72,9 +72,12 @@ class VolatileHit:
             prefix only up to an entry an earlier request wrote at a breakpoint, so everything
             after the last readable breakpoint before the value (the whole prefix when there is
             none) is written again; 0 when the prefix is under the model's minimum (nothing is
-            written); OpenAI reads any earlier prefix, so it equals ``tokens_invalidated``.
-        readable_path: Anthropic: the last breakpoint before the value a request can read
-            (its prefix reaches the model's minimum); None when there is none, and for OpenAI.
+            written); OpenAI GPT-5.6+ likewise (it reads only entries written at breakpoints,
+            hosted-api-rules.md 2.3); OpenAI before GPT-5.6 reads any earlier prefix, so it
+            equals ``tokens_invalidated``.
+        readable_path: Anthropic and OpenAI GPT-5.6+: the last breakpoint before the value a
+            request can read (its prefix reaches the model's minimum); None when there is
+            none, and for OpenAI before GPT-5.6.
         stored_after: what the server adds after the value and that loses caching with it,
             uncounted (a value in the tools or ``instructions`` of a Responses request chained
             with ``previous_response_id``: "the earlier turns previous_response_id adds");
@@ -106,6 +109,9 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
         end_token = ctx.cached_end_token
         counter = get_counter(ctx.view.model)
         anthropic = ctx.view.provider == "anthropic"
+        # GPT-5.6+ reads, as Anthropic does, only entries written at breakpoints
+        # (hosted-api-rules.md 2.3): a change rewrites back to the last readable one
+        at_breakpoints = anthropic or bool(ctx.facts.explicit_breakpoints)
         minimum = ctx.facts.min_cacheable_tokens or 0
         # the conversation a chained Responses request continues follows its tools and
         # instructions and precedes every input item, a developer/system one included (a
@@ -120,7 +126,7 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
             if not matches:
                 continue  # most blocks hold no volatile value: no breakpoint lookups for them
             bp = ctx.covering_breakpoint(seg) if anthropic else None
-            readable = readable_before(ctx, seg) if anthropic else None
+            readable = readable_before(ctx, seg) if at_breakpoints else None
             before = 0
             last = 0
             for m in matches:
@@ -128,7 +134,7 @@ def volatile_hits(ctx: RequestContext) -> list[VolatileHit]:
                 before += counter.count(seg.text[last:m.start]) if m.start > last else 0
                 last = m.start
                 invalidated = max(0, end_token - (seg.start_token + before))
-                if not anthropic:
+                if not at_breakpoints:
                     rewritten = invalidated
                 elif end_token < minimum:
                     rewritten = 0  # the prefix is under the minimum: nothing is ever written
@@ -227,7 +233,7 @@ def rewritten_note(hit: VolatileHit) -> str:
 
 
 def readable_before(ctx: RequestContext, seg: Segment) -> Segment | None:
-    """The last Anthropic breakpoint before ``seg`` whose entry a later request can read: its
+    """The last breakpoint (Anthropic, OpenAI GPT-5.6+ explicit) before ``seg`` whose entry a later request can read: its
     prefix reaches the model's minimum (each breakpoint finds its own entry, so the lookback
     does not limit it). None when there is none."""
     minimum = ctx.facts.min_cacheable_tokens or 0
