@@ -184,3 +184,17 @@ def test_chained_turn_past_openai_certain_idle_bound() -> None:
                usage_b=_resp_usage(1872, 0, None), response_a={"id": "resp_3"})
     assert res.verdict == "miss_explained" and res.cause == "ttl_expired"
     assert res.causes[0].detail.get("ttl_is") == "certain idle bound"
+
+
+def test_a_record_sent_before_the_last_one_is_neither_checked_nor_a_baseline() -> None:
+    """Review 26: concurrent calls finishing out of order (or a dropped stream recorded at the
+    next call) gave a negative gap, and the late record became the baseline of the next turn."""
+    t = UsageTracker(warn=False)
+    t.add(_anthropic("claude-sonnet-4-6", T0, 0, 1764))
+    t.add(_anthropic("claude-sonnet-4-6", T0 + 20, 1764, 80))
+    # sent at T0 + 10, recorded now: it read nothing (another route), but it is out of order
+    assert _kinds(t.add(_anthropic("claude-sonnet-4-6", T0 + 10, 0, 0))) == []
+    # the next turn is still compared with the turn at T0 + 20: 5m later, expired
+    events = t.add(_anthropic("claude-sonnet-4-6", T0 + 420, 0, 1924))
+    collapse = [e for e in events if e.kind == "collapse"]
+    assert len(collapse) == 1 and collapse[0].data["previous_read"] == 1764

@@ -943,7 +943,8 @@ class UsageTracker:
         under that model's minimum, reads and writes nothing: a side request, neither checked
         nor a baseline (new-user trial 26). A model new to the session is checked for a
         collapse only (``data["previous_model"]``), never for a ``prefix_regression`` against
-        another model's counts. A record whose reads are unknown (``cache_read`` None) is
+        another model's counts. A record whose reads are unknown (``cache_read`` None), or
+        sent before the session's last request to its model (recorded out of order), is
         neither checked nor a baseline (review 26)."""
         session = rec.session
         if session is None or rec.cache_read is None:
@@ -957,6 +958,12 @@ class UsageTracker:
             return []
         key = (session, rec.model)
         prev_state = self._sessions.get(key)
+        if (prev_state is not None and rec.start is not None
+                and prev_state.last.start is not None and rec.start < prev_state.last.start):
+            # sent before the session's last request but recorded after it (concurrent calls
+            # finishing out of order, a stream dropped unread and recorded at the next call):
+            # no gap to judge, and no baseline for the requests sent after it (review 26)
+            return []
         # once a session wrote 1h entries, they outlive 5m gaps
         ttl_rec, max_rec, idle_rec = self._ttl_for(rec)
         self._session_model[session] = rec.model
