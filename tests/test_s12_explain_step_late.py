@@ -16,7 +16,7 @@ LOG = Path(__file__).parent / "fixtures" / "s12_responses_instructions_edit.json
 
 def test_one_step_loss_after_an_instructions_edit_is_that_edits_miss() -> None:
     report = explain(str(LOG))
-    first, second, third = report.requests
+    _first, second, third = report.requests
     assert second.status == "hit" and second.observed_cache_read == 3072
     assert third.status == "miss_explained", third
     assert third.cause == "system_changed"
