@@ -79,7 +79,16 @@ _TIME = re.compile(
     r"(?:\s?[AaPp]\.?[Mm]\.?)?(?![\d:])"
 )
 #: A time of day followed / preceded by another as a range ("09:00-17:00", "9:00 to 17:00").
-_RANGE_AFTER = re.compile(r"\s?(?:-|\u2013|\u2014|to|until|till)\s?(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])")
+_RANGE_AFTER = re.compile(
+    r"(?P<sp>\s?)(?:-|\u2013|\u2014|to|until|till)\s?(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)"
+    r"(?![\d:])(?:\s?(?P<ap>[AaPp])\.?[Mm]\.?)?")
+#: A sentence end before a time: a clock word before it names another time ("All times are
+#: UTC. Support opens at 09:00"); a period after a month or weekday abbreviation ("Oct. 2,
+#: 14:32") ends no sentence, and a line break alone ("Current time:\n14:32") is a label's.
+_SENTENCE_END = re.compile(r"([A-Za-z]*)[.!?]\s")
+_ABBREVIATIONS = frozenset(
+    "jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat "
+    "sun approx ca est".split())
 _RANGE_BEFORE = re.compile(r"(?<![\d:])(?:[01]?\d|2[0-3]):[0-5]\d\s?(?:-|\u2013|\u2014|to|until|till)\s?$")
 _EPOCH = re.compile(r"(?<![\d.])(?P<ms>1[5-9]\d{11}|1[5-9]\d{8})(?:\.\d+)?(?!\d)(?!\.\w)")
 _UUID = re.compile(
@@ -124,6 +133,33 @@ _KEY_START = re.compile(r"(?:(?:^|\n)[ \t]*(?:-[ \t]+)?|\{(?:[^\n{}]*,)?[ \t]*)$
 #: Before an unquoted ``key=``: the text's or line's start, a blank, or a separator
 #: (``a=1&b=2``, ``k=v; k2=v2``).
 _ASSIGN_START = re.compile(r"(?:^|[\s&?;,{(])$")
+
+
+def _minutes(hour: str, minute: str, ampm: str | None) -> int:
+    """Minutes since midnight of ``hour:minute`` (``ampm``: ``"a"`` / ``"p"`` or None)."""
+    h = int(hour)
+    if ampm:
+        h = h % 12 + (12 if ampm.lower() == "p" else 0)
+    return h * 60 + int(minute)
+
+
+_TIME_PARTS = re.compile(r"(\d+):(\d\d)(?:.*?([AaPp])\.?[Mm]\.?)?$")
+
+
+def _is_range_start(text: str, m: re.Match[str]) -> bool:
+    """Whether the time of day ``m`` (no seconds) starts a range ("09:00-17:00", "9:00 AM -
+    5:00 PM", "9:00 to 17:00"): a schedule. A time joined by a dash with no space before it
+    is a range's end only when it is later: "14:32-05:00" is a time with its UTC offset, a
+    clock (review 27)."""
+    r = _RANGE_AFTER.match(text, m.end())
+    if r is None:
+        return False
+    if r.group("sp") or text[r.end("sp")] not in "-\u2013\u2014":
+        return True
+    start = _TIME_PARTS.match(m.group(0))
+    if start is None:
+        return True
+    return _minutes(r.group("h"), r.group("m"), r.group("ap")) > _minutes(*start.groups())
 
 
 def _context(text: str, start: int, width: int = 48) -> str:
@@ -292,12 +328,13 @@ def _scan(text: str, max_matches: int) -> list[VolatileMatch]:
             # a time of day in a range ("hours 09:00-17:00", "9:00 to 17:00") is a schedule,
             # and a clock word in an earlier sentence ("All times are UTC. Support opens at
             # 09:00") does not name this time (review 25)
-            if _RANGE_AFTER.match(text, m.end()) or _RANGE_BEFORE.search(
+            if _is_range_start(text, m) or _RANGE_BEFORE.search(
                     text, max(0, m.start() - 16), m.start()):
                 continue
             context = _context(text, m.start(), 32)
-            cut = max(context.rfind(". "), context.rfind("\n"))
-            if _CLOCK_WORDS.search(context[cut + 1:] if cut >= 0 else context):
+            stops = [e.end() for e in _SENTENCE_END.finditer(context)
+                    if e.group(1).lower() not in _ABBREVIATIONS]
+            if _CLOCK_WORDS.search(context[stops[-1]:] if stops else context):
                 add("timestamp", "time", "minute", m)
             continue
         if _CLOCK_WORDS_WEAK.search(_context(text, m.start(), 32)):
