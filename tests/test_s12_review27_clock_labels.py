@@ -29,3 +29,20 @@ def test_clock_still_found(text: str, match: str) -> None:
 ])
 def test_schedules_and_earlier_sentences_stay_quiet(text: str) -> None:
     assert [h.match for h in scan_text(text) if h.kind == "timestamp"] == []
+
+
+@pytest.mark.parametrize("name", ["auth.uid", "request.auth.uid", "account.uid", "me.uid",
+                                  "firebase_uid", "member.uid"])
+def test_a_uid_of_an_account_is_per_user(name: str) -> None:
+    """0558302 kept ``uid`` alone or of a user/customer only: Firebase's ``auth.uid`` and an
+    account's uid, per-user values flagged before it, went unreported."""
+    from promptcache.lint.volatile import classify_name
+
+    assert classify_name(name) == ("id", None)
+
+
+@pytest.mark.parametrize("name", ["card.uid", "rev_uid", "doc.uid"])
+def test_a_uid_of_a_thing_stays_quiet(name: str) -> None:
+    from promptcache.lint.volatile import classify_name
+
+    assert classify_name(name) is None

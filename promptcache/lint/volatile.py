@@ -374,6 +374,10 @@ _CONVERSATION_ID_NAMES = frozenset({
 _USER_WORDS = frozenset({"user", "customer"})
 #: The last part of a per-user id's name (an email address identifies its user too).
 _USER_ID_LAST = frozenset({"id", "uuid", "guid", "email"})
+#: Owners whose ``uid`` is a user's too: Firebase's ``request.auth.uid``, ``account.uid``,
+#: ``me.uid``... (review 27: 0558302 kept only user/customer and let these go unreported).
+_UID_OWNERS = frozenset({"auth", "account", "member", "me", "profile", "person", "principal",
+                         "viewer", "firebase", "login", "identity"})
 _RANDOM_WORDS = frozenset({"random", "rand", "shuffle", "shuffled", "salt", "jitter"})
 _NOT_CLOCK_AFTER = frozenset({"limit", "limits", "out", "outs", "zone", "zones", "format",
                               "budget", "step", "steps", "window", "range", "unit", "units",
@@ -422,7 +426,7 @@ def _is_user_id(toks: list[str]) -> bool:
     """``user_id``, ``user.email``, ``customerId``, ``uid``: a name of a per-user id. A
     ``uid`` of something else (``card.uid``, ``rev_uid``) is not (review 25)."""
     if toks[-1] == "uid":
-        return len(toks) == 1 or toks[-2] in _USER_WORDS
+        return len(toks) == 1 or toks[-2] in _USER_WORDS or toks[-2] in _UID_OWNERS
     return len(toks) >= 2 and toks[-2] in _USER_WORDS and toks[-1] in _USER_ID_LAST
 
 
