@@ -263,6 +263,7 @@ def parse_request(body: dict[str, Any], shape: Shape, default_max_tokens: int) -
         if n not in (1, None):
             raise _bad("Invalid 'n': the local backend generates one choice.", "n")
     else:
+        _refuse_unstored(body)
         if body.get("input") is None and body.get("instructions") is None:
             raise _bad("Missing required parameter: 'input'.", "input")
         if body.get("previous_response_id") is not None and body.get("conversation") is not None:
@@ -331,6 +332,35 @@ def parse_request(body: dict[str, Any], shape: Shape, default_max_tokens: int) -
         seed,
         served_tier(tier),
     )
+
+
+def _refuse_unstored(body: dict[str, Any]) -> None:
+    """A Responses request naming server-side state the local backend does not keep: a
+    ``conversation`` (the API prepends its items) or a stored ``prompt`` template (the API
+    renders it before the input). Answered 404, naming the limit, rather than generating from
+    a prompt without them (its cached tokens would not be the API's; new-user trial 28).
+    ``previous_response_id`` with ``conversation`` is refused as the API refuses it (400)
+    first."""
+    if body.get("previous_response_id") is not None and body.get("conversation") is not None:
+        return
+    conversation = body.get("conversation")
+    if conversation is not None:
+        cid = conversation.get("id") if isinstance(conversation, dict) else conversation
+        raise BackendAPIError(
+            404, "not_found_error",
+            f"Conversation with id '{cid}' not found. (The local backend keeps no "
+            "conversations: chain turns with previous_response_id.)", param="conversation")
+    prompt = body.get("prompt")
+    if prompt is not None:
+        pid = prompt.get("id") if isinstance(prompt, dict) else prompt
+        raise BackendAPIError(
+            404, "not_found_error",
+            f"Prompt with id '{pid}' not found. (The local backend keeps no stored prompts: "
+            "send the prompt's text as instructions or input.)", param="prompt")
+
+
+IMAGE_DETAILS = ("low", "high", "auto", "original")
+"""``detail`` values of a Responses ``input_image`` part (openai-python ``ImageDetail``)."""
 
 
 def _invalid_value(param: str, value: Any, supported: tuple[str, ...]) -> BackendAPIError:
@@ -501,6 +531,9 @@ RESPONSES_PART_TYPES = ("input_text", "input_image", "output_text", "refusal", "
 
 def _check_part(part: dict[str, Any], where: str,
                 breakpoint_ttls: tuple[str, ...] | None = None) -> None:
+    if part.get("type") == "input_image" and part.get("detail") is not None \
+            and part["detail"] not in IMAGE_DETAILS:
+        raise _invalid_value(f"{where}.detail", part["detail"], IMAGE_DETAILS)
     if part.get("type") == "image_url":
         image = part.get("image_url")
         if image is None:
