@@ -233,14 +233,54 @@ def rewritten_note(hit: VolatileHit) -> str:
 
 
 def readable_before(ctx: RequestContext, seg: Segment) -> Segment | None:
-    """The last breakpoint (Anthropic, OpenAI GPT-5.6+ explicit) before ``seg`` whose entry a later request can read: its
-    prefix reaches the model's minimum (each breakpoint finds its own entry, so the lookback
-    does not limit it). None when there is none."""
+    """The last breakpoint (Anthropic, OpenAI GPT-5.6+ explicit) before ``seg`` whose entry a
+    later request can read: its prefix reaches the model's minimum (each breakpoint finds its
+    own entry, so the lookback does not limit it). On GPT-5.6+ in implicit mode (the default)
+    an earlier request of the log also wrote at its implicit breakpoint, its newest input item
+    (hosted-api-rules.md 2.3): the segment of ``ctx`` where the latest such entry before
+    ``seg`` ends counts too (review 27: a change in a later turn said no entry before it could
+    be read, though the first turn's implicit entry was read). None when there is none."""
     minimum = ctx.facts.min_cacheable_tokens or 0
+    best: Segment | None = None
     for bp in reversed(ctx.view.breakpoints()):
         if bp.index < seg.index and bp.end_token >= minimum:
-            return bp
-    return None
+            best = bp
+            break
+    if ctx.view.provider != "anthropic" and ctx.facts.explicit_breakpoints \
+            and ctx.previous is not None:
+        opts = ctx.view.params.get("prompt_cache_options")
+        if not (isinstance(opts, dict) and opts.get("mode") == "explicit"):
+            j = _implicit_entry_before(ctx, seg.index, minimum)
+            if j is not None and (best is None or j > best.index):
+                best = ctx.view.segments[j]
+    return best
+
+
+#: Earlier requests of a log searched for implicit entries (:func:`readable_before`).
+_IMPLICIT_LOOKBACK_REQUESTS = 64
+
+
+def _implicit_entry_before(ctx: RequestContext, limit: int, minimum: int) -> int | None:
+    """The largest segment index below ``limit`` at which an earlier request of the log (its
+    ``previous`` chain) wrote its implicit entry, with the same content as ``ctx`` up to it
+    and a prefix of at least ``minimum`` tokens; None when there is none."""
+    from promptcache.planner import _implicit_index
+
+    segs = ctx.view.segments
+    best: int | None = None
+    p = ctx.previous
+    for _ in range(_IMPLICIT_LOOKBACK_REQUESTS):
+        if p is None:
+            break
+        if p.view.provider == ctx.view.provider:
+            j = _implicit_index(p.view)
+            psegs = p.view.segments
+            if (best is None or j > best) and 0 <= j < min(limit, len(segs)) \
+                    and segs[j].end_token >= minimum \
+                    and all(content_key(psegs[k]) == content_key(segs[k]) for k in range(j + 1)):
+                best = j
+        p = p.previous
+    return best
 
 
 @dataclass(frozen=True, slots=True)
