@@ -192,9 +192,26 @@ def test_a_record_sent_before_the_last_one_is_neither_checked_nor_a_baseline() -
     t = UsageTracker(warn=False)
     t.add(_anthropic("claude-sonnet-4-6", T0, 0, 1764))
     t.add(_anthropic("claude-sonnet-4-6", T0 + 20, 1764, 80))
-    # sent at T0 + 10, recorded now: it read nothing (another route), but it is out of order
-    assert _kinds(t.add(_anthropic("claude-sonnet-4-6", T0 + 10, 0, 0))) == []
+    # sent at T0 + 10, recorded now: it read nothing though T0's turn wrote 10 s before it was
+    # sent: a collapse against T0's turn (review 27), not against the turn at T0 + 20
+    late = t.add(_anthropic("claude-sonnet-4-6", T0 + 10, 0, 0))
+    assert _kinds(late) == ["collapse"] and late[0].data["gap_seconds"] == 10
     # the next turn is still compared with the turn at T0 + 20: 5m later, expired
     events = t.add(_anthropic("claude-sonnet-4-6", T0 + 420, 0, 1924))
     collapse = [e for e in events if e.kind == "collapse"]
     assert len(collapse) == 1 and collapse[0].data["previous_read"] == 1764
+
+
+def test_a_late_record_is_checked_against_the_baseline_sent_before_it() -> None:
+    """Review 27: two concurrent turns; the one sent first finishes last, and it read nothing
+    though the turn before both wrote 1,764 tokens a minute earlier: a collapse, checked
+    against that turn (it was skipped)."""
+    t = UsageTracker(warn=False)
+    t.add(_anthropic("claude-sonnet-4-6", T0, 0, 1764))
+    t.add(_anthropic("claude-sonnet-4-6", T0 + 62, 1764, 80))  # sent at +62, done first
+    events = t.add(_anthropic("claude-sonnet-4-6", T0 + 60, 0, 1900))  # sent at +60
+    collapse = [e for e in events if e.kind == "collapse"]
+    assert len(collapse) == 1 and collapse[0].data["previous_read"] == 0
+    assert collapse[0].data["gap_seconds"] == 60
+    # and the next turn still compares with the turn at +62
+    assert _kinds(t.add(_anthropic("claude-sonnet-4-6", T0 + 90, 1844, 80))) == []

@@ -448,6 +448,9 @@ class _Session:
     max_ttl: float
     #: the idle bounds behind ttl / max_ttl (OpenAI before GPT-5.6), else None
     idle: Any = None
+    #: the baseline before ``last``: a request sent before ``last`` but recorded after it
+    #: (concurrent calls finishing out of order) is checked against it
+    before: UsageRecord | None = None
 
 
 def _zero_hit_advice(rec: UsageRecord) -> str:
@@ -958,17 +961,26 @@ class UsageTracker:
             return []
         key = (session, rec.model)
         prev_state = self._sessions.get(key)
-        if (prev_state is not None and rec.start is not None
-                and prev_state.last.start is not None and rec.start < prev_state.last.start):
+        late = (prev_state is not None and rec.start is not None
+                and prev_state.last.start is not None and rec.start < prev_state.last.start)
+        if late:
             # sent before the session's last request but recorded after it (concurrent calls
             # finishing out of order, a stream dropped unread and recorded at the next call):
-            # no gap to judge, and no baseline for the requests sent after it (review 26)
-            return []
+            # checked against the baseline before that request when it was sent earlier
+            # still, and no baseline for the requests sent after it (reviews 26, 27)
+            assert prev_state is not None and rec.start is not None
+            earlier = prev_state.before
+            if earlier is None or earlier.start is None or earlier.start > rec.start:
+                return []
         # once a session wrote 1h entries, they outlive 5m gaps
         ttl_rec, max_rec, idle_rec = self._ttl_for(rec)
-        self._session_model[session] = rec.model
         switched = prev_state is None
-        if prev_state is None:
+        if late:
+            assert prev_state is not None and prev_state.before is not None
+            prev, prev_ttl, prev_max = prev_state.before, prev_state.ttl, prev_state.max_ttl
+            idle = prev_state.idle
+        elif prev_state is None:
+            self._session_model[session] = rec.model
             self._sessions[key] = _Session(rec, ttl_rec, max_rec, idle_rec)
             other = self._sessions.get((session, last_model)) if last_model != rec.model \
                 else None
@@ -976,9 +988,11 @@ class UsageTracker:
                 return []
             prev, prev_ttl, prev_max, idle = other.last, other.ttl, other.max_ttl, other.idle
         else:
+            self._session_model[session] = rec.model
             prev, prev_ttl, prev_max = prev_state.last, prev_state.ttl, prev_state.max_ttl
             idle = prev_state.idle
             # the state now holds this record (updated in place: no new object per record)
+            prev_state.before = prev
             prev_state.last, prev_state.ttl = rec, max(prev_ttl, ttl_rec)
             prev_state.max_ttl = max(prev_max, max_rec)
             if idle_rec is not None:
