@@ -343,20 +343,21 @@ def _refuse_unstored(body: dict[str, Any]) -> None:
     first."""
     if body.get("previous_response_id") is not None and body.get("conversation") is not None:
         return
-    conversation = body.get("conversation")
-    if conversation is not None:
-        cid = conversation.get("id") if isinstance(conversation, dict) else conversation
-        raise BackendAPIError(
-            404, "not_found_error",
-            f"Conversation with id '{cid}' not found. (The local backend keeps no "
-            "conversations: chain turns with previous_response_id.)", param="conversation")
-    prompt = body.get("prompt")
-    if prompt is not None:
-        pid = prompt.get("id") if isinstance(prompt, dict) else prompt
-        raise BackendAPIError(
-            404, "not_found_error",
-            f"Prompt with id '{pid}' not found. (The local backend keeps no stored prompts: "
-            "send the prompt's text as instructions or input.)", param="prompt")
+    for field, what, advice in _UNSTORED:
+        value = body.get(field)
+        if value is not None:
+            ident = value.get("id") if isinstance(value, dict) else value
+            raise BackendAPIError(
+                404, "not_found_error",
+                f"{what.capitalize()} with id '{ident}' not found. (The local backend keeps no "
+                f"{what}s: {advice}.)", param=field)
+
+
+#: (field, what it names, what to do instead) for :func:`_refuse_unstored`.
+_UNSTORED = (
+    ("conversation", "conversation", "chain turns with previous_response_id"),
+    ("prompt", "stored prompt", "send the prompt's text as instructions or input"),
+)
 
 
 IMAGE_DETAILS = ("low", "high", "auto", "original")
