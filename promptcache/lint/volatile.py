@@ -86,10 +86,13 @@ _RANGE_AFTER = re.compile(
 #: UTC. Support opens at 09:00"); a period after a month or weekday abbreviation ("Oct. 2,
 #: 14:32") ends no sentence, and a line break alone ("Current time:\n14:32") is a label's.
 _SENTENCE_END = re.compile(r"([A-Za-z]*)[.!?]\s")
+#: What may stand between a line break and a time that is a label's value on its own line
+#: (a bullet, indentation).
+_LINE_LABEL = re.compile(r"[ \t]*(?:[-*\u2022>][ \t]*)?")
 _ABBREVIATIONS = frozenset(
     "jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri sat "
     "sun approx ca est".split())
-_RANGE_BEFORE = re.compile(r"(?<![\d:])(?:[01]?\d|2[0-3]):[0-5]\d\s?(?:-|\u2013|\u2014|to|until|till)\s?$")
+_RANGE_BEFORE = re.compile(r"(?<![\d:])(?:[01]?\d|2[0-3]):[0-5]\d(?:\s?[AaPp]\.?[Mm]\.?)?\s?(?:-|\u2013|\u2014|to|until|till)\s?$")
 _EPOCH = re.compile(r"(?<![\d.])(?P<ms>1[5-9]\d{11}|1[5-9]\d{8})(?:\.\d+)?(?!\d)(?!\.\w)")
 _UUID = re.compile(
     r"(?<![0-9A-Fa-f-])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
@@ -154,8 +157,8 @@ def _is_range_start(text: str, m: re.Match[str]) -> bool:
     r = _RANGE_AFTER.match(text, m.end())
     if r is None:
         return False
-    if r.group("sp") or text[r.end("sp")] not in "-\u2013\u2014":
-        return True
+    if r.group("sp") or text[r.end("sp")] not in "-\u2013\u2014" or r.group("ap"):
+        return True  # a UTC offset has no AM/PM ("11:45pm-12:15am": overnight, review 28)
     start = _TIME_PARTS.match(m.group(0))
     if start is None:
         return True
@@ -334,6 +337,13 @@ def _scan(text: str, max_matches: int) -> list[VolatileMatch]:
             context = _context(text, m.start(), 32)
             stops = [e.end() for e in _SENTENCE_END.finditer(context)
                     if e.group(1).lower() not in _ABBREVIATIONS]
+            line = context.rfind("\n")
+            if line >= 0 and not _LINE_LABEL.fullmatch(context, line + 1):
+                # a line break ends the sentence unless the time starts its line (a label's
+                # value, "Current time:\n14:32"): "All times are UTC\nSupport opens at 09:00"
+                # names no clock (review 28)
+                stops.append(line + 1)
+                stops.sort()
             if _CLOCK_WORDS.search(context[stops[-1]:] if stops else context):
                 add("timestamp", "time", "minute", m)
             continue

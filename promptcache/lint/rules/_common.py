@@ -262,7 +262,7 @@ _IMPLICIT_LOOKBACK_REQUESTS = 64
 
 def _implicit_entry_before(ctx: RequestContext, limit: int, minimum: int) -> int | None:
     """The largest segment index below ``limit`` at which an earlier request of the log (its
-    ``previous`` chain) wrote its implicit entry, with the same content as ``ctx`` up to it
+    ``previous`` chain) in implicit mode wrote its implicit entry, with the same content as ``ctx`` up to it
     and a prefix of at least ``minimum`` tokens; None when there is none."""
     from promptcache.planner import _implicit_index
 
@@ -272,7 +272,11 @@ def _implicit_entry_before(ctx: RequestContext, limit: int, minimum: int) -> int
     for _ in range(_IMPLICIT_LOOKBACK_REQUESTS):
         if p is None:
             break
-        if p.view.provider == ctx.view.provider:
+        opts = p.view.params.get("prompt_cache_options")
+        if p.view.provider == ctx.view.provider and not (
+                isinstance(opts, dict) and opts.get("mode") == "explicit"):
+            # a request in explicit mode wrote only at its markers, none at its newest item
+            # (hosted-api-rules.md 2.3; review 28)
             j = _implicit_index(p.view)
             psegs = p.view.segments
             if (best is None or j > best) and 0 <= j < min(limit, len(segs)) \
