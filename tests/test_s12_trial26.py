@@ -215,3 +215,16 @@ def test_a_late_record_is_checked_against_the_baseline_sent_before_it() -> None:
     assert collapse[0].data["gap_seconds"] == 60
     # and the next turn still compares with the turn at +62
     assert _kinds(t.add(_anthropic("claude-sonnet-4-6", T0 + 90, 1844, 80))) == []
+
+
+def test_a_request_sent_while_the_baseline_was_in_flight_is_no_collapse() -> None:
+    """Review 28: B was sent (T0 + 20) while A was still answering (done at T0 + 30): A's entry
+    was not readable yet, so B's empty read is no collapse (the concurrent cold write is)."""
+    t = UsageTracker(warn=False)
+    a = _anthropic("claude-sonnet-4-6", T0, 0, 1764).model_copy(update={"end": T0 + 30})
+    t.add(a)
+    b = _anthropic("claude-sonnet-4-6", T0 + 20, 0, 1764).model_copy(update={"end": T0 + 45})
+    assert "collapse" not in _kinds(t.add(b))
+    # a request sent after A's answer began, reading nothing, still is one
+    c = _anthropic("claude-sonnet-4-6", T0 + 60, 0, 1764).model_copy(update={"end": T0 + 70})
+    assert "collapse" in _kinds(t.add(c))

@@ -997,6 +997,11 @@ class UsageTracker:
             prev_state.max_ttl = max(prev_max, max_rec)
             if idle_rec is not None:
                 prev_state.idle = idle_rec
+        if _overlaps(prev, rec):
+            # sent before the baseline's entry was readable (its first token, else its end):
+            # no collapse or regression to judge against it; concurrent cold writes are
+            # reported on their own (review 28)
+            return []
         gap = None if prev.start is None or rec.start is None else rec.start - prev.start
         if rec.cache_read == 0 and ((prev.cache_read or 0) > 0 or (prev.writes or 0) > 0):
             cause = classify_collapse(prev, rec, prev_ttl, max_ttl=prev_max)
