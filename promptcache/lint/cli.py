@@ -255,12 +255,32 @@ def lint_command(paths: tuple[str, ...], fmt: str, select: tuple[str, ...],
     Exit codes: 0 clean, 1 findings, 2 usage or input error. A folder holding nothing to lint
     is a warning (exit 0); a glob matching nothing is an error (exit 2).
     """
+    _set_stdout_encoding(fmt)
     code = _run(list(paths), fmt=fmt, select=select, extend_select=extend_select,
                 ignore=ignore, model=model, provider=provider, min_severity=min_severity,
                 baseline=baseline, exit_zero=exit_zero, config_file=config_file,
                 stdin_filename=stdin_filename, stdin=None,
                 out=sys.stdout, err=sys.stderr)
     sys.exit(code)
+
+
+def _set_stdout_encoding(fmt: str) -> None:
+    """Make ``sys.stdout`` write what ``fmt`` needs whatever the locale: UTF-8 for the
+    ``github`` workflow commands (the runner reads them as UTF-8; a Windows runner's
+    redirected stdout would write cp1252, and a non-ASCII file name then names no file);
+    for ``text``, characters the stream cannot encode as ``\\xNN`` escapes instead of a
+    traceback. ``json`` and ``sarif`` write ASCII only. A stream that cannot be reconfigured
+    is left as it is."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is None:
+        return
+    try:
+        if fmt == "github":
+            reconfigure(encoding="utf-8", errors="backslashreplace")
+        elif fmt == "text":
+            reconfigure(errors="backslashreplace")
+    except (ValueError, OSError):  # pragma: no cover - a stream already written to
+        pass
 
 
 def _run(paths: list[str], *, fmt: str, select: tuple[str, ...], extend_select: tuple[str, ...],

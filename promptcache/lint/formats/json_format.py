@@ -25,7 +25,9 @@ __all__ = ["emit"]
 
 
 def emit(result: LintResult, stream: IO[str]) -> None:
-    """Write the result as one JSON document."""
+    """Write the result as one JSON document, ASCII only (non-ASCII text as ``\\uXXXX``
+    escapes): valid UTF-8 whatever the stream's encoding (a Windows console redirected to a
+    file writes cp1252, which ``--baseline`` would refuse as not UTF-8)."""
     doc = {
         "version": tool_version(),
         "findings": [f.to_dict() for f in result.findings],
@@ -39,5 +41,5 @@ def emit(result: LintResult, stream: IO[str]) -> None:
         "unknown_models": [{"file": file, **note.to_dict()}
                            for file, note in result.unknown_models.items()],
     }
-    json.dump(doc, stream, indent=2, ensure_ascii=False, default=str)
+    json.dump(doc, stream, indent=2, ensure_ascii=True, default=str)
     stream.write("\n")

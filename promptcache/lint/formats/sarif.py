@@ -5,7 +5,8 @@ each finding is a ``result`` with ``ruleId``/``ruleIndex``, ``level``, a physica
 (``startLine``/``startColumn``) and a ``partialFingerprints`` entry (our baseline
 fingerprint, over the project-relative path: the same however the file was named). Relative locations carry ``uriBaseId`` ``%SRCROOT%``, which the run's
 ``originalUriBaseIds`` sets to the current folder's ``file://`` URI. Input errors become
-``toolExecutionNotifications`` and set ``executionSuccessful`` to false; input warnings (a
+``toolExecutionNotifications`` and set ``executionSuccessful`` to false; columns are
+counted in characters (``columnKind`` ``unicodeCodePoints``); input warnings (a
 JSONL log's incomplete last line, skipped) are notifications of level ``warning``.
 Spec: https://docs.oasis-open.org/sarif/sarif/v2.1.0/
 """
@@ -43,7 +44,10 @@ def _location(file: str) -> dict[str, str]:
     path = PurePath(file)
     if path.is_absolute():
         return {"uri": Path(file).as_uri()}
-    return {"uri": quote(path.as_posix(), safe="/"), "uriBaseId": SRCROOT}
+    # surrogateescape: a file name that is not UTF-8 (a byte kept as a lone surrogate by
+    # os.fsdecode) is percent-encoded as its own byte, as Path.as_uri does, not an error
+    return {"uri": quote(path.as_posix(), safe="/", errors="surrogateescape"),
+            "uriBaseId": SRCROOT}
 
 
 def _srcroot() -> str:
@@ -105,6 +109,9 @@ def to_sarif(result: LintResult) -> dict[str, Any]:
                 "rules": driver_rules,
             }},
             "originalUriBaseIds": {SRCROOT: {"uri": _srcroot()}},
+            # Finding.col counts characters (code points); SARIF's default unit is UTF-16
+            # code units (§3.14.17), which differ after an emoji or other astral character
+            "columnKind": "unicodeCodePoints",
             "invocations": [{
                 "executionSuccessful": not result.errors,
                 "toolExecutionNotifications": notifications,
@@ -115,6 +122,8 @@ def to_sarif(result: LintResult) -> dict[str, Any]:
 
 
 def emit(result: LintResult, stream: IO[str]) -> None:
-    """Write the SARIF log as JSON."""
-    json.dump(to_sarif(result), stream, indent=2, ensure_ascii=False, default=str)
+    """Write the SARIF log as JSON, ASCII only (non-ASCII text as ``\\uXXXX`` escapes), so
+    that the file is valid UTF-8 (SARIF §3.1) whatever the stream's encoding (a Windows
+    console redirected to a file writes cp1252)."""
+    json.dump(to_sarif(result), stream, indent=2, ensure_ascii=True, default=str)
     stream.write("\n")
