@@ -32,7 +32,8 @@ non-zero amount under $0.0001 (``<$0.000001`` below that), negative ones ``-$0.0
 writes an unknown cost or savings as ``unknown`` (never a blank a spreadsheet sums as 0) and
 adds ``requests_unknown`` and ``cost_unknown_reason`` columns. ``--format text|json|csv``;
 ``--plot FILE`` draws cumulative hit rate and cost over time (needs the ``plot`` extra:
-matplotlib); the suffix of ``FILE`` picks the format (``.png``, ``.svg``, ``.pdf``), and the
+matplotlib); a curve sums the records whose usage / cost is known, and when some are unknown
+its axis says "known" and how many requests it leaves out; the suffix of ``FILE`` picks the format (``.png``, ``.svg``, ``.pdf``), and the
 target is checked before anything is read or printed.
 
 ``breakeven --model M --prefix-tokens N [--ttl 5m|1h] [--interval SECONDS]``: the number of
@@ -674,23 +675,30 @@ def _plot(tracker: UsageTracker, path: str) -> None:
     rates: list[float] = []
     costs: list[float] = []
     read = total = 0
+    usage_unknown = cost_unknown = 0
     spent = Decimal(0)
     t0 = timed[0][0] if use_time and timed[0][0] is not None else 0.0
     for i, (t, rec, cost) in enumerate(timed):
         if rec.total_input is not None and rec.cache_read is not None:
             read += rec.cache_read
             total += rec.total_input
+        else:
+            usage_unknown += 1
         if cost is not None and cost.total is not None:
             spent += cost.total
+        else:
+            cost_unknown += 1
         xs.append(((t or 0.0) - t0) / 60 if use_time else float(i))
         rates.append(read / total if total else float("nan"))
         costs.append(float(spent))
     fig, (ax1, ax2) = plt.subplots(2, 1, sharex=True, figsize=(8, 6))
     ax1.plot(xs, rates)
-    ax1.set_ylabel("cumulative hit rate")
+    # the curves sum the known records only: say so on the axes, as the table says "?"
+    # (a partial sum labelled "cost" read as the whole cost: trial 29)
+    ax1.set_ylabel(_plot_label("hit rate", usage_unknown, len(timed), "usage"))
     ax1.set_ylim(0, 1)
     ax2.plot(xs, costs, color="tab:red")
-    ax2.set_ylabel("cumulative cost (USD)")
+    ax2.set_ylabel(_plot_label("cost (USD)", cost_unknown, len(timed), "cost"))
     ax2.set_xlabel("minutes since first request" if use_time else "request #")
     fig.tight_layout()
     try:
@@ -699,6 +707,15 @@ def _plot(tracker: UsageTracker, path: str) -> None:
         _fail(path, exc.strerror or str(exc))
     finally:
         plt.close(fig)
+
+
+def _plot_label(what: str, unknown: int, requests: int, kind: str) -> str:
+    """Y label of a cumulative ``--plot`` curve: ``"cumulative <what>"``, or, when ``unknown``
+    of the ``requests`` have an unknown ``kind`` (left out of the curve), a label that says
+    the curve covers the known records only and how many it leaves out."""
+    if not unknown:
+        return f"cumulative {what}"
+    return f"cumulative known {what}\n({unknown} of {requests} requests' {kind} unknown)"
 
 
 def _check_breakeven_options(model: str, ttl: str | None, interval: float | None,
