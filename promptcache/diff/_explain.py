@@ -1591,9 +1591,9 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session, res: DiffResult
     shortfall = expected - e.usage.cache_read
     ttl = _write_ttl_seconds(prev)
     cause = "ttl_expired" if gap is not None and gap > ttl else None
-    usd = None
+    usd = _shortfall_usd(e, shortfall)
     model = e.model or (prev.model if prev else None)
-    pr = prices_for(model, e.timestamp) if model else None
+    pr = prices_for(model, e.timestamp) if model and usd is None else None
     if pr is not None and pr.cache_read is not None:
         rate = pr.write_rate("5m") or pr.input or 0.0
         usd = round(shortfall * (rate - pr.cache_read) / 1_000_000, 10)
@@ -1608,6 +1608,68 @@ def _explain_one(e: _Entry, prev: _Entry | None, sess: _Session, res: DiffResult
                 **({"ttl_note": "OpenAI in-memory entries are usually cleared after 5-10 min "
                                 "idle (not guaranteed; always within 1 h): the likely cause"}
                    if cause and (e.family or prev.family) == "openai" else {})})
+
+
+def _shortfall_usd(e: _Entry, shortfall: int) -> float | None:
+    """What ``shortfall`` tokens not read cost the request of a usage-only line that is a
+    usage record (a tracker sink's line, a ``UsageRecord``): its cost as billed minus its cost
+    had those tokens been read, both priced as the tracker prices records (writes at their TTL,
+    the prompt-length tier, batch, service tier, region). The tokens come out of its writes
+    first, then its uncached input. None when the line is not a usage record or a cost is
+    unknown (the caller then prices the shortfall at the list 5m-write rate). Trial 29: a batch
+    Haiku line was priced at twice its real extra cost."""
+    raw = e.usage_raw
+    try:
+        from promptcache.usage.record import UsageRecord
+
+        if isinstance(raw, UsageRecord):
+            rec = raw
+        elif isinstance(raw, Mapping) and "provider" in raw and "cache_read" in raw:
+            rec = UsageRecord.model_validate(dict(raw))
+        else:
+            return None
+        if rec.cache_read is None or rec.uncached_input is None:
+            return None
+        w5, w1 = rec.cache_write_5m or 0, rec.cache_write_1h or 0
+        plain_write = (rec.cache_write or 0) if not (w5 or w1) else 0
+        moved = shortfall
+        take5 = min(moved, w5)
+        moved -= take5
+        take1 = min(moved, w1)
+        moved -= take1
+        take_w = min(moved, plain_write)
+        moved -= take_w
+        take_u = min(moved, rec.uncached_input)
+        update: dict[str, Any] = {
+            "cache_read": rec.cache_read + take5 + take1 + take_w + take_u,
+            "uncached_input": rec.uncached_input - take_u}
+        if w5 or w1:
+            update.update(cache_write_5m=w5 - take5, cache_write_1h=w1 - take1,
+                          cache_write=(rec.cache_write or 0) - take5 - take1)
+        elif rec.cache_write is not None:
+            update["cache_write"] = rec.cache_write - take_w
+        read_instead = rec.model_copy(update=update)
+        tracker = _pricing_tracker()
+        actual, ideal = tracker.cost_of(rec), tracker.cost_of(read_instead)
+        if actual is None or ideal is None or actual.input is None or ideal.input is None:
+            return None
+        return round(float(actual.input - ideal.input), 10)
+    except Exception:  # a line that is not a valid record: the list-price estimate
+        return None
+
+
+_TRACKER: Any = None
+
+
+def _pricing_tracker() -> Any:
+    """One :class:`~promptcache.usage.UsageTracker` used only to price records (its prices
+    and catalog lookups cached across a run)."""
+    global _TRACKER
+    if _TRACKER is None:
+        from promptcache.usage.tracker import UsageTracker
+
+        _TRACKER = UsageTracker(keep_records=False, warn=False)
+    return _TRACKER
 
 
 def _cannot_tell_row(e: _Entry, prev: _Entry, res: DiffResult, base: dict[str, Any],
