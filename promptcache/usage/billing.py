@@ -406,8 +406,12 @@ def _write_cost(
     price_w, price_5m, price_1h = prices.cache_write, prices.cache_write_5m, prices.cache_write_1h
     charges_writes = price_w is not None or price_5m is not None or price_1h is not None
     if writes is None:
-        if rec.input_total is not None and not charges_writes:
-            return Decimal(0)  # no write category: writes are inside the uncached input
+        if not charges_writes:
+            # no write category (OpenAI before GPT-5.6): nothing is billed as a write, whether
+            # or not the record gives its inclusive input count (a hand-built or third-party
+            # log line with the uncached part alone was "cost unknown: cache writes not
+            # reported" on gpt-4o; trial 29 follow-up)
+            return Decimal(0)
         notes.append("cache writes not reported")
         return None
     if writes == 0:
