@@ -82,7 +82,13 @@ class JsonlSink:
         fsync: ``os.fsync`` after every line (durable, slower).
 
     Use as a context manager or call :meth:`close`. Safe to share between threads and across
-    ``fork``; several processes may open the same path.
+    ``fork``; several processes may open the same path. A log file moved or deleted under the
+    sink (log rotation) is noticed at the next write, which opens a new file at ``path`` (as
+    ``logging.handlers.WatchedFileHandler`` does).
+
+    Raises:
+        OSError: the file cannot be created or opened for appending (checked here, before any
+            request is paid for, not at the first write).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
@@ -92,16 +98,30 @@ class JsonlSink:
         self._fd: int | None = None
         self._pid = -1
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            self._open()  # an unwritable path fails now (trial 29), not after a paid call
 
     def _open(self) -> int:
-        if self._fd is None or self._pid != os.getpid():
-            # After fork the inherited fd shares the parent's open file description (and its
-            # flock): open our own. The inherited descriptor is left to the parent.
-            self._fd = os.open(
-                self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
-            )
-            self._pid = os.getpid()
+        if self._fd is not None and self._pid == os.getpid() and not self._moved(self._fd):
+            return self._fd
+        if self._fd is not None and self._pid == os.getpid():
+            os.close(self._fd)  # rotated or deleted: write to the file now at ``path``
+        # After fork the inherited fd shares the parent's open file description (and its
+        # flock): open our own. The inherited descriptor is left to the parent.
+        self._fd = os.open(
+            self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644
+        )
+        self._pid = os.getpid()
         return self._fd
+
+    def _moved(self, fd: int) -> bool:
+        """Whether the file open as ``fd`` is no longer the one at :attr:`path`."""
+        try:
+            at_path = os.stat(self.path)
+        except FileNotFoundError:
+            return True
+        mine = os.fstat(fd)
+        return (at_path.st_dev, at_path.st_ino) != (mine.st_dev, mine.st_ino)
 
     def write(self, record: UsageRecord) -> None:
         """Append one record as one whole line.
