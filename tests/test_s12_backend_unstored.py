@@ -50,3 +50,12 @@ def test_input_image_detail_outside_the_enum(client: openai.OpenAI) -> None:
                                           "detail": "medium"}]}])
     assert isinstance(info.value.body, dict)
     assert info.value.body.get("param") == "input[0].content[0].detail"
+
+
+@pytest.mark.parametrize("value", [42, ["c"]])
+def test_conversation_of_a_wrong_type_is_a_type_error(client: openai.OpenAI,
+                                                      value: object) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        client.responses.create(model="gpt-4o", max_output_tokens=4, input="hi",
+                                extra_body={"conversation": value})
+    assert isinstance(info.value.body, dict) and info.value.body.get("param") == "conversation"

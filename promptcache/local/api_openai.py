@@ -346,6 +346,8 @@ def _refuse_unstored(body: dict[str, Any]) -> None:
     for field, what, advice in _UNSTORED:
         value = body.get(field)
         if value is not None:
+            if not isinstance(value, str | dict):
+                raise _invalid_type(field, "a string or an object", value)
             ident = value.get("id") if isinstance(value, dict) else value
             raise BackendAPIError(
                 404, "not_found_error",
