@@ -62,3 +62,25 @@ def test_otel_input_tokens_left_out_when_unknown() -> None:
     # Anthropic usage without cache fields: input_tokens is the uncached part only
     rec = parse_usage({"input_tokens": 100, "output_tokens": 5}, model="claude-sonnet-4-6")
     assert INPUT_TOKENS not in otel_attributes(rec)
+
+
+def test_report_json_groups_carry_requests_unknown(tmp_path: Path) -> None:
+    """Trial 29: the text ("2 (1 unknown)") and CSV reports gave the count of requests whose
+    usage is unknown; the JSON groups did not."""
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from promptcache.cli import main
+
+    log = tmp_path / "u.jsonl"
+    log.write_text("\n".join(_json.dumps(line) for line in [
+        {"provider": "openai", "model": "gpt-4o", "uncached_input": 1000, "cache_read": None,
+         "output": 10, "label": "a"},
+        {"provider": "openai", "model": "gpt-4o", "uncached_input": 1000, "cache_read": 0,
+         "cache_write": 0, "output": 10, "label": "a"}]) + "\n")
+    out = CliRunner().invoke(main, ["report", str(log), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    data = _json.loads(out.output)
+    assert data["groups"][0]["requests_unknown"] == 1
+    assert data["total"]["requests_unknown"] == 1

@@ -30,7 +30,8 @@ without a TTL split priced at the ``--write-ttl`` rate (default 5m), OpenAI Flex
 a Bedrock / Vertex regional premium not applied. Text amounts have 4 decimals, 6 for a
 non-zero amount under $0.0001 (``<$0.000001`` below that), negative ones ``-$0.0125``; CSV
 writes an unknown cost or savings as ``unknown`` (never a blank a spreadsheet sums as 0) and
-adds ``requests_unknown`` and ``cost_unknown_reason`` columns. ``--format text|json|csv``;
+adds ``requests_unknown`` and ``cost_unknown_reason`` columns (JSON groups and total carry
+``requests_unknown`` too). ``--format text|json|csv``;
 ``--plot FILE`` draws cumulative hit rate and cost over time (needs the ``plot`` extra:
 matplotlib); a curve sums the records whose usage / cost is known, and when some are unknown
 its axis says "known" and how many requests it leaves out; the suffix of ``FILE`` picks the format (``.png``, ``.svg``, ``.pdf``), and the
@@ -365,8 +366,14 @@ def report_command(usage_file: str, fmt: str, plot_path: str | None, prices_file
     if plot_path is not None:  # before the report: a failed plot leaves no report behind
         _plot(tracker, plot_path)
     if fmt == "json":
+        # the count of requests whose usage is unknown, as the text ("2 (1 unknown)") and CSV
+        # reports give it (trial 29)
+        for row, (_key, s) in zip(rows, groups, strict=True):
+            row["requests_unknown"] = s.requests_unknown
+        total_row = _row(None, None, total, total_unknown)
+        total_row["requests_unknown"] = total.requests_unknown
         click.echo(json.dumps({"file": usage_file, "groups": rows,
-                               "total": _row(None, None, total, total_unknown),
+                               "total": total_row,
                                "events": dict(events),
                                "messages": [message for _, message in shown],
                                "anomalies": anomalies,
