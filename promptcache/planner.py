@@ -1532,8 +1532,8 @@ def _automatic_next_read(view: PrefixView, policy: CachePolicy, bounds: Boundari
     """Expected read (tokens) of the next request on a model that caches without markers
     (OpenAI before GPT-5.6, catalog ``automatic_caching``): in each reuse scenario the prefix
     it shares with this request, on the cacheable grid: 0 under ``min_cacheable_tokens``
-    (1,024), else the minimum plus whole ``cache_step_tokens`` (128) steps, as
-    :func:`promptcache.diff.openai_cacheable_tokens` predicts a read. Source:
+    (1,024), else the minimum plus whole ``cache_step_tokens`` (128) steps
+    (:func:`promptcache.catalog.cache_grid_tokens`, as ``diff`` predicts a read). Source:
     https://developers.openai.com/api/docs/guides/prompt-caching (hosted-api-rules.md 2.1:
     "Turns on automatically for prompts of >= 1,024 tokens. After that, hits grow in
     128-token increments")."""
@@ -1542,6 +1542,8 @@ def _automatic_next_read(view: PrefixView, policy: CachePolicy, bounds: Boundari
         return 0.0
     minimum = int(getattr(policy, "min_cacheable_tokens", 0) or 0)
     step = int(getattr(policy, "cache_step_tokens", 0) or 1)
+    from promptcache.catalog import cache_grid_tokens
+
     limit = len(segs) - 1 if bounds.uncached_from is None else bounds.uncached_from - 1
     total = 0.0
     for weight, end in ((reuse.continuation, bounds.turn_end if bounds.turn_end is not None
@@ -1551,8 +1553,7 @@ def _automatic_next_read(view: PrefixView, policy: CachePolicy, bounds: Boundari
             continue
         seg = segs[min(end, len(segs) - 1)]
         shared = seg.start_token + seg.tokens
-        if shared >= minimum:
-            total += weight * (minimum + (shared - minimum) // step * step)
+        total += weight * cache_grid_tokens(shared, minimum, step)
     return total
 
 

@@ -647,6 +647,21 @@ def get_policy(model: str, *, policy: CachePolicy | None = None) -> CachePolicy:
     return _catalog().policies[model_id]
 
 
+def cache_grid_tokens(tokens: int, minimum: int, step: int | None) -> int:
+    """Tokens of a ``tokens``-long prefix that automatic caching stores or reads: 0 under
+    ``minimum``, else ``minimum`` plus whole ``step``s (OpenAI before GPT-5.6, with the
+    policy's ``min_cacheable_tokens`` and ``cache_step_tokens``: 1,024 + 128 n; ``step`` None
+    or 0: every token). The one place the grid rule is written: the planner's next-read
+    prediction, ``diff``'s predicted reads and the local backend's ``cached_tokens`` call it.
+    Source: https://developers.openai.com/api/docs/guides/prompt-caching (hosted-api-rules.md
+    2.1: "Turns on automatically for prompts of >= 1,024 tokens. After that, hits grow in
+    128-token increments")."""
+    if tokens < minimum:
+        return 0
+    step = step or 1
+    return minimum + (tokens - minimum) // step * step
+
+
 def find_policy(model: object) -> CachePolicy | None:
     """The policy of ``model``, or None when ``model`` is None, empty, not a string or not in
     the catalog (the lenient twin of :func:`get_policy`, for code that goes on without one:

@@ -67,7 +67,7 @@ from functools import cache
 from typing import Any
 
 from promptcache._errors import InvalidRequestError, PromptCacheError, UnknownModelError
-from promptcache.catalog import find_policy, invalidation_rules, known_models
+from promptcache.catalog import cache_grid_tokens, find_policy, invalidation_rules, known_models
 from promptcache.catalog._policy import IdleBounds
 from promptcache.diff._causes import (
     ANTHROPIC_DIAGNOSTICS_URL,
@@ -954,11 +954,8 @@ def openai_cacheable_tokens(tokens: int, policy: Any) -> int:
     under the model's minimum (``policy.min_cacheable_tokens``, 1,024), else the minimum plus
     whole steps of ``policy.cache_step_tokens`` (128). Source:
     https://developers.openai.com/api/docs/guides/prompt-caching (hosted-api-rules.md 2)."""
-    minimum = int(getattr(policy, "min_cacheable_tokens", 1024) or 1024)
-    step = int(getattr(policy, "cache_step_tokens", 128) or 1)
-    if tokens < minimum:
-        return 0
-    return minimum + ((tokens - minimum) // step) * step
+    return cache_grid_tokens(tokens, int(getattr(policy, "min_cacheable_tokens", 1024) or 1024),
+                             int(getattr(policy, "cache_step_tokens", 128) or 1))
 
 
 def _openai_ttl(p: Prepared) -> float:

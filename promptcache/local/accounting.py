@@ -84,7 +84,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from promptcache._errors import UnknownModelError
-from promptcache.catalog import get_policy
+from promptcache.catalog import cache_grid_tokens, get_policy
 from promptcache.local.errors import BackendAPIError
 from promptcache.local.template import TemplatedPrompt
 
@@ -924,10 +924,9 @@ def openai_automatic_cached_tokens(
     Source: https://developers.openai.com/api/docs/guides/prompt-caching ("cache hits occur in
     increments of 128 tokens" from 1,024).
     """
-    if prompt_tokens < min_tokens or reused_tokens < min_tokens:
+    if prompt_tokens < min_tokens:
         return 0
-    step = step_tokens or 1
-    return min_tokens + step * ((reused_tokens - min_tokens) // step)
+    return cache_grid_tokens(reused_tokens, min_tokens, step_tokens)
 
 
 def block_floor_reuse(shared_prefix_tokens: int, block_size: int) -> int:
