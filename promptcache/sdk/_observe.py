@@ -127,10 +127,18 @@ def drain_dropped_streams() -> None:
             fault("recording a dropped stream's usage", exc, "its usage is not recorded")
 
 
+_DRAIN_REGISTERED = False
+
+
 def _register_drain() -> None:
     """Dropped streams are recorded before a tracker's results are read (``tracker.summary()``
     on the tracker given to ``wrap``, not only ``tracker_of``) and at exit (a sink's last
-    records): review 26."""
+    records): review 26. Registered when the first observer is made (a stream needs a wrapped
+    client), not at import: importing the wrapper does not import the usage package."""
+    global _DRAIN_REGISTERED
+    if _DRAIN_REGISTERED:
+        return
+    _DRAIN_REGISTERED = True
     from promptcache.usage import tracker as _tracker
 
     def drain() -> None:
@@ -139,9 +147,6 @@ def _register_drain() -> None:
 
     _tracker.BEFORE_READ.append(drain)
     atexit.register(drain)
-
-
-_register_drain()
 
 _CALL_OPTIONS: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
     "promptcache_call_options", default=MappingProxyType({}))
@@ -492,6 +497,7 @@ class Observer:
         check_name("label", label)
         check_name("session", session)
         check_flag("auto_cache", auto_cache)
+        _register_drain()
         if tracker is None:
             from promptcache.usage import UsageTracker
 
